@@ -1,0 +1,111 @@
+"""Locations: every endpoint a plan touches, and how a reference is placed in a failure domain.
+
+A reference (a URL, an image name, an s3:// URL, a git remote, a bare host) is placed by, in
+order: the plan's explicit locations (longest matching prefix or host pattern wins), then the
+plan's placement rules (first match wins). A reference nothing places is "unknown".
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+_SCP_LIKE = re.compile(r"^(?:[\w.-]+@)?(?P<host>[\w.-]+):(?!//)(?P<path>.*)$")
+
+
+def host_of(reference: str) -> str:
+    """The host a reference points at, lower-cased; '' when it names no host.
+
+    Handles URLs (https://h:443/x, s3://bucket/key where the bucket stands for the host),
+    scp-like git remotes (git@h:org/repo), container images (h:5000/ns/img:tag; a first
+    component without a dot, colon or 'localhost' means Docker Hub) and bare hosts.
+    """
+    ref = reference.strip()
+    if "://" in ref:
+        return (urlsplit(ref).hostname or "").lower()
+    if ref.startswith("/") or ref.startswith("."):
+        return ""
+    first = ref.split("/", 1)[0]
+    scp = _SCP_LIKE.match(ref)
+    if scp and "/" not in first.split(":", 1)[0] and not _looks_like_image(ref):
+        return scp.group("host").lower()
+    if "/" in ref:
+        if "." in first or ":" in first or first == "localhost":
+            return first.split(":", 1)[0].lower()
+        return "docker.io"
+    return first.split(":", 1)[0].lower()
+
+
+def _looks_like_image(ref: str) -> bool:
+    # registry:5000/ns/img has a port after the colon; git@h:org/repo has a path.
+    first = ref.split("/", 1)[0]
+    return bool(re.match(r"^[\w.-]+:\d+$", first)) and "/" in ref
+
+
+@dataclass
+class Location:
+    """An endpoint named in the plan, placed in a failure domain.
+
+    prefixes: references starting with one of these belong here (URLs, s3://bucket/, images)
+    hosts:    glob patterns matched against the reference's host
+    """
+
+    name: str
+    domain: str
+    kind: str = ""
+    prefixes: list[str] = field(default_factory=list)
+    hosts: list[str] = field(default_factory=list)
+
+    def match_strength(self, reference: str, host: str) -> int:
+        """0 for no match; otherwise longer, more specific matches score higher."""
+        best = 0
+        for prefix in self.prefixes:
+            if reference.startswith(prefix):
+                best = max(best, 1000 + len(prefix))
+        for pattern in self.hosts:
+            if host and fnmatch.fnmatchcase(host, pattern.lower()):
+                best = max(best, 1 + len(pattern.replace("*", "")))
+        return best
+
+
+@dataclass
+class PlacementRule:
+    """An inference rule: references whose host matches `match` live in `domain`, because `reason`."""
+
+    match: str
+    domain: str
+    reason: str = ""
+
+    def matches(self, host: str) -> bool:
+        return bool(host) and fnmatch.fnmatchcase(host, self.match.lower())
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a reference lives. domain None means nothing placed it (verdict: unknown)."""
+
+    reference: str
+    host: str
+    domain: str | None
+    location: str | None = None
+    rule: str | None = None
+
+
+@dataclass
+class Placer:
+    locations: list[Location] = field(default_factory=list)
+    rules: list[PlacementRule] = field(default_factory=list)
+
+    def place(self, reference: str) -> Placement:
+        host = host_of(reference)
+        scored = [(loc.match_strength(reference, host), loc) for loc in self.locations]
+        scored = [s for s in scored if s[0] > 0]
+        if scored:
+            _, loc = max(scored, key=lambda s: s[0])
+            return Placement(reference, host, loc.domain, location=loc.name)
+        for rule in self.rules:
+            if rule.matches(host):
+                return Placement(reference, host, rule.domain, rule=rule.match)
+        return Placement(reference, host, None)

@@ -1,0 +1,218 @@
+"""Loading a plan file and reporting every problem in it at once.
+
+Each problem names the file, the field path (with its line), what was found and what was
+expected. An unknown key names the nearest valid key. No problem is ever a traceback.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass
+from typing import Any, Iterable, Protocol
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from dr.model import plan_rules
+from dr.model.plans import SOURCE_COMMON_KEYS, Plan, PlanSpec
+
+
+
+class OptionsLookup(Protocol):
+    """What plan loading needs from the exporter registry (the model cannot import it)."""
+
+    def names(self) -> list[str]: ...
+
+    def options_model(self, type_name: str) -> "type[BaseModel] | None": ...
+
+
+@dataclass(frozen=True)
+class Problem:
+    file: str
+    path: str
+    found: str
+    expected: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        field = self.path or "(top level)"
+        return f"{where}: {field}: found {self.found}; expected {self.expected}"
+
+
+class PlanError(Exception):
+    """The plan is not valid. `problems` lists every problem found."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems))
+
+
+def load_plan(path: str, options_lookup: OptionsLookup | None = None) -> Plan:
+    """Read, validate and resolve a plan file; raise PlanError listing every problem."""
+    text, problems = _read(path)
+    if problems:
+        raise PlanError(problems)
+    return parse_plan(text, path, options_lookup)
+
+
+def parse_plan(text: str, path: str, options_lookup: OptionsLookup | None = None) -> Plan:
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark else None
+        raise PlanError([Problem(path, "", f"invalid YAML ({getattr(exc, 'problem', exc)})",
+                                 "a YAML mapping", line)]) from None
+    lines = _line_map(node)
+    if not isinstance(data, dict):
+        raise PlanError([Problem(path, "", _show(data), "a YAML mapping of plan fields")])
+    spec, problems = _validate_structure(data, path, lines)
+    if spec is None:
+        raise PlanError(problems)
+    options, option_problems = _validate_options(spec, path, lines, options_lookup)
+    problems += option_problems
+    problems += [Problem(path, p, found, expected, _line(lines, p))
+                 for p, found, expected in plan_rules.check(spec)]
+    if problems:
+        raise PlanError(problems)
+    return Plan(spec, path, os.path.dirname(os.path.abspath(path)), options)
+
+
+def _read(path: str) -> tuple[str, list[Problem]]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read(), []
+    except FileNotFoundError:
+        return "", [Problem(path, "", "no such file", "a path to a plan YAML file")]
+    except (OSError, UnicodeDecodeError) as exc:
+        return "", [Problem(path, "", f"an unreadable file ({exc.__class__.__name__})",
+                            "a readable UTF-8 YAML file")]
+
+
+def _validate_structure(data: dict, path: str, lines: dict[str, int]):
+    try:
+        return PlanSpec.model_validate(data), []
+    except ValidationError as exc:
+        return None, _problems_from(exc, data, path, lines, prefix=())
+
+
+def _validate_options(spec: PlanSpec, path: str, lines: dict[str, int],
+                      options_lookup: OptionsLookup | None):
+    options: dict[str, Any] = {}
+    problems: list[Problem] = []
+    if options_lookup is None:
+        return {s.name: s.options for s in spec.sources}, problems
+    for i, source in enumerate(spec.sources):
+        model = options_lookup.options_model(source.type)
+        if model is None:
+            known = options_lookup.names()
+            nearest = difflib.get_close_matches(source.type, known, n=1, cutoff=0.5)
+            hint = f"did you mean '{nearest[0]}'? " if nearest else ""
+            field = f"sources[{i}].type"
+            problems.append(Problem(path, field, f"unknown exporter type '{source.type}'",
+                                    f"{hint}an installed exporter: {', '.join(known)} (see 'dr plugins')",
+                                    _line(lines, field)))
+            continue
+        try:
+            options[source.name] = model.model_validate(source.options)
+        except ValidationError as exc:
+            problems += _problems_from(exc, source.options, path, lines, prefix=("sources", i),
+                                       extra_keys=SOURCE_COMMON_KEYS)
+    return options, problems
+
+
+def _problems_from(exc: ValidationError, data: Any, path: str, lines: dict[str, int],
+                   prefix: tuple, extra_keys: Iterable[str] = ()) -> list[Problem]:
+    problems = []
+    for error in exc.errors(include_url=False):
+        loc = prefix + tuple(error["loc"])
+        field = _dotted(loc)
+        if error["type"] == "extra_forbidden":
+            problems.append(_unknown_key(error, data, path, lines, prefix, extra_keys))
+            continue
+        found = "nothing (the field is missing)" if error["type"] == "missing" else _show(error.get("input"))
+        problems.append(Problem(path, field, found, _expected(error), _line(lines, field)))
+    return problems
+
+
+def _unknown_key(error, data, path, lines, prefix, extra_keys) -> Problem:
+    loc = tuple(error["loc"])
+    key = str(loc[-1])
+    valid = sorted(set(_valid_keys(loc[:-1])) | set(extra_keys if len(loc) == 1 else ()))
+    nearest = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
+    hint = f"did you mean '{nearest[0]}'? " if nearest else ""
+    field = _dotted(prefix + loc)
+    return Problem(path, field, f"unknown key '{key}'",
+                   f"{hint}valid keys here: {', '.join(valid)}", _line(lines, field))
+
+
+def _valid_keys(loc: tuple) -> list[str]:
+    """The keys the schema allows at a location, found by walking the pydantic models."""
+    from dr.model import plans as schema
+
+    model: Any = schema.PlanSpec
+    for part in loc:
+        if isinstance(part, int) or model is None:
+            continue
+        field = model.model_fields.get(str(part))
+        model = _model_of(field.annotation) if field else None
+    return list(model.model_fields) if model is not None else []
+
+
+def _model_of(annotation: Any):
+    for candidate in getattr(annotation, "__args__", ()) + (annotation,):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+        inner = _model_of(candidate) if getattr(candidate, "__args__", None) else None
+        if inner is not None:
+            return inner
+    return None
+
+
+def _expected(error: dict) -> str:
+    message = str(error.get("msg", "a valid value"))
+    for lead in ("Value error, ", "Assertion failed, "):
+        message = message.removeprefix(lead)
+    if error["type"] == "string_pattern_mismatch":
+        from dr.model.plans import NAME_HINT
+        return NAME_HINT
+    return message[0].lower() + message[1:] if message else "a valid value"
+
+
+def _show(value: Any) -> str:
+    text = repr(value) if not isinstance(value, (dict, list)) else type(value).__name__
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _dotted(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _line(lines: dict[str, int], field: str) -> int | None:
+    while field:
+        if field in lines:
+            return lines[field]
+        field = field.rsplit(".", 1)[0] if "." in field else (field.rsplit("[", 1)[0] if "[" in field else "")
+    return None
+
+
+def _line_map(node: Any, prefix: str = "") -> dict[str, int]:
+    """Field path -> 1-based line, from the YAML node tree."""
+    lines: dict[str, int] = {}
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            path = f"{prefix}.{key.value}" if prefix else str(key.value)
+            lines[path] = key.start_mark.line + 1
+            lines.update(_line_map(value, path))
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            path = f"{prefix}[{i}]"
+            lines[path] = item.start_mark.line + 1
+            lines.update(_line_map(item, path))
+    return lines

@@ -1,0 +1,200 @@
+"""DR plans: the declarative file that says what to protect, against what, and where to.
+
+This module holds the plan's schema (pydantic models, unknown keys refused) and the resolved
+objects other layers use (domain tree, placer). Loading and error reporting live in
+dr.model.plan_loading; cross-field rules in dr.model.plan_rules.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated, Any, Literal
+
+from croniter import croniter
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from dr.model.artifacts import Sensitivity
+from dr.model.domains import DOMAIN_KINDS, DomainTree, FailureDomain
+from dr.model.durations import parse_duration
+from dr.model.locations import Location, Placer, PlacementRule
+
+Name = Annotated[str, Field(pattern=r"^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$")]
+NAME_HINT = "a lower-case name of letters, digits, '.', '_' or '-'"
+
+# Keys every source has; everything else under a source is the exporter plugin's options.
+SOURCE_COMMON_KEYS = ("name", "type", "schedule", "rpo", "rto", "retention", "sensitivity", "targets")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+class DomainSpec(Strict):
+    name: Name
+    kind: Literal[DOMAIN_KINDS]  # type: ignore[valid-type]
+    description: str = ""
+    children: list["DomainSpec"] = Field(default_factory=list)
+
+
+class LocationSpec(Strict):
+    name: Name
+    domain: str
+    kind: str = ""
+    url: str | None = None
+    prefixes: list[str] = Field(default_factory=list)
+    hosts: list[str] = Field(default_factory=list)
+
+    def to_location(self) -> Location:
+        prefixes = list(self.prefixes) + ([self.url] if self.url else [])
+        return Location(self.name, self.domain, self.kind, prefixes, list(self.hosts))
+
+
+class PlacementRuleSpec(Strict):
+    match: str
+    domain: str
+    reason: str = ""
+
+
+class RetentionSpec(Strict):
+    keep_last: int | None = Field(default=None, ge=0)
+    keep_hourly: int | None = Field(default=None, ge=0)
+    keep_daily: int | None = Field(default=None, ge=0)
+    keep_weekly: int | None = Field(default=None, ge=0)
+    keep_monthly: int | None = Field(default=None, ge=0)
+    keep_yearly: int | None = Field(default=None, ge=0)
+
+    def is_empty(self) -> bool:
+        return all(v is None for v in self.model_dump().values())
+
+
+class EncryptionSpec(Strict):
+    recipients: list[str] = Field(default_factory=list)
+    # Where the private key needed to restore is kept: a reference placed like any other
+    # (the audit checks it survives the failure).
+    key_location: str | None = None
+    # Environment variable a restore reads the identity file path from.
+    identity_env: str = "DR_AGE_IDENTITY_FILE"
+
+
+class TargetSpec(Strict):
+    name: Name
+    url: str
+    domain: str
+    region: str | None = None
+    endpoint_url: str | None = None
+    profile: str | None = None
+    # Where the credentials that reach this target are kept (placed like any reference).
+    credentials_location: str | None = None
+    object_lock: bool = False
+
+
+class SourceSpec(BaseModel):
+    """One exporter instance. Extra keys are the plugin's options, validated by the plugin."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: Name
+    type: str
+    schedule: str | None = None
+    rpo: str | None = None
+    rto: str | None = None
+    retention: RetentionSpec | None = None
+    sensitivity: Sensitivity | None = None
+    targets: list[str] = Field(default_factory=list)
+
+    @field_validator("schedule")
+    @classmethod
+    def _cron(cls, value: str | None) -> str | None:
+        if value is not None and not (len(value.split()) == 5 and croniter.is_valid(value)):
+            raise ValueError("a 5-field cron expression such as '0 * * * *'")
+        return value
+
+    @field_validator("rpo", "rto")
+    @classmethod
+    def _duration(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_duration(value)
+        return value
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+    @property
+    def rpo_delta(self) -> timedelta | None:
+        return parse_duration(self.rpo) if self.rpo else None
+
+    @property
+    def rto_delta(self) -> timedelta | None:
+        return parse_duration(self.rto) if self.rto else None
+
+
+class PlanSpec(Strict):
+    version: Literal[1]
+    name: Name
+    description: str = ""
+    failure_domains: list[DomainSpec] = Field(min_length=1)
+    locations: list[LocationSpec] = Field(default_factory=list)
+    placement_rules: list[PlacementRuleSpec] = Field(default_factory=list)
+    protects_against: list[str] = Field(min_length=1)
+    encryption: EncryptionSpec = Field(default_factory=EncryptionSpec)
+    targets: list[TargetSpec] = Field(min_length=1)
+    sources: list[SourceSpec] = Field(min_length=1)
+    retention: RetentionSpec = Field(default_factory=RetentionSpec)
+    # Where dr's own container image is pulled from (the audit checks it survives).
+    dr_image: str | None = None
+
+
+class Plan:
+    """A validated plan plus the objects derived from it. Build with dr.model.plan_loading."""
+
+    def __init__(self, spec: PlanSpec, path: str, base_dir: str, options: dict[str, Any]):
+        self.spec = spec
+        self.path = path
+        self.base_dir = base_dir
+        # Exporter options, validated by each plugin, by source name.
+        self.options = options
+        self.domains = build_domain_tree(spec.failure_domains)
+        self.placer = Placer(
+            [loc.to_location() for loc in spec.locations],
+            [PlacementRule(r.match, r.domain, r.reason) for r in spec.placement_rules],
+        )
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def source(self, name: str) -> SourceSpec:
+        for source in self.spec.sources:
+            if source.name == name:
+                return source
+        raise KeyError(name)
+
+    def target(self, name: str) -> TargetSpec:
+        for target in self.spec.targets:
+            if target.name == name:
+                return target
+        raise KeyError(name)
+
+    def primary_target(self) -> TargetSpec:
+        """The first target that survives every protected domain (plan_rules guarantees one)."""
+        for target in self.spec.targets:
+            if not any(self.domains.is_lost(target.domain, [d]) for d in self.spec.protects_against):
+                return target
+        return self.spec.targets[0]
+
+    def retention_for(self, source: SourceSpec) -> RetentionSpec:
+        return source.retention if source.retention is not None else self.spec.retention
+
+
+def build_domain_tree(specs: list[DomainSpec]) -> DomainTree:
+    tree = DomainTree()
+
+    def walk(spec: DomainSpec, parent: str | None) -> None:
+        tree.add(FailureDomain(spec.name, spec.kind, parent, spec.description))
+        for child in spec.children:
+            walk(child, spec.name)
+
+    for spec in specs:
+        walk(spec, None)
+    return tree

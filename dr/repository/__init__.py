@@ -1,0 +1,1 @@
+"""The backup repository (docs/format.md): stores, blobs, catalogs, snapshots, locks, encryption."""
