@@ -1,0 +1,70 @@
+"""Finding exporters: the `dr.exporters` entry-point group, built-ins included."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib.metadata import EntryPoint, entry_points
+
+from dr.exporters.contract import CONTRACT_VERSION, Exporter, ExporterOptions
+
+GROUP = "dr.exporters"
+
+
+class PluginError(Exception):
+    pass
+
+
+@dataclass
+class PluginInfo:
+    name: str
+    value: str  # module:Class, where it comes from
+    summary: str
+    contract_version: int
+    error: str = ""
+
+
+class Registry:
+    """The installed exporters, loaded lazily by name."""
+
+    def __init__(self, eps: list[EntryPoint] | None = None):
+        found = eps if eps is not None else list(entry_points(group=GROUP))
+        self._eps = {ep.name: ep for ep in found}
+        self._loaded: dict[str, type[Exporter]] = {}
+
+    def names(self) -> list[str]:
+        return sorted(self._eps)
+
+    def get(self, name: str) -> type[Exporter]:
+        if name not in self._loaded:
+            if name not in self._eps:
+                raise PluginError(f"no exporter named '{name}' (installed: {', '.join(self.names())})")
+            self._loaded[name] = self._load(self._eps[name])
+        return self._loaded[name]
+
+    def options_model(self, type_name: str) -> type[ExporterOptions] | None:
+        return self.get(type_name).Options if type_name in self._eps else None
+
+    def info(self) -> list[PluginInfo]:
+        out = []
+        for name in self.names():
+            try:
+                cls = self.get(name)
+                out.append(PluginInfo(name, self._eps[name].value, cls.summary, cls.contract_version))
+            except PluginError as exc:
+                out.append(PluginInfo(name, self._eps[name].value, "", 0, str(exc)))
+        return out
+
+    @staticmethod
+    def _load(ep: EntryPoint) -> type[Exporter]:
+        try:
+            cls = ep.load()
+        except Exception as exc:  # a broken third-party plugin must not take dr down
+            raise PluginError(f"exporter '{ep.name}' ({ep.value}) failed to load: {exc}") from None
+        if not (isinstance(cls, type) and issubclass(cls, Exporter)):
+            raise PluginError(f"exporter '{ep.name}' ({ep.value}) is not a dr Exporter subclass")
+        if cls.type_name != ep.name:
+            raise PluginError(f"exporter '{ep.name}' declares type_name '{cls.type_name}'")
+        if cls.contract_version != CONTRACT_VERSION:
+            raise PluginError(f"exporter '{ep.name}' implements contract v{cls.contract_version}; "
+                              f"this dr speaks v{CONTRACT_VERSION}")
+        return cls

@@ -1,0 +1,41 @@
+"""Retention: which snapshots a policy keeps (keep-last / hourly / daily / weekly / monthly / yearly).
+
+As restic's forget: for each bucket kind, walk snapshots newest first and keep the newest
+snapshot of each of the last N distinct buckets. A snapshot kept by any rule is kept. An empty
+policy keeps everything: pruning never deletes by default.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Callable, Sequence
+
+BUCKETS: dict[str, Callable[[datetime], tuple]] = {
+    "keep_hourly": lambda t: (t.year, t.month, t.day, t.hour),
+    "keep_daily": lambda t: (t.year, t.month, t.day),
+    "keep_weekly": lambda t: t.isocalendar()[:2],
+    "keep_monthly": lambda t: (t.year, t.month),
+    "keep_yearly": lambda t: (t.year,),
+}
+
+
+def select_kept(times: Sequence[tuple[str, datetime]], policy: dict[str, int | None]) -> dict[str, list[str]]:
+    """Map each kept id to the rules that keep it. `times` is (id, time) pairs."""
+    newest_first = sorted(times, key=lambda item: item[1], reverse=True)
+    if all(v is None for v in policy.values()):
+        return {sid: ["no retention policy: keep all"] for sid, _ in newest_first}
+    kept: dict[str, list[str]] = {}
+    last = policy.get("keep_last") or 0
+    for sid, _ in newest_first[:last]:
+        kept.setdefault(sid, []).append("keep_last")
+    for rule, bucket_of in BUCKETS.items():
+        limit = policy.get(rule) or 0
+        seen: set[tuple] = set()
+        for sid, when in newest_first:
+            bucket = bucket_of(when)
+            if len(seen) >= limit:
+                break
+            if bucket not in seen:
+                seen.add(bucket)
+                kept.setdefault(sid, []).append(rule)
+    return kept

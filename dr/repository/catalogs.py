@@ -1,0 +1,56 @@
+"""Catalogs: the list of artifacts a snapshot holds (docs/format.md, "Catalog").
+
+A catalog is one blob: gzip-compressed JSON Lines, one artifact per line. It is written after
+every blob it references and before the manifest that references it. Catalogs are never
+encrypted: they hold names, sizes and dependencies, not secret values, so the audit can run
+without the private key.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import tempfile
+from typing import Iterator
+
+from dr.model.artifacts import Artifact
+from dr.repository.repositories import IntegrityError, Repository
+
+
+class CatalogBuilder:
+    """Collects catalog lines in a spooled temporary file, so memory stays flat."""
+
+    def __init__(self) -> None:
+        self._raw = tempfile.SpooledTemporaryFile(max_size=8 << 20)
+        self._gz = gzip.GzipFile(fileobj=self._raw, mode="wb", mtime=0)
+        self.entries = 0
+
+    def add(self, artifact: Artifact) -> None:
+        self._gz.write(json.dumps(artifact.to_json(), sort_keys=True, separators=(",", ":")).encode())
+        self._gz.write(b"\n")
+        self.entries += 1
+
+    def add_lines(self, lines: Iterator[bytes]) -> None:
+        for line in lines:
+            self._gz.write(line)
+            self.entries += 1
+
+    def finish(self) -> bytes:
+        self._gz.close()
+        self._raw.seek(0)
+        data = self._raw.read()
+        self._raw.close()
+        return data
+
+
+def read_catalog(repo: Repository, digest: str) -> Iterator[Artifact]:
+    """Artifacts of a catalog blob, verified against its digest first."""
+    data = repo.read_blob(digest)
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as gz:
+            for line in gz:
+                if line.strip():
+                    yield Artifact.from_json(json.loads(line))
+    except (OSError, ValueError, KeyError) as exc:
+        raise IntegrityError(f"catalog {digest} cannot be read: {exc}") from None

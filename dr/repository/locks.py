@@ -1,0 +1,161 @@
+"""Repository locks (docs/format.md, "Locks").
+
+A lock is an object under locks/ that its holder writes and deletes; it is never rewritten.
+A live holder refreshes by writing a new lock object and deleting its old one. Exclusive locks
+(backup, prune) conflict with every other lock; shared locks (verify, restore) only with
+exclusive ones. A lock is stale when its holder is gone: same host and the process no longer
+exists, or it was not refreshed for STALE_AFTER. Stale locks are ignored (with a warning) and
+removed by `dr unlock`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import secrets
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from dr.repository import layout
+from dr.repository.repositories import Repository, RepositoryError
+from dr.repository.stores.base import ObjectMissing
+
+STALE_AFTER = 30 * 60
+REFRESH_EVERY = 5 * 60
+
+
+class RepositoryLocked(RepositoryError):
+    pass
+
+
+@dataclass
+class LockInfo:
+    key: str
+    hostname: str
+    pid: int
+    process_start: str
+    time: float
+    exclusive: bool
+    command: str
+
+    def describe(self) -> str:
+        age = int(time.time() - self.time)
+        kind = "exclusive" if self.exclusive else "shared"
+        return f"{kind} lock by '{self.command}' (pid {self.pid} on {self.hostname}, {age}s old)"
+
+    def is_stale(self, now: float | None = None) -> bool:
+        now = time.time() if now is None else now
+        if now - self.time > STALE_AFTER:
+            return True
+        if self.hostname == socket.gethostname():
+            return _process_start(self.pid) != self.process_start
+        return False
+
+
+def _process_start(pid: int) -> str:
+    """The start time of a process, so a reused pid is not mistaken for the holder."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
+
+
+def read_locks(repo: Repository) -> list[LockInfo]:
+    locks = []
+    for key, _ in repo.store.list(layout.LOCKS):
+        try:
+            data = json.loads(repo.store.get(key))
+            locks.append(LockInfo(key, data["hostname"], int(data["pid"]), data.get("process_start", ""),
+                                  float(data["time"]), bool(data["exclusive"]), data.get("command", "")))
+        except (ObjectMissing, ValueError, KeyError):
+            continue  # removed while listing, or not ours to judge: unlock --remove-all clears it
+    return locks
+
+
+class Lock:
+    def __init__(self, repo: Repository, exclusive: bool, command: str):
+        self.repo = repo
+        self.exclusive = exclusive
+        self.command = command
+        self.key = ""
+        self.warnings: list[str] = []
+        self._stop = threading.Event()
+        self._refresher: threading.Thread | None = None
+
+    def acquire(self, wait_seconds: float = 0.0) -> "Lock":
+        deadline = time.monotonic() + wait_seconds
+        while True:
+            conflicts = self._conflicts()
+            if not conflicts:
+                self.key = self._write()
+                conflicts = self._conflicts()
+                if not conflicts:
+                    self._start_refresher()
+                    return self
+                self.repo.store.delete(self.key)  # lost a race: both back off, one retries first
+                self.key = ""
+            if time.monotonic() >= deadline:
+                raise RepositoryLocked(
+                    f"{self.repo.description} is locked: {conflicts[0].describe()}. Wait for it to "
+                    "finish, retry with --lock-wait SECONDS, or if that process is gone run "
+                    "'dr unlock --plan FILE'")
+            time.sleep(min(1.0 + random.random(), max(0.0, deadline - time.monotonic())))
+
+    def _conflicts(self) -> list[LockInfo]:
+        out = []
+        for info in read_locks(self.repo):
+            if info.key == self.key:
+                continue
+            if info.is_stale():
+                self.warnings.append(f"ignoring stale {info.describe()}")
+                continue
+            if self.exclusive or info.exclusive:
+                out.append(info)
+        return out
+
+    def _write(self) -> str:
+        key = layout.lock_key(f"{int(time.time() * 1000):015d}-{secrets.token_hex(8)}")
+        body = {"hostname": socket.gethostname(), "pid": os.getpid(),
+                "process_start": _process_start(os.getpid()), "time": time.time(),
+                "exclusive": self.exclusive, "command": self.command,
+                "written": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+        self.repo.store.put(key, json.dumps(body, sort_keys=True).encode())
+        return key
+
+    def _start_refresher(self) -> None:
+        self._refresher = threading.Thread(target=self._refresh_loop, name="lock-refresh", daemon=True)
+        self._refresher.start()
+
+    def _refresh_loop(self) -> None:
+        while not self._stop.wait(REFRESH_EVERY):
+            old, self.key = self.key, self._write()
+            self.repo.store.delete(old)
+
+    def release(self) -> None:
+        self._stop.set()
+        if self._refresher is not None:
+            self._refresher.join(timeout=5)
+        if self.key:
+            self.repo.store.delete(self.key)
+            self.key = ""
+
+    def __enter__(self) -> "Lock":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def remove_locks(repo: Repository, all_locks: bool = False) -> list[str]:
+    """Delete stale locks (or every lock); return their descriptions."""
+    removed = []
+    for info in read_locks(repo):
+        if all_locks or info.is_stale():
+            repo.store.delete(info.key)
+            removed.append(info.describe())
+    return removed

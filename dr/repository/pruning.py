@@ -1,0 +1,81 @@
+"""Pruning: forget snapshots retention no longer keeps, then sweep unreferenced blobs.
+
+Runs under an exclusive lock, so no backup is writing blobs that are not yet referenced.
+Mark: every blob referenced by a remaining manifest (its catalog and the catalog's chunks).
+Sweep: delete the rest. A blob any remaining snapshot references is never deleted: when a
+catalog cannot be read, pruning stops before deleting anything.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from dr.repository import layout
+from dr.repository.catalogs import read_catalog
+from dr.repository.repositories import Repository
+
+
+@dataclass
+class PruneReport:
+    forgotten: list[str] = field(default_factory=list)
+    blobs_deleted: int = 0
+    bytes_freed: int = 0
+    blobs_kept: int = 0
+    staging_removed: int = 0
+
+    def to_json(self) -> dict:
+        return {"forgotten": self.forgotten, "blobs_deleted": self.blobs_deleted,
+                "bytes_freed": self.bytes_freed, "blobs_kept": self.blobs_kept,
+                "staging_removed": self.staging_removed}
+
+
+def referenced_blobs(repo: Repository, excluding: set[str] = frozenset()) -> set[str]:
+    """Every blob a snapshot references, except snapshots in `excluding`."""
+    referenced: set[str] = set()
+    for snapshot_id in repo.snapshot_ids():
+        if snapshot_id in excluding:
+            continue
+        snapshot = repo.load_snapshot(snapshot_id)
+        referenced.add(snapshot.catalog)
+        for artifact in read_catalog(repo, snapshot.catalog):
+            referenced.update(artifact.chunks)
+    return referenced
+
+
+def prune(repo: Repository, forget_ids: list[str], dry_run: bool = False) -> PruneReport:
+    """Forget `forget_ids`, then delete every blob no remaining snapshot references.
+
+    The mark phase reads every remaining catalog first (an unreadable one raises before any
+    deletion), then manifests are removed, then blobs: a crash in between only leaves
+    unreferenced blobs for the next prune.
+    """
+    report = PruneReport(forgotten=list(forget_ids))
+    keep = referenced_blobs(repo, excluding=set(forget_ids))
+    if not dry_run:
+        for snapshot_id in forget_ids:
+            repo.forget(snapshot_id)
+    for digest, size in list(repo.list_blobs()):
+        if digest in keep:
+            report.blobs_kept += 1
+            continue
+        report.blobs_deleted += 1
+        report.bytes_freed += size
+        if not dry_run:
+            repo.store.delete(layout.blob_key(digest))
+    if not dry_run:
+        report.staging_removed = _clear_staging(repo)
+    return report
+
+
+def _clear_staging(repo: Repository) -> int:
+    leftovers = getattr(repo.store, "staging_leftovers", None)
+    if leftovers is None:
+        return 0
+    paths = leftovers()
+    for path in paths:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+    return len(paths)

@@ -1,0 +1,74 @@
+"""Reading artifact content back: each chunk verified against its digest, decrypted if secret.
+
+Implements the exporters' ContentReader contract (dr.exporters.contract) structurally; the
+repository layer does not import exporters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from typing import BinaryIO
+
+import pyrage
+
+from dr.model.artifacts import Artifact
+from dr.repository import encryption
+from dr.repository.repositories import IntegrityError, Repository
+
+
+class ArtifactReader:
+    def __init__(self, repo: Repository, identities: list[pyrage.x25519.Identity] | None = None):
+        self.repo = repo
+        self.identities = identities or []
+
+    def open(self, artifact: Artifact) -> BinaryIO:
+        return _ChunkStream(self, artifact)
+
+    def read(self, artifact: Artifact) -> bytes:
+        with self.open(artifact) as stream:
+            return stream.read()
+
+    def chunk(self, artifact: Artifact, digest: str) -> bytes:
+        data = self.repo.read_blob(digest)
+        return encryption.decrypt(data, self.identities) if artifact.encrypted else data
+
+
+class _ChunkStream(io.RawIOBase):
+    """Streams an artifact chunk by chunk; at the end, checks the whole-content digest."""
+
+    def __init__(self, reader: ArtifactReader, artifact: Artifact):
+        self._reader = reader
+        self._artifact = artifact
+        self._pending = list(artifact.chunks)
+        self._buffer = b""
+        self._whole = hashlib.sha256()
+        self._size = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, target) -> int:
+        while not self._buffer and self._pending:
+            self._buffer = self._reader.chunk(self._artifact, self._pending.pop(0))
+            self._whole.update(self._buffer)
+            self._size += len(self._buffer)
+            if not self._pending:
+                self._check_whole()
+        n = min(len(target), len(self._buffer))
+        target[:n] = self._buffer[:n]
+        self._buffer = self._buffer[n:]
+        return n
+
+    def _check_whole(self) -> None:
+        artifact = self._artifact
+        if self._size != artifact.size:
+            raise IntegrityError(f"{artifact.source}/{artifact.identity}: content is {self._size} bytes, "
+                                 f"catalog says {artifact.size}")
+        if artifact.digest and self._whole.hexdigest() != artifact.digest:
+            raise IntegrityError(f"{artifact.source}/{artifact.identity}: content does not match its digest")
+
+    def read(self, size: int = -1) -> bytes:
+        if size is None or size < 0:
+            return self.readall()
+        return super().read(size)

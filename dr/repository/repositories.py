@@ -1,0 +1,145 @@
+"""A repository over a store: config, verified blobs, snapshot manifests (docs/format.md).
+
+Every read is verified: an object named by a digest is hashed on read and refused if it does
+not match. Every write is write-once. Higher-level flows (writing a snapshot, checking,
+pruning) live in their own modules and use only what is here.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from datetime import datetime, timezone
+from typing import Iterator
+
+from dr.model.snapshots import Snapshot
+from dr.repository import layout
+from dr.repository.stores.base import ObjectExists, ObjectMissing, Store
+
+
+class RepositoryError(Exception):
+    pass
+
+
+class IntegrityError(RepositoryError):
+    """Stored data does not match its digest, or a referenced object is missing."""
+
+
+class NotARepository(RepositoryError):
+    pass
+
+
+class Repository:
+    def __init__(self, store: Store):
+        self.store = store
+        self.config: dict = {}
+
+    @property
+    def description(self) -> str:
+        return self.store.description
+
+    # -- config ----------------------------------------------------------------------------
+    def init(self) -> dict:
+        """Create the config if absent (idempotent); return it."""
+        config = {
+            "format": layout.FORMAT_NAME,
+            "version": layout.FORMAT_VERSION,
+            "id": secrets.token_hex(16),
+            "created": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+        try:
+            self.store.put(layout.CONFIG, _canonical(config))
+        except ObjectExists:
+            pass
+        return self.open()
+
+    def open(self) -> dict:
+        try:
+            config = json.loads(self.store.get(layout.CONFIG))
+        except ObjectMissing:
+            raise NotARepository(f"{self.description}: no repository here (no config object)") from None
+        except ValueError:
+            raise IntegrityError(f"{self.description}: config is not valid JSON") from None
+        if config.get("format") != layout.FORMAT_NAME:
+            raise NotARepository(f"{self.description}: config is not a dr repository config")
+        if config.get("version") != layout.FORMAT_VERSION:
+            raise RepositoryError(
+                f"{self.description}: repository format version {config.get('version')}; "
+                f"this dr reads version {layout.FORMAT_VERSION}")
+        self.config = config
+        return config
+
+    # -- blobs -----------------------------------------------------------------------------
+    def put_blob(self, data: bytes) -> str:
+        digest = layout.sha256(data)
+        try:
+            self.store.put(layout.blob_key(digest), data)
+        except ObjectExists:
+            pass  # content-addressed: the same name holds the same bytes
+        return digest
+
+    def read_blob(self, digest: str) -> bytes:
+        try:
+            data = self.store.get(layout.blob_key(digest))
+        except ObjectMissing:
+            raise IntegrityError(f"blob {digest} is referenced but missing") from None
+        actual = layout.sha256(data)
+        if actual != digest:
+            raise IntegrityError(f"blob {digest} is damaged: its content hashes to {actual}")
+        return data
+
+    def list_blobs(self) -> Iterator[tuple[str, int]]:
+        for key, size in self.store.list(layout.BLOBS):
+            digest = layout.digest_of_blob_key(key)
+            if digest:
+                yield digest, size
+
+    # -- snapshots -------------------------------------------------------------------------
+    def write_snapshot(self, snapshot: Snapshot) -> str:
+        """Write the manifest (the last write of a backup); return the snapshot id."""
+        data = _canonical(snapshot.to_json())
+        snapshot.id = layout.sha256(data)
+        try:
+            self.store.put(layout.snapshot_key(snapshot.id), data)
+        except ObjectExists:
+            pass
+        return snapshot.id
+
+    def load_snapshot(self, snapshot_id: str) -> Snapshot:
+        try:
+            data = self.store.get(layout.snapshot_key(snapshot_id))
+        except ObjectMissing:
+            raise RepositoryError(f"no snapshot {snapshot_id}") from None
+        if layout.sha256(data) != snapshot_id:
+            raise IntegrityError(f"snapshot {snapshot_id} is damaged: its manifest does not match its id")
+        return Snapshot.from_json(json.loads(data), snapshot_id)
+
+    def snapshot_ids(self) -> list[str]:
+        return sorted(key[len(layout.SNAPSHOTS):] for key, _ in self.store.list(layout.SNAPSHOTS)
+                      if layout.is_digest(key[len(layout.SNAPSHOTS):]))
+
+    def snapshots(self) -> list[Snapshot]:
+        """Every snapshot, oldest first."""
+        return sorted((self.load_snapshot(i) for i in self.snapshot_ids()), key=lambda s: s.time)
+
+    def find_snapshot(self, ref: str, source: str | None = None) -> Snapshot:
+        """Resolve 'latest' (optionally: latest holding `source`) or a unique id prefix."""
+        if ref == "latest":
+            candidates = [s for s in self.snapshots() if source is None or source in s.source_names()]
+            if not candidates:
+                scope = f" holding source '{source}'" if source else ""
+                raise RepositoryError(f"{self.description}: no snapshot{scope}")
+            return candidates[-1]
+        matches = [i for i in self.snapshot_ids() if i.startswith(ref.lower())]
+        if len(matches) != 1:
+            what = "no snapshot" if not matches else f"{len(matches)} snapshots"
+            raise RepositoryError(f"{what} with an id starting '{ref}'")
+        return self.load_snapshot(matches[0])
+
+    def forget(self, snapshot_id: str) -> None:
+        """Remove a snapshot manifest; its blobs stay until prune finds them unreferenced."""
+        self.store.delete(layout.snapshot_key(snapshot_id))
+
+
+def _canonical(data: dict) -> bytes:
+    return json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
