@@ -1,0 +1,122 @@
+"""Running a backup (docs/format.md, "Write ordering").
+
+For each target: take the exclusive lock, let every selected source's exporter write its
+artifacts (reusing the previous snapshot's content where the exporter's change token says
+nothing changed), then write the catalog and, last, the manifest. A source that fails is
+named in the manifest with its error; the other sources still land. If every source failed
+no snapshot is written at all.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from dr.exporters.contract import ExportContext
+from dr.exporters.registry import Registry
+from dr.model.artifacts import Artifact
+from dr.model.plans import Plan, SourceSpec, TargetSpec
+from dr.model.snapshots import Snapshot, SourceResult
+from dr.repository.catalogs import read_catalog
+from dr.repository.locks import Lock
+from dr.repository.repositories import Repository
+from dr.repository.targets import open_target
+from dr.repository.writing import SnapshotWriter
+
+
+@dataclass
+class BackupResult:
+    target: str
+    repository: str
+    snapshot: Snapshot | None
+    sources: list[SourceResult]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def failed_sources(self) -> list[SourceResult]:
+        return [s for s in self.sources if not s.ok]
+
+    def to_json(self) -> dict:
+        return {"target": self.target, "repository": self.repository,
+                "snapshot": self.snapshot.id if self.snapshot else None,
+                "stats": self.snapshot.stats if self.snapshot else {},
+                "sources": [s.to_json() for s in self.sources], "warnings": self.warnings}
+
+
+def select_sources(plan: Plan, names: Iterable[str] | None) -> list[SourceSpec]:
+    wanted = list(names or [])
+    known = [s.name for s in plan.spec.sources]
+    for name in wanted:
+        if name not in known:
+            raise KeyError(f"no source '{name}' in {plan.path} (sources: {', '.join(known)})")
+    return [s for s in plan.spec.sources if not wanted or s.name in wanted]
+
+
+def targets_of(plan: Plan, sources: list[SourceSpec]) -> dict[str, list[SourceSpec]]:
+    """Target name -> sources going there (a source with no `targets` goes to all)."""
+    out: dict[str, list[SourceSpec]] = {}
+    for target in plan.spec.targets:
+        chosen = [s for s in sources if not s.targets or target.name in s.targets]
+        if chosen:
+            out[target.name] = chosen
+    return out
+
+
+def run_backup(plan: Plan, registry: Registry, source_names: Iterable[str] | None = None, *,
+               lock_wait: float = 0.0, on_progress: Callable[[int], None] | None = None,
+               log: Callable[[str], None] = lambda m: None) -> list[BackupResult]:
+    sources = select_sources(plan, source_names)
+    results = []
+    for target_name, chosen in targets_of(plan, sources).items():
+        results.append(_backup_target(plan, registry, plan.target(target_name), chosen,
+                                      lock_wait, on_progress, log))
+    return results
+
+
+def _backup_target(plan: Plan, registry: Registry, target: TargetSpec, sources: list[SourceSpec],
+                   lock_wait: float, on_progress, log) -> BackupResult:
+    repo = open_target(plan, target)
+    repo.init()
+    lock = Lock(repo, exclusive=True, command=f"dr backup --plan {plan.name}").acquire(lock_wait)
+    with lock:
+        writer = SnapshotWriter(repo, plan.spec.encryption.recipients, on_progress=on_progress)
+        try:
+            parents = _parent_artifacts(repo, [s.name for s in sources])
+            results = [_run_source(plan, registry, writer, s, parents.get(s.name, []), log) for s in sources]
+            snapshot = writer.finish(plan.name, results) if any(r.ok for r in results) else None
+        finally:
+            writer.close()
+    return BackupResult(target.name, repo.description, snapshot, results, lock.warnings)
+
+
+def _run_source(plan: Plan, registry: Registry, writer: SnapshotWriter, source: SourceSpec,
+                parent: list[Artifact], log) -> SourceResult:
+    context = ExportContext(source.name, plan.options[source.name], plan.base_dir, source.sensitivity,
+                            log=lambda m: log(f"{source.name}: {m}"))
+    sink = writer.source(source.name, source.type, parent)
+    try:
+        registry.get(source.type)(context).export(sink)
+    except Exception as exc:  # one source failing must not lose the others
+        log(f"{source.name}: failed: {exc}\n{traceback.format_exc(limit=3)}")
+        result = sink.discard(f"{exc.__class__.__name__}: {exc}")
+    else:
+        result = sink.commit()
+    result.findings = context.findings
+    return result
+
+
+def _parent_artifacts(repo: Repository, source_names: list[str]) -> dict[str, list[Artifact]]:
+    """Each source's artifacts in the newest snapshot holding it: the base for reuse."""
+    snapshots = repo.snapshots()
+    parents: dict[str, list[Artifact]] = {}
+    loaded: dict[str, list[Artifact]] = {}
+    for name in source_names:
+        holding = [s for s in snapshots if name in s.source_names()]
+        if not holding:
+            continue
+        latest = holding[-1]
+        if latest.id not in loaded:
+            loaded[latest.id] = list(read_catalog(repo, latest.catalog))
+        parents[name] = [a for a in loaded[latest.id] if a.source == name]
+    return parents

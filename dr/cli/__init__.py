@@ -1,0 +1,1 @@
+"""The command line: the top layer. Parses arguments, calls the jobs, prints, picks exit codes."""

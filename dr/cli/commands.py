@@ -1,0 +1,255 @@
+"""The commands. Each is a small function from parsed arguments to an exit code."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from typing import Callable
+
+from dr.backup import run_backup
+from dr.cli.exitcodes import Exit
+from dr.cli.output import Output, human_size
+from dr.exporters.contract import RestoreRequest
+from dr.exporters.registry import Registry
+from dr.model.plan_loading import load_plan
+from dr.model.plans import Plan
+from dr.model.retention import select_kept
+from dr.repository import checking, encryption, pruning
+from dr.repository.locks import Lock, remove_locks
+from dr.repository.targets import choose_target, open_target
+from dr.restore import run_restore
+
+
+class UsageError(Exception):
+    pass
+
+
+@dataclass
+class CommandSpec:
+    name: str
+    help: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace, Output], int]
+
+
+def _plan(args: argparse.Namespace) -> tuple[Plan, Registry]:
+    registry = Registry()
+    return load_plan(args.plan, registry), registry
+
+
+def _plan_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--plan", required=True, metavar="FILE", help="the DR plan (YAML)")
+
+
+def _target_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--target", metavar="NAME", help="which target (default: the first that survives "
+                   "every protected domain)")
+
+
+# -- backup ------------------------------------------------------------------------------------
+def _backup_args(p: argparse.ArgumentParser) -> None:
+    _plan_arg(p)
+    p.add_argument("--source", action="append", metavar="NAME", help="only this source (repeatable)")
+    p.add_argument("--lock-wait", type=float, default=0.0, metavar="SECONDS",
+                   help="wait this long for another dr process to release the repository")
+
+
+def backup(args: argparse.Namespace, out: Output) -> int:
+    plan, registry = _plan(args)
+    with out.progress("backup") as advance:
+        try:
+            results = run_backup(plan, registry, args.source, lock_wait=args.lock_wait,
+                                 on_progress=advance, log=out.note)
+        except KeyError as exc:
+            raise UsageError(exc.args[0]) from None
+    failed = False
+    for result in results:
+        for warning in result.warnings:
+            out.note(f"warning: {warning}")
+        _print_backup(out, result)
+        failed |= bool(result.failed_sources) or result.snapshot is None
+    out.document({"results": [r.to_json() for r in results]})
+    if all(r.snapshot is None for r in results):
+        return Exit.FAILURE
+    return Exit.PARTIAL if failed else Exit.OK
+
+
+def _print_backup(out: Output, result) -> None:
+    snap = result.snapshot
+    if snap is None:
+        out.say(f"{result.target}: no snapshot written: every source failed")
+    else:
+        stats = snap.stats
+        out.say(f"{result.target}: snapshot {snap.short_id} written to {result.repository}: "
+                f"{stats['artifacts']} artifacts, {human_size(stats['bytes_read'])} read, "
+                f"{human_size(stats['bytes_uploaded'])} uploaded in {stats['blobs_uploaded']} new blobs, "
+                f"{stats['artifacts_reused']} unchanged artifacts reused")
+    for source in result.sources:
+        state = "ok" if source.ok else f"FAILED: {source.error}"
+        out.say(f"  {source.name} ({source.exporter}): {source.artifacts} artifacts, "
+                f"{human_size(source.bytes)} - {state}")
+        for finding in source.findings:
+            out.say(f"    {finding['severity']}: {finding['message']}")
+
+
+# -- snapshots ---------------------------------------------------------------------------------
+def _snapshots_args(p: argparse.ArgumentParser) -> None:
+    _plan_arg(p)
+    _target_arg(p)
+
+
+def snapshots(args: argparse.Namespace, out: Output) -> int:
+    plan, _ = _plan(args)
+    target = choose_target(plan, args.target)
+    repo = open_target(plan, target)
+    repo.open()
+    snaps = repo.snapshots()
+    out.say(f"{len(snaps)} snapshots in {repo.description} (target {target.name})")
+    for snap in snaps:
+        sources = ", ".join(s.name + ("" if s.ok else " (failed)") for s in snap.sources)
+        out.say(f"  {snap.short_id}  {snap.time:%Y-%m-%d %H:%M:%S}Z  {snap.catalog_entries:>7} artifacts  "
+                f"{human_size(snap.stats.get('bytes_read', 0)):>10}  {sources}")
+    out.document({"target": target.name, "repository": repo.description, "snapshots": [
+        {"id": s.id, **s.to_json()} for s in snaps]})
+    return Exit.OK
+
+
+# -- verify ------------------------------------------------------------------------------------
+def _verify_args(p: argparse.ArgumentParser) -> None:
+    _plan_arg(p)
+    _target_arg(p)
+    p.add_argument("--snapshot", metavar="ID", help="only this snapshot (id prefix or 'latest')")
+    p.add_argument("--read-data", action="store_true", help="download every blob and check its digest")
+
+
+def verify(args: argparse.Namespace, out: Output) -> int:
+    plan, _ = _plan(args)
+    repo = open_target(plan, choose_target(plan, args.target))
+    repo.open()
+    with Lock(repo, exclusive=False, command="dr verify").acquire():
+        ids = [repo.find_snapshot(args.snapshot).id] if args.snapshot else None
+        with out.progress("verify") as advance:
+            report = checking.check(repo, ids, read_data=args.read_data, on_blob=advance)
+    depth = f"{report.blobs_checked} blobs ({human_size(report.bytes_read)}) read and hashed" \
+        if args.read_data else "blobs checked for presence (add --read-data to hash every byte)"
+    out.say(f"{repo.description}: {report.snapshots} snapshots, {report.artifacts} artifacts; {depth}")
+    for problem in report.problems:
+        out.say(f"  PROBLEM: {problem}")
+    out.say("no problems found" if report.ok else f"{len(report.problems)} problems found")
+    out.document(report.to_json())
+    return Exit.OK if report.ok else Exit.INTEGRITY
+
+
+# -- restore -----------------------------------------------------------------------------------
+def _restore_args(p: argparse.ArgumentParser) -> None:
+    _plan_arg(p)
+    _target_arg(p)
+    p.add_argument("--snapshot", default="latest", metavar="ID", help="id prefix or 'latest' (default)")
+    p.add_argument("--source", required=True, metavar="NAME", help="the source to restore")
+    p.add_argument("--to", metavar="DEST", help="where to restore (exporter-specific: a directory, a remote URL)")
+    p.add_argument("--dry-run", action="store_true", help="print what would be done; change nothing")
+    p.add_argument("--overwrite", action="store_true", help="replace items that exist and differ")
+    p.add_argument("--identity", metavar="FILE", help="age identity file for secret content "
+                   "(default: the file named by the plan's identity_env variable)")
+    p.add_argument("--lock-wait", type=float, default=0.0, metavar="SECONDS")
+
+
+def restore(args: argparse.Namespace, out: Output) -> int:
+    plan, registry = _plan(args)
+    if args.source not in [s.name for s in plan.spec.sources]:
+        raise UsageError(f"no source '{args.source}' in {args.plan}")
+    identities = encryption.load_identities(args.identity) if args.identity else \
+        encryption.identities_from_env(plan.spec.encryption.identity_env)
+    request = RestoreRequest(to=args.to, dry_run=args.dry_run, overwrite=args.overwrite)
+    result = run_restore(plan, registry, args.source, args.snapshot, request=request,
+                         identities=identities, target_name=args.target, lock_wait=args.lock_wait)
+    verb = "would restore" if args.dry_run else "restored"
+    out.say(f"snapshot {result.snapshot.short_id}, source {result.source}: {verb} to {args.to or '(default)'}")
+    for outcome in result.outcomes:
+        out.say(f"  {outcome.status.value:<9} {outcome.item}" + (f": {outcome.reason}" if outcome.reason else ""))
+    counts = ", ".join(f"{n} {status}" for status, n in sorted(result.counts().items()))
+    out.say(f"summary: {counts or 'nothing to restore'}")
+    out.document(result.to_json())
+    if result.failed:
+        out.note(f"{len(result.failed)} items failed: " + "; ".join(o.item for o in result.failed[:10]))
+        return Exit.PARTIAL if len(result.failed) < len(result.outcomes) else Exit.FAILURE
+    return Exit.OK
+
+
+# -- prune -------------------------------------------------------------------------------------
+def _prune_args(p: argparse.ArgumentParser) -> None:
+    _plan_arg(p)
+    _target_arg(p)
+    p.add_argument("--dry-run", action="store_true", help="say what would be removed; remove nothing")
+
+
+def prune(args: argparse.Namespace, out: Output) -> int:
+    plan, _ = _plan(args)
+    repo = open_target(plan, choose_target(plan, args.target))
+    repo.open()
+    with Lock(repo, exclusive=True, command="dr prune").acquire():
+        snaps = repo.snapshots()
+        kept: set[str] = set()
+        for source in plan.spec.sources:
+            policy = plan.retention_for(source).model_dump()
+            holding = [(s.id, s.time) for s in snaps if source.name in s.source_names()]
+            kept |= set(select_kept(holding, policy))
+        orphans = [s.id for s in snaps if not any(r.name in {x.name for x in plan.spec.sources} for r in s.sources)]
+        forget = [s.id for s in snaps if s.id not in kept and s.id not in orphans]
+        report = pruning.prune(repo, forget, dry_run=args.dry_run)
+    verb = "would forget" if args.dry_run else "forgot"
+    out.say(f"{repo.description}: {verb} {len(forget)} of {len(snaps)} snapshots; "
+            f"{report.blobs_deleted} unreferenced blobs ({human_size(report.bytes_freed)}) "
+            f"{'would be ' if args.dry_run else ''}removed, {report.blobs_kept} kept")
+    out.document(report.to_json())
+    return Exit.OK
+
+
+# -- plugins, unlock ---------------------------------------------------------------------------
+def plugins(args: argparse.Namespace, out: Output) -> int:
+    infos = Registry().info()
+    for info in infos:
+        state = f"ERROR: {info.error}" if info.error else info.summary
+        out.say(f"{info.name:<14} contract v{info.contract_version}  {info.value}\n{'':<14} {state}")
+    out.document([info.__dict__ for info in infos])
+    return Exit.FAILURE if any(i.error for i in infos) else Exit.OK
+
+
+def _unlock_args(p: argparse.ArgumentParser) -> None:
+    _plan_arg(p)
+    _target_arg(p)
+    p.add_argument("--remove-all", action="store_true", help="remove every lock, not only stale ones")
+
+
+def unlock(args: argparse.Namespace, out: Output) -> int:
+    plan, _ = _plan(args)
+    repo = open_target(plan, choose_target(plan, args.target))
+    repo.open()
+    removed = remove_locks(repo, all_locks=args.remove_all)
+    out.say(f"removed {len(removed)} lock(s)" + "".join(f"\n  {r}" for r in removed))
+    out.document({"removed": removed})
+    return Exit.OK
+
+
+def _demo_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dir", default="demo-output", help="where the demo builds its stand-ins (default ./demo-output)")
+
+
+def demo(args: argparse.Namespace, out: Output) -> int:
+    from dr.cli.demo import run_demo
+
+    return run_demo(args.dir, out)
+
+
+COMMANDS = [
+    CommandSpec("backup", "back up the plan's sources into a new snapshot", _backup_args, backup),
+    CommandSpec("snapshots", "list the snapshots in a target", _snapshots_args, snapshots),
+    CommandSpec("verify", "check snapshots and blobs (--read-data hashes every byte)", _verify_args, verify),
+    CommandSpec("restore", "restore one source from a snapshot", _restore_args, restore),
+    CommandSpec("prune", "forget snapshots retention no longer keeps; reclaim unreferenced blobs",
+                _prune_args, prune),
+    CommandSpec("plugins", "list the installed exporters", lambda p: None, plugins),
+    CommandSpec("unlock", "remove stale locks left by dead dr processes", _unlock_args, unlock),
+    CommandSpec("demo", "back up, list, verify and restore local stand-ins: no cluster needed",
+                _demo_args, demo),
+]

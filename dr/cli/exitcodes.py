@@ -1,0 +1,26 @@
+"""Exit codes scripts can rely on. The README's table is generated from this one (a test checks)."""
+
+from enum import IntEnum
+
+
+class Exit(IntEnum):
+    OK = 0  # success: everything asked for was done
+    FAILURE = 1  # the command failed (unreachable target, exporter error, nothing written)
+    USAGE = 2  # bad arguments, or the plan is invalid (every problem is listed)
+    PARTIAL = 3  # partial failure: some sources or items failed; each one is named
+    BLOCKERS = 4  # the audit found blockers (recovery needs something from a failed domain)
+    LOCKED = 5  # the repository is locked by another dr process
+    INTEGRITY = 6  # stored data is damaged or missing (verify or restore refused it)
+    INTERRUPTED = 130  # interrupted (Ctrl-C / SIGINT); nothing half-written is visible
+
+
+MEANINGS = {
+    Exit.OK: "success",
+    Exit.FAILURE: "failure: the command could not do its job",
+    Exit.USAGE: "usage or plan error: every problem is printed with file, field and fix",
+    Exit.PARTIAL: "partial failure: some sources or items failed; each is named with its reason",
+    Exit.BLOCKERS: "the audit found blockers",
+    Exit.LOCKED: "the repository is locked by another dr process",
+    Exit.INTEGRITY: "damaged or missing data in the repository",
+    Exit.INTERRUPTED: "interrupted; nothing half-written is visible",
+}

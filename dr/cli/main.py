@@ -1,0 +1,67 @@
+"""`dr`: argument parsing, dispatch, and the mapping from errors to exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from dr import __version__
+from dr.cli import commands
+from dr.cli.exitcodes import Exit
+from dr.cli.output import Output
+from dr.model.plan_loading import PlanError
+from dr.repository.encryption import EncryptionError
+from dr.repository.locks import RepositoryLocked
+from dr.repository.repositories import IntegrityError, RepositoryError
+from dr.repository.stores.base import StoreError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="dr", description="Backup and disaster recovery for AI platforms.")
+    parser.add_argument("--version", action="version", version=f"dr {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for spec in commands.COMMANDS:
+        command = sub.add_parser(spec.name, help=spec.help, description=spec.help)
+        spec.arguments(command)
+        command.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+        command.add_argument("-q", "--quiet", action="store_true", help="no progress or notes on stderr")
+        command.set_defaults(run=spec.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    out = Output(as_json=args.json, quiet=args.quiet)
+    try:
+        return int(args.run(args, out))
+    except PlanError as exc:
+        out.error(f"the plan is not valid ({len(exc.problems)} problem{'s' * (len(exc.problems) != 1)}):")
+        for problem in exc.problems:
+            print(f"  {problem}", file=sys.stderr)
+        out.document({"error": "plan", "problems": [str(p) for p in exc.problems]})
+        return Exit.USAGE
+    except commands.UsageError as exc:
+        out.error(str(exc))
+        return Exit.USAGE
+    except RepositoryLocked as exc:
+        out.error(str(exc))
+        return Exit.LOCKED
+    except IntegrityError as exc:
+        out.error(f"integrity: {exc}")
+        return Exit.INTEGRITY
+    except (RepositoryError, StoreError, EncryptionError, KeyError, OSError) as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        out.error(str(message))
+        return Exit.FAILURE
+    except KeyboardInterrupt:
+        out.error("interrupted; nothing half-written is visible (the snapshot manifest is written last)")
+        return Exit.INTERRUPTED
+
+
+def entry() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

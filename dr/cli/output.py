@@ -1,0 +1,56 @@
+"""Printing: human text or --json on stdout, messages on stderr, progress only on a terminal.
+
+Everything printed passes through redact(): no credential reaches a terminal or a log.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from dr.model.redaction import redact
+
+
+class Output:
+    def __init__(self, as_json: bool = False, quiet: bool = False):
+        self.as_json = as_json
+        self.quiet = quiet
+
+    def say(self, text: str = "") -> None:
+        """Human output (suppressed under --json; the JSON document carries the facts)."""
+        if not self.as_json:
+            print(redact(text), flush=True)
+
+    def note(self, text: str) -> None:
+        """Messages for a person, on stderr, unless --quiet."""
+        if not self.quiet:
+            print(redact(text), file=sys.stderr, flush=True)
+
+    def error(self, text: str) -> None:
+        print(f"dr: {redact(text)}", file=sys.stderr, flush=True)
+
+    def document(self, data: Any) -> None:
+        if self.as_json:
+            print(redact(json.dumps(data, indent=2, sort_keys=True, default=str)), flush=True)
+
+    @contextmanager
+    def progress(self, description: str, total: int | None = None, unit: str = "B") -> Iterator:
+        """A tqdm bar on a terminal; a no-op under cron, --json or --quiet."""
+        if self.as_json or self.quiet or not sys.stderr.isatty():
+            yield lambda n: None
+            return
+        from tqdm import tqdm
+
+        with tqdm(total=total, desc=description, unit=unit, unit_scale=True, file=sys.stderr,
+                  leave=False, dynamic_ncols=True) as bar:
+            yield bar.update
+
+
+def human_size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"

@@ -1,0 +1,17 @@
+"""Keeping credentials out of everything dr prints or records."""
+
+from __future__ import annotations
+
+import re
+
+_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]+@")
+_SECRET_PARAMS = re.compile(r"(?i)([?&](?:x-amz-signature|x-amz-credential|x-amz-security-token|"
+                            r"signature|token|access_token|password|secret)=)[^&\s]+")
+_KEYS = re.compile(r"AGE-SECRET-KEY-1[0-9A-Z]+|(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])")
+
+
+def redact(text: str) -> str:
+    """Remove user:password@ from URLs, signed-URL parameters, age private keys, AWS key ids."""
+    text = _USERINFO.sub(lambda m: f"{m.group('scheme')}***@", str(text))
+    text = _SECRET_PARAMS.sub(lambda m: f"{m.group(1)}***", text)
+    return _KEYS.sub("***", text)

@@ -1,0 +1,64 @@
+"""Running a restore of one source from one snapshot.
+
+Reads under a shared lock (a prune cannot delete what is being read). Every chunk is verified
+as it is read (dr.repository.reading); the exporter reports one outcome per item.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pyrage
+
+from dr.exporters.contract import ExportContext, Outcome, OutcomeStatus, RestoreRequest
+from dr.exporters.registry import Registry
+from dr.model.plans import Plan
+from dr.model.snapshots import Snapshot
+from dr.repository.catalogs import read_catalog
+from dr.repository.locks import Lock
+from dr.repository.reading import ArtifactReader
+from dr.repository.repositories import IntegrityError
+from dr.repository.targets import choose_target, open_target
+
+
+@dataclass
+class RestoreResult:
+    source: str
+    snapshot: Snapshot
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.failed]
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for outcome in self.outcomes:
+            out[outcome.status.value] = out.get(outcome.status.value, 0) + 1
+        return out
+
+    def to_json(self) -> dict:
+        return {"source": self.source, "snapshot": self.snapshot.id, "counts": self.counts(),
+                "outcomes": [o.to_json() for o in self.outcomes]}
+
+
+def run_restore(plan: Plan, registry: Registry, source_name: str, snapshot_ref: str = "latest", *,
+                request: RestoreRequest, identities: list[pyrage.x25519.Identity] | None = None,
+                target_name: str | None = None, lock_wait: float = 0.0) -> RestoreResult:
+    source = plan.source(source_name)
+    repo = open_target(plan, choose_target(plan, target_name))
+    repo.open()
+    with Lock(repo, exclusive=False, command=f"dr restore --source {source_name}").acquire(lock_wait):
+        snapshot = repo.find_snapshot(snapshot_ref, source=source_name)
+        if source_name not in snapshot.source_names():
+            raise KeyError(f"snapshot {snapshot.short_id} holds no data for source '{source_name}'")
+        artifacts = [a for a in read_catalog(repo, snapshot.catalog) if a.source == source_name]
+        context = ExportContext(source.name, plan.options[source.name], plan.base_dir, source.sensitivity)
+        exporter = registry.get(source.type)(context)
+        result = RestoreResult(source_name, snapshot)
+        reader = ArtifactReader(repo, identities)
+        try:
+            result.outcomes.extend(exporter.restore(artifacts, reader, request))
+        except IntegrityError as exc:
+            result.outcomes.append(Outcome(source_name, OutcomeStatus.FAILED, f"integrity: {exc}"))
+        return result
