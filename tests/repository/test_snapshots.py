@@ -1,0 +1,147 @@
+"""Repository behaviour on a real local store: dedup, reuse, verification, prune."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from dr.model.artifacts import Sensitivity
+from dr.repository import checking, layout, pruning
+from dr.repository.catalogs import read_catalog
+from dr.repository.reading import ArtifactReader
+from dr.repository.repositories import IntegrityError, Repository, RepositoryError
+from dr.repository.stores.counting import CountingStore
+from dr.repository.stores.local import LocalStore
+from dr.repository.writing import SnapshotWriter
+
+
+def _backup(repo: Repository, files: dict[str, bytes], parent=(), chunk_size=1 << 20):
+    writer = SnapshotWriter(repo, [], chunk_size=chunk_size)
+    sink = writer.source("src", "files", parent)
+    for name, data in files.items():
+        sink.write("file", name, data, change_token=layout.sha256(data)[:16])
+    snapshot = writer.finish("plan", [sink.commit()])
+    writer.close()
+    return snapshot, writer.stats
+
+
+@pytest.fixture
+def repo(tmp_path):
+    repository = Repository(CountingStore(LocalStore(str(tmp_path / "repo"))))
+    repository.init()
+    return repository
+
+
+def test_unchanged_second_backup_uploads_only_the_manifest(repo):
+    files = {f"f{i}": os.urandom(3000) for i in range(20)}
+    first, stats1 = _backup(repo, files)
+    assert stats1["bytes_uploaded"] >= 60000
+    store = repo.store
+    puts_before, bytes_before = store.puts, store.bytes_put
+    parent = list(read_catalog(repo, first.catalog))
+    second, stats2 = _backup(repo, files, parent)
+    assert stats2["artifacts_reused"] == 20
+    assert stats2["bytes_read"] == 0
+    # The catalog is identical, so it deduplicates too: only the new manifest is written.
+    new_keys = store.puts - puts_before
+    assert new_keys == 1, f"expected only the manifest, got {new_keys} puts"
+    assert store.bytes_put - bytes_before < 2000
+    assert second.id != first.id
+    assert second.catalog == first.catalog
+
+
+def test_same_content_twice_is_stored_once(repo):
+    data = os.urandom(5000)
+    snapshot, stats = _backup(repo, {"a": data, "b": data})
+    assert stats["blobs_uploaded"] == 2  # one chunk + the catalog
+    arts = list(read_catalog(repo, snapshot.catalog))
+    assert arts[0].chunks == arts[1].chunks
+
+
+def test_multi_chunk_content_round_trips(repo):
+    data = os.urandom(2_500_000)
+    snapshot, _ = _backup(repo, {"big": data}, chunk_size=1 << 20)
+    [art] = list(read_catalog(repo, snapshot.catalog))
+    assert len(art.chunks) == 3
+    assert ArtifactReader(repo).read(art) == data
+
+
+def test_a_flipped_byte_is_refused_on_read_and_found_by_verify(repo, tmp_path):
+    snapshot, _ = _backup(repo, {"a": b"hello world" * 100})
+    [art] = list(read_catalog(repo, snapshot.catalog))
+    path = tmp_path / "repo" / layout.blob_key(art.chunks[0])
+    raw = bytearray(path.read_bytes())
+    raw[5] ^= 0x01
+    os.chmod(path, 0o644)
+    path.write_bytes(bytes(raw))
+    with pytest.raises(IntegrityError):
+        ArtifactReader(repo).read(art)
+    assert checking.check(repo).ok  # presence only: the blob is there
+    report = checking.check(repo, read_data=True)
+    assert not report.ok and art.chunks[0] in report.problems[0]
+
+
+def test_verify_reports_a_missing_blob(repo, tmp_path):
+    snapshot, _ = _backup(repo, {"a": b"x" * 10})
+    [art] = list(read_catalog(repo, snapshot.catalog))
+    os.unlink(tmp_path / "repo" / layout.blob_key(art.chunks[0]))
+    report = checking.check(repo)
+    assert not report.ok and "missing" in report.problems[0]
+
+
+def test_a_tampered_manifest_is_refused(repo, tmp_path):
+    snapshot, _ = _backup(repo, {"a": b"x"})
+    path = tmp_path / "repo" / layout.snapshot_key(snapshot.id)
+    path.write_bytes(path.read_bytes().replace(b'"plan"', b'"plam"'))
+    with pytest.raises(IntegrityError):
+        repo.load_snapshot(snapshot.id)
+
+
+def test_prune_keeps_what_snapshots_reference_and_reclaims_the_rest(repo):
+    first, _ = _backup(repo, {"old": b"old content", "shared": b"shared content"})
+    second, _ = _backup(repo, {"new": b"new content", "shared": b"shared content"})
+    orphan = repo.put_blob(b"left by a crashed backup")
+    report = pruning.prune(repo, [first.id])
+    assert report.forgotten == [first.id]
+    remaining = {d for d, _ in repo.list_blobs()}
+    assert orphan not in remaining
+    for art in read_catalog(repo, second.catalog):
+        assert set(art.chunks) <= remaining
+        assert ArtifactReader(repo).read(art)
+    assert layout.sha256(b"old content") not in remaining
+    assert checking.check(repo, read_data=True).ok
+
+
+def test_prune_dry_run_deletes_nothing(repo):
+    first, _ = _backup(repo, {"old": b"old"})
+    _backup(repo, {"new": b"new"})
+    before = set(repo.list_blobs())
+    report = pruning.prune(repo, [first.id], dry_run=True)
+    assert report.blobs_deleted == 2  # the old chunk and the old catalog
+    assert set(repo.list_blobs()) == before
+    assert first.id in repo.snapshot_ids()
+
+
+def test_find_snapshot_by_prefix_and_latest(repo):
+    first, _ = _backup(repo, {"a": b"1"})
+    second, _ = _backup(repo, {"a": b"2"})
+    assert repo.find_snapshot("latest").id == second.id
+    assert repo.find_snapshot(first.id[:10]).id == first.id
+    with pytest.raises(RepositoryError):
+        repo.find_snapshot("zzzz")
+
+
+def test_secret_chunks_without_recipients_are_refused(repo):
+    writer = SnapshotWriter(repo, [])
+    sink = writer.source("src", "files")
+    with pytest.raises(Exception, match="refusing to store it unencrypted"):
+        sink.write("file", "secret", b"password", sensitivity=Sensitivity.SECRET)
+    writer.close()
+
+
+def test_an_unknown_format_version_is_refused(tmp_path):
+    store = LocalStore(str(tmp_path / "r"))
+    store.put("config", b'{"format": "dr-repository", "version": 99, "id": "x"}')
+    with pytest.raises(RepositoryError, match="version 99"):
+        Repository(store).open()
