@@ -1,0 +1,78 @@
+"""Retries for any store: one policy, outside the stores, so every backend behaves the same.
+
+Only TransientStoreError is retried, with exponential backoff and full jitter (so many
+threads throttled together do not come back together), bounded by `attempts` and `max_delay`.
+After the last attempt the last TransientStoreError is raised as is.
+
+Two cases need more than "call again":
+- put: an attempt that timed out may still have stored the object, so a retry can meet
+  ObjectExists. If the stored bytes equal ours, that earlier attempt succeeded: return.
+  (Only on a retry: ObjectExists on the first attempt means someone else's object.)
+- list: a listing that fails half way cannot resume without repeating keys, and the contract
+  says each key exactly once; so the whole listing is collected under retry, then yielded.
+  open retries only the opening; a stream that fails mid-read raises to the caller.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import BinaryIO, Callable, Iterator, TypeVar
+
+from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
+
+from dr.repository.stores.base import ObjectExists, Store, TransientStoreError
+
+T = TypeVar("T")
+
+
+class RetryingStore(Store):
+    def __init__(self, inner: Store, attempts: int = 5, base_delay: float = 0.2,
+                 max_delay: float = 10.0, sleep: Callable[[float], None] = time.sleep):
+        if attempts < 1:
+            raise ValueError("attempts must be at least 1")
+        self.inner = inner
+        self.description = inner.description
+        self._attempts = attempts
+        self._base_delay = base_delay
+        self._max_delay = max_delay
+        self._sleep = sleep  # injectable so tests do not wait
+
+    def _retrying(self) -> Retrying:
+        return Retrying(
+            stop=stop_after_attempt(self._attempts),
+            wait=wait_random_exponential(multiplier=self._base_delay, max=self._max_delay),
+            retry=retry_if_exception_type(TransientStoreError),
+            sleep=self._sleep,
+            reraise=True,
+        )
+
+    def _call(self, fn: Callable[[], T]) -> T:
+        return self._retrying()(fn)
+
+    def put(self, key: str, data: bytes) -> None:
+        for attempt in self._retrying():
+            with attempt:
+                try:
+                    self.inner.put(key, data)
+                except ObjectExists:
+                    if attempt.retry_state.attempt_number > 1 and self._call(lambda: self.inner.get(key)) == data:
+                        return
+                    raise
+
+    def get(self, key: str) -> bytes:
+        return self._call(lambda: self.inner.get(key))
+
+    def open(self, key: str) -> BinaryIO:
+        return self._call(lambda: self.inner.open(key))
+
+    def exists(self, key: str) -> bool:
+        return self._call(lambda: self.inner.exists(key))
+
+    def list(self, prefix: str = "") -> Iterator[tuple[str, int]]:
+        yield from self._call(lambda: list(self.inner.list(prefix)))
+
+    def delete(self, key: str) -> None:
+        self._call(lambda: self.inner.delete(key))
+
+    def close(self) -> None:
+        self.inner.close()

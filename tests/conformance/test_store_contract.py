@@ -1,0 +1,556 @@
+"""One conformance suite for the store contract in dr/repository/stores/base.py.
+
+Every backend runs the same tests: LocalStore on a temporary directory, the same wrapped in
+RetryingStore(CountingStore(...)) (wrappers must not change the contract), and S3Store over
+real HTTP against two moto servers (us-east-1 on one, eu-west-1 with a key prefix on the
+other). Then S3-only behaviour (Object Lock, checksums, error mapping, fallback), the
+wrappers, and open_store.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import http.server
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import boto3
+import botocore.config
+import pytest
+
+from dr.repository.stores.base import ObjectExists, ObjectMissing, Store, StoreError, TransientStoreError
+from dr.repository.stores.counting import CountingStore
+from dr.repository.stores.local import LocalStore
+from dr.repository.stores.opening import open_store
+from dr.repository.stores.retrying import RetryingStore
+from dr.repository.stores.s3 import S3Store, from_url
+from tests.fixtures_s3 import s3_client
+
+BACKENDS = ["local", "local-wrapped", "s3-us-east-1", "s3-eu-west-1"]
+
+
+@pytest.fixture(params=BACKENDS)
+def store(request, tmp_path):
+    kind = request.param
+    if kind == "local":
+        made: Store = LocalStore(str(tmp_path / "repo"))
+    elif kind == "local-wrapped":
+        made = RetryingStore(CountingStore(LocalStore(str(tmp_path / "repo"))), sleep=lambda _: None)
+    else:
+        make_bucket = request.getfixturevalue("s3_bucket")
+        if kind == "s3-us-east-1":
+            endpoint, region, prefix = request.getfixturevalue("moto_endpoint"), "us-east-1", ""
+        else:
+            endpoint, region, prefix = request.getfixturevalue("moto_endpoint_b"), "eu-west-1", "team/repo"
+        made = S3Store(make_bucket(region, endpoint), prefix=prefix, region=region, endpoint_url=endpoint)
+    yield made
+    made.close()
+
+
+def _put_many(store: Store, items: dict[str, bytes]) -> None:
+    with ThreadPoolExecutor(max_workers=32) as pool:  # = the S3 client's connection pool
+        list(pool.map(lambda kv: store.put(*kv), items.items()))
+
+
+# --- the contract, clause by clause -----------------------------------------------------
+
+
+def test_read_after_write(store):
+    data = os.urandom(3000)
+    store.put("data/ab/object", data)
+    assert store.exists("data/ab/object")
+    assert store.get("data/ab/object") == data
+    assert ("data/ab/object", 3000) in set(store.list())
+    with store.open("data/ab/object") as handle:
+        assert handle.read() == data
+
+
+def test_empty_object(store):
+    store.put("empty", b"")
+    assert store.get("empty") == b""
+    assert dict(store.list()) == {"empty": 0}
+
+
+def test_open_streams_in_pieces(store):
+    data = os.urandom(3 * 1024 * 1024 + 17)
+    store.put("big", data)
+    pieces = []
+    with store.open("big") as handle:
+        while chunk := handle.read(256 * 1024):
+            pieces.append(chunk)
+    assert len(pieces) > 1 and b"".join(pieces) == data
+
+
+def test_put_is_write_once(store):
+    store.put("index/1", b"original")
+    with pytest.raises(ObjectExists):
+        store.put("index/1", b"replacement")
+    with pytest.raises(ObjectExists):
+        store.put("index/1", b"original")  # even the same bytes: the caller must know
+    assert store.get("index/1") == b"original"
+    assert dict(store.list("index/")) == {"index/1": 8}
+
+
+def test_put_is_atomic_for_readers(store):
+    data = os.urandom(4 * 1024 * 1024)
+    seen: list[int] = []
+    done = threading.Event()
+
+    def reader():
+        while not done.is_set():
+            try:
+                seen.append(len(store.get("atomic")))
+            except ObjectMissing:
+                seen.append(-1)
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    try:
+        store.put("atomic", data)
+        reads_before = len(seen)
+        while len(seen) < reads_before + 2:  # a read that started after the put returned
+            time.sleep(0.001)
+    finally:
+        done.set()
+        thread.join()
+    assert set(seen) <= {-1, len(data)}
+    assert seen[-1] == len(data)
+
+
+def test_missing_objects(store):
+    with pytest.raises(ObjectMissing):
+        store.get("nothing/here")
+    with pytest.raises(ObjectMissing):
+        store.open("nothing/here")
+    assert store.exists("nothing/here") is False
+    assert not issubclass(ObjectMissing, TransientStoreError)  # never retried
+
+
+def test_list_is_complete_across_pages(store):
+    # > 1000 objects: S3 returns at most 1000 keys a page, so this needs the paginator.
+    items = {f"many/{i:05d}": str(i).encode() for i in range(1100)}
+    _put_many(store, {**items, "other/x": b"x", "manyx": b"y"})
+    listed = list(store.list("many/"))
+    assert len(listed) == len(set(listed)) == 1100  # each exactly once
+    assert dict(listed) == {k: len(v) for k, v in items.items()}
+    assert len(list(store.list())) == 1102
+
+
+def test_list_by_prefix(store):
+    for key in ("data/ab/1", "data/ab/2", "data/ac/1", "index/1", "dataset"):
+        store.put(key, b"12345")
+    assert sorted(k for k, _ in store.list("data/ab/")) == ["data/ab/1", "data/ab/2"]
+    assert sorted(k for k, _ in store.list("data/")) == ["data/ab/1", "data/ab/2", "data/ac/1"]
+    assert sorted(k for k, _ in store.list("data/a")) == ["data/ab/1", "data/ab/2", "data/ac/1"]
+    assert sorted(k for k, _ in store.list("data")) == ["data/ab/1", "data/ab/2", "data/ac/1", "dataset"]
+    assert list(store.list("zzz")) == []
+    assert all(size == 5 for _, size in store.list())
+
+
+def test_delete_is_idempotent(store):
+    store.put("gone", b"bye")
+    store.delete("gone")
+    assert not store.exists("gone")
+    with pytest.raises(ObjectMissing):
+        store.get("gone")
+    assert "gone" not in dict(store.list())
+    store.delete("gone")
+    store.delete("never/was")
+
+
+INVALID_KEYS = ["", "/abs", "a/../b", "..", ".", "a/./b", "a//b", "a/", "with space", "caf\u00e9",
+                "a\\b", "a\nb", "../escape"]
+
+
+def test_invalid_keys_raise_value_error(store):
+    for key in INVALID_KEYS:
+        calls = [lambda: store.put(key, b"x"), lambda: store.get(key), lambda: store.open(key),
+                 lambda: store.exists(key), lambda: store.delete(key)]
+        for call in calls:
+            with pytest.raises(ValueError):
+                call()
+    assert list(store.list()) == []  # nothing was touched
+
+
+def test_concurrent_puts_one_winner(store):
+    payloads = [bytes([i]) * (256 * 1024) for i in range(8)]
+    for round_ in range(5):
+        key = f"race/{round_}"
+        barrier = threading.Barrier(len(payloads))
+        outcomes: list[str] = []
+
+        def writer(data):
+            barrier.wait()
+            try:
+                store.put(key, data)
+                outcomes.append("won")
+            except ObjectExists:
+                outcomes.append("exists")
+
+        threads = [threading.Thread(target=writer, args=(p,)) for p in payloads]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert sorted(outcomes) == ["exists"] * 7 + ["won"]
+        assert store.get(key) in payloads  # one input, whole
+
+
+# --- S3 only -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["GOVERNANCE", "COMPLIANCE"])
+def test_s3_object_lock_bucket(s3_bucket, moto_endpoint, mode):
+    bucket = s3_bucket(object_lock=True)
+    client = s3_client(moto_endpoint)
+    client.put_object_lock_configuration(Bucket=bucket, ObjectLockConfiguration={
+        "ObjectLockEnabled": "Enabled", "Rule": {"DefaultRetention": {"Mode": mode, "Days": 1}}})
+    store = S3Store(bucket, prefix="repo", endpoint_url=moto_endpoint)
+    store.put("data/1", b"locked")
+    with pytest.raises(ObjectExists):
+        store.put("data/1", b"overwrite")
+    assert store.get("data/1") == b"locked"
+    versions = client.list_object_versions(Bucket=bucket)["Versions"]
+    assert len(versions) == 1  # the refused put did not add a version
+    head = client.head_object(Bucket=bucket, Key="repo/data/1")
+    assert head["ObjectLockMode"] == mode
+
+
+def test_s3_put_sends_digests(s3_bucket, moto_endpoint):
+    # moto does not verify Content-MD5 or checksums (checked: wrong ones are accepted), so
+    # this proves the client sends the right ones; AWS rejects a mismatch with BadDigest.
+    store = S3Store(s3_bucket(), endpoint_url=moto_endpoint)
+    sent = []
+    store._client.meta.events.register("before-send.s3.PutObject", lambda request, **_: sent.append(request.headers))
+    data = os.urandom(1000)
+    store.put("k", data)
+    (raw,) = sent
+    headers = {k: v.decode() if isinstance(v, bytes) else v for k, v in raw.items()}
+    assert headers["Content-MD5"] == base64.b64encode(hashlib.md5(data).digest()).decode()
+    assert headers["x-amz-checksum-sha256"] == base64.b64encode(hashlib.sha256(data).digest()).decode()
+    assert headers["If-None-Match"] == "*"
+
+
+def test_s3_prefixes_do_not_overlap(s3_bucket, moto_endpoint):
+    bucket = s3_bucket()
+    a = S3Store(bucket, prefix="a", endpoint_url=moto_endpoint)
+    ab = S3Store(bucket, prefix="ab/", endpoint_url=moto_endpoint)
+    a.put("x", b"1")
+    ab.put("x", b"22")
+    assert dict(a.list()) == {"x": 1} and dict(ab.list()) == {"x": 2}
+
+
+def test_s3_missing_bucket_is_permanent_and_names_it(aws_env, moto_endpoint):
+    store = S3Store("dr-no-such-bucket", prefix="p", endpoint_url=moto_endpoint)
+    with pytest.raises(StoreError) as info:
+        store.get("k")
+    assert not isinstance(info.value, (ObjectMissing, TransientStoreError))
+    assert "s3://dr-no-such-bucket/p/k" in str(info.value) and "NoSuchBucket" in str(info.value)
+
+
+def test_s3_description(aws_env):
+    assert S3Store("b-1", "x/y").description == "s3://b-1/x/y"
+    store = S3Store("b-1", endpoint_url="http://user:pw@127.0.0.1:9000")
+    assert store.description == "s3://b-1 (endpoint http://127.0.0.1:9000)"
+
+
+def test_s3_from_url(aws_env):
+    store = from_url("s3://my-bucket/backups/prod/", region="eu-west-1")
+    assert (store.bucket, store.description) == ("my-bucket", "s3://my-bucket/backups/prod")
+    assert from_url("s3://my-bucket").description == "s3://my-bucket"
+    for bad in ["s3://", "gs://b/x", "s3://b/x?y=1", "s3://b/../x"]:
+        with pytest.raises(ValueError):
+            from_url(bad)
+    with pytest.raises(ValueError) as info:
+        from_url("s3://AKID:hunter2@bucket/x")
+    assert "hunter2" not in str(info.value)
+
+
+class _QuietServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        pass  # a client that timed out and hung up is the point of some tests
+
+
+class _FakeS3:
+    """A tiny scripted HTTP server for error paths moto cannot produce (5xx, throttling,
+    501 on conditional writes, slow responses). respond(method, headers) -> (status, body)."""
+
+    def __init__(self, respond):
+        self.requests: list[tuple[str, str]] = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # answers botocore's Expect: 100-continue at once
+            def handle_any(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                if length:
+                    self.rfile.read(length)
+                outer.requests.append((self.command, self.path))
+                status, body = respond(self.command, self.headers)
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(body)
+
+            do_GET = do_PUT = do_HEAD = do_DELETE = handle_any
+
+            def log_message(self, *args):
+                pass
+
+        self.server = _QuietServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _error_xml(code: str, extra: str = "") -> bytes:
+    return f"<?xml version='1.0'?><Error><Code>{code}</Code><Message>m</Message>{extra}</Error>".encode()
+
+
+@pytest.mark.parametrize("status,code,transient", [
+    (503, "SlowDown", True), (500, "InternalError", True), (400, "RequestTimeout", True),
+    (503, "ServiceUnavailable", True), (403, "AccessDenied", False), (400, "InvalidRequest", False),
+])
+def test_s3_error_mapping_single_request(aws_env, status, code, transient):
+    fake = _FakeS3(lambda method, headers: (status, _error_xml(code)))
+    try:
+        store = S3Store("bucket-x", endpoint_url=fake.url)
+        with pytest.raises(StoreError) as info:
+            store.get("some/key")
+        assert isinstance(info.value, TransientStoreError) is transient
+        assert not isinstance(info.value, ObjectMissing)
+        assert "s3://bucket-x/some/key" in str(info.value) and code in str(info.value)
+        assert len(fake.requests) == 1  # botocore does not retry; RetryingStore does
+    finally:
+        fake.close()
+
+
+def test_s3_errors_never_show_credentials(aws_env, monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDMARKER1234")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "SECRETMARKER5678")
+    extra = "<AWSAccessKeyId>AKIDMARKER1234</AWSAccessKeyId><StringToSign>SECRETMARKER5678</StringToSign>"
+    fake = _FakeS3(lambda method, headers: (403, _error_xml("SignatureDoesNotMatch", extra)))
+    try:
+        with pytest.raises(StoreError) as info:
+            S3Store("bucket-x", endpoint_url=fake.url).put("k", b"v")
+        texts, exc = [], info.value
+        while exc is not None:
+            texts.append(f"{exc} {exc!r}")
+            exc = exc.__cause__
+        assert "SignatureDoesNotMatch" in texts[0]
+        assert not any("MARKER" in text for text in texts)
+    finally:
+        fake.close()
+
+
+def test_s3_connection_and_read_timeouts_are_transient(aws_env):
+    closed_port = S3Store("bucket-x", endpoint_url="http://127.0.0.1:9")  # discard port: refused
+    with pytest.raises(TransientStoreError):
+        closed_port.exists("k")
+    slow = threading.Event()
+    fake = _FakeS3(lambda method, headers: (slow.wait(2), (200, b"late"))[1])
+    try:
+        config = botocore.config.Config(retries={"total_max_attempts": 1}, read_timeout=0.3,
+                                        s3={"addressing_style": "path"})
+        client = boto3.session.Session().client("s3", endpoint_url=fake.url, config=config)
+        with pytest.raises(TransientStoreError):
+            S3Store("bucket-x", client=client).get("k")
+    finally:
+        slow.set()
+        fake.close()
+
+
+def test_s3_falls_back_when_conditional_put_not_implemented(aws_env):
+    stored: set[str] = set()
+
+    def respond(method, headers):
+        if method == "PUT" and headers.get("If-None-Match"):
+            return 501, _error_xml("NotImplemented")
+        if method == "HEAD":
+            return (200 if stored else 404), b""
+        stored.add("k")
+        return 200, b""
+
+    fake = _FakeS3(respond)
+    try:
+        store = S3Store("bucket-x", endpoint_url=fake.url)
+        store.put("k", b"v")
+        with pytest.raises(ObjectExists):
+            store.put("k", b"v2")
+        assert [m for m, _ in fake.requests] == ["PUT", "HEAD", "PUT", "HEAD"]
+    finally:
+        fake.close()
+
+
+# --- wrappers ------------------------------------------------------------------------------
+
+
+class _FlakyStore(Store):
+    """A tiny in-memory fake inner store (enough for retry logic; the real stores are covered
+    above): each method fails with TransientStoreError `failures` times, then works."""
+
+    description = "flaky://"
+
+    def __init__(self, failures: int = 0, store_then_time_out: bool = False):
+        self.objects: dict[str, bytes] = {}
+        self.failures = failures
+        self.calls: dict[str, int] = {}
+        self.store_then_time_out = store_then_time_out
+
+    def _tick(self, name: str) -> None:
+        self.calls[name] = self.calls.get(name, 0) + 1
+        if self.calls[name] <= self.failures:
+            raise TransientStoreError(f"{name} throttled")
+
+    def put(self, key, data):
+        if key in self.objects:
+            raise ObjectExists(key)
+        if self.store_then_time_out and not self.calls.get("put"):
+            self.calls["put"] = 1
+            self.objects[key] = data  # the server stored it, the client timed out
+            raise TransientStoreError("read timeout")
+        self._tick("put")
+        self.objects[key] = data
+
+    def get(self, key):
+        self._tick("get")
+        if key not in self.objects:
+            raise ObjectMissing(key)
+        return self.objects[key]
+
+    def open(self, key):
+        raise NotImplementedError
+
+    def exists(self, key):
+        self._tick("exists")
+        return key in self.objects
+
+    def list(self, prefix=""):
+        self.calls["list"] = self.calls.get("list", 0) + 1
+        items = sorted(self.objects.items())
+        for index, (key, data) in enumerate(items):
+            if index == 1 and self.calls["list"] <= self.failures:
+                raise TransientStoreError("connection reset mid-listing")
+            yield key, len(data)
+
+    def delete(self, key):
+        self._tick("delete")
+        self.objects.pop(key, None)
+
+
+def test_retrying_recovers_from_transient_failures():
+    inner, sleeps = _FlakyStore(failures=3), []
+    store = RetryingStore(inner, attempts=5, base_delay=0.1, max_delay=2.0, sleep=sleeps.append)
+    store.put("a", b"1")
+    assert inner.calls["put"] == 4 and inner.objects == {"a": b"1"}
+    assert len(sleeps) == 3 and all(0 <= s <= 2.0 for s in sleeps)
+    assert store.exists("a") and store.get("a") == b"1"
+    store.delete("a")
+    assert inner.calls["delete"] == 4
+
+
+def test_retrying_gives_up_after_the_limit():
+    inner = _FlakyStore(failures=100)
+    store = RetryingStore(inner, attempts=4, sleep=lambda _: None)
+    with pytest.raises(TransientStoreError):
+        store.get("a")
+    assert inner.calls["get"] == 4
+
+
+def test_retrying_does_not_retry_permanent_errors():
+    inner = _FlakyStore()
+    store = RetryingStore(inner, sleep=lambda _: None)
+    with pytest.raises(ObjectMissing):
+        store.get("missing")
+    assert inner.calls["get"] == 1
+
+
+def test_retrying_list_yields_each_key_once_after_failure():
+    inner = _FlakyStore()
+    inner.objects = {"a": b"1", "b": b"22", "c": b"333"}
+    inner.failures = 2
+    store = RetryingStore(inner, sleep=lambda _: None)
+    assert list(store.list()) == [("a", 1), ("b", 2), ("c", 3)]
+    assert inner.calls["list"] == 3
+
+
+def test_retrying_put_after_timeout_finds_its_own_object():
+    inner = _FlakyStore(store_then_time_out=True)
+    store = RetryingStore(inner, sleep=lambda _: None)
+    store.put("k", b"payload")  # attempt 1 stored then timed out; attempt 2 sees ObjectExists
+    assert inner.objects == {"k": b"payload"}
+
+
+def test_retrying_put_after_timeout_with_other_bytes_is_object_exists():
+    inner = _FlakyStore(store_then_time_out=True)
+    inner.put = _wrap_put_racing_writer(inner)
+    with pytest.raises(ObjectExists):
+        RetryingStore(inner, sleep=lambda _: None).put("k", b"mine")
+
+
+def _wrap_put_racing_writer(inner: _FlakyStore):
+    original = inner.put
+
+    def put(key, data):
+        if not inner.calls.get("put"):
+            inner.calls["put"] = 1
+            inner.objects[key] = b"someone else"  # another writer got there first
+            raise TransientStoreError("timeout")
+        return original(key, data)
+
+    return put
+
+
+def test_retrying_put_existing_on_first_attempt_is_object_exists():
+    inner = _FlakyStore()
+    inner.objects["k"] = b"same"
+    with pytest.raises(ObjectExists):
+        RetryingStore(inner, sleep=lambda _: None).put("k", b"same")
+
+
+def test_counting_store_counts(tmp_path):
+    store = CountingStore(LocalStore(str(tmp_path)))
+    store.put("a", b"12345")
+    store.put("b", b"123")
+    with pytest.raises(ObjectExists):
+        store.put("a", b"12345")
+    assert store.get("a") == b"12345"
+    with store.open("b") as handle:
+        assert handle.read() == b"123"
+    assert len(list(store.list())) == 2
+    store.delete("b")
+    assert store.counts() == {"puts": 3, "bytes_put": 13, "puts_refused": 1, "gets": 2,
+                              "bytes_got": 8, "lists": 1, "deletes": 1}
+    store.reset()
+    assert set(store.counts().values()) == {0}
+
+
+def test_counting_store_is_thread_safe(tmp_path):
+    store = CountingStore(LocalStore(str(tmp_path)))
+    _put_many(store, {f"k/{i}": b"xy" for i in range(400)})
+    assert (store.puts, store.bytes_put) == (400, 800)
+
+
+# --- open_store ----------------------------------------------------------------------------
+
+
+def test_open_store_chooses_the_backend(tmp_path, aws_env):
+    plain = open_store("repo", base_dir=str(tmp_path))
+    assert isinstance(plain, LocalStore) and plain.root == str(tmp_path / "repo")
+    url = open_store(f"file://{tmp_path}/other", base_dir="/elsewhere")
+    assert isinstance(url, LocalStore) and url.root == str(tmp_path / "other")
+    s3 = open_store("s3://bucket-y/pre", region="eu-west-1", endpoint_url="http://127.0.0.1:1")
+    assert isinstance(s3, RetryingStore) and isinstance(s3.inner, S3Store)
+    assert s3.description == "s3://bucket-y/pre (endpoint http://127.0.0.1:1)"
+    for bad in ["gs://bucket/x", "file://remote-host/x", ""]:
+        with pytest.raises(ValueError):
+            open_store(bad)

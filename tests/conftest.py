@@ -1,0 +1,3 @@
+"""Shared pytest setup. Fixtures live in their own modules, registered here."""
+
+pytest_plugins = ["tests.fixtures_s3"]

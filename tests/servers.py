@@ -1,0 +1,116 @@
+"""Real servers for tests, started and stopped by the test session itself.
+
+Each server runs in its own session (setsid), so stopping it kills the whole process group,
+children included, by the group id we started: nothing is found or killed by name.
+Ports are free loopback ports picked at start; a port stolen between picking and binding
+shows up as an early exit, and the start is retried on a new port.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def venv_tool(name: str) -> str:
+    """A console script installed next to the running interpreter (the venv's bin)."""
+    candidate = Path(sys.executable).parent / name
+    if candidate.exists():
+        return str(candidate)
+    found = shutil.which(name)
+    if not found:
+        raise RuntimeError(f"{name} not found next to {sys.executable} or on PATH")
+    return found
+
+
+class ServerProcess:
+    """One server in its own process group, with its output in a log file."""
+
+    def __init__(self, argv_for_port, ready_url_for_port, name: str, timeout: float = 20.0):
+        self._argv_for_port = argv_for_port
+        self._ready_url_for_port = ready_url_for_port
+        self.name = name
+        self.timeout = timeout
+        self.port: int | None = None
+        self.process: subprocess.Popen | None = None
+        self.log_path = Path(tempfile.mkdtemp(prefix=f"dr-{name}-")) / "server.log"
+
+    def start(self, tries: int = 3) -> "ServerProcess":
+        for _ in range(tries):
+            self.port = free_port()
+            with open(self.log_path, "ab") as log:
+                self.process = subprocess.Popen(
+                    ["setsid", *self._argv_for_port(self.port)],
+                    stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                )
+            if self._wait_ready():
+                return self
+            self.stop()
+        raise RuntimeError(f"{self.name} did not start; log: {self.log_path}\n{self.log_tail()}")
+
+    def _wait_ready(self) -> bool:
+        # No proxies for loopback, whatever the environment says.
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                return False
+            try:
+                with opener.open(self._ready_url_for_port(self.port), timeout=1):
+                    return True
+            except OSError:
+                time.sleep(0.05)
+        return False
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        # setsid execs in place, so the child's pid is the group id.
+        pgid = self.process.pid
+        for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(pgid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                self.process.wait(timeout=grace)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        self.process = None
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def __enter__(self) -> "ServerProcess":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def moto_server() -> ServerProcess:
+    """moto's S3 (and other AWS APIs) over HTTP; state lives as long as the process."""
+    tool = venv_tool("moto_server")
+    return ServerProcess(
+        lambda port: [tool, "-H", "127.0.0.1", "-p", str(port)],
+        lambda port: f"http://127.0.0.1:{port}/moto-api/",
+        name="moto",
+    )
