@@ -1,0 +1,286 @@
+"""docs/exporters.md and dr/exporters/contract.py must not drift apart (datasette's hook-docs test).
+
+The document carries the contract as Python stubs in fenced blocks whose first line is
+`# dr.exporters.contract`. For every public class of contract.py and every member defined in
+it (methods, properties, class attributes, enum members, dataclass fields, module constants),
+the stub must exist with the same signature, annotations and defaults as the code, and the
+name must also be explained in the prose. Stubs for things the code does not have fail too.
+The example plugin in the document is loaded through the real registry and run against the
+real sink and reader, and every built-in exporter registered in pyproject.toml must be listed.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import enum
+import inspect
+import re
+import sqlite3
+import tomllib
+from importlib.metadata import EntryPoint
+from pathlib import Path
+
+import pydantic
+import pytest
+
+from dr.exporters import contract
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "exporters.md"
+MARK = "# dr.exporters.contract"
+EXAMPLE_MARK = "# example: acme_dr/sqlite.py"
+NAMESPACE = vars(contract)
+
+
+# -- reading the document -------------------------------------------------------------------------
+def _fenced(lang: str) -> list[str]:
+    return re.findall(rf"^```{lang}\n(.*?)^```", DOC.read_text(), re.M | re.S)
+
+
+def _prose() -> str:
+    return re.sub(r"^```.*?^```", "", DOC.read_text(), flags=re.M | re.S)
+
+
+def _doc_stubs() -> tuple[dict[str, ast.ClassDef], dict[str, ast.expr]]:
+    classes: dict[str, ast.ClassDef] = {}
+    constants: dict[str, ast.expr] = {}
+    for block in _fenced("python"):
+        if not block.startswith(MARK):
+            continue
+        for node in ast.parse(block).body:
+            if isinstance(node, ast.ClassDef):
+                assert node.name not in classes, f"{node.name} is stubbed twice in docs/exporters.md"
+                classes[node.name] = node
+            elif isinstance(node, ast.Assign):
+                constants[node.targets[0].id] = node.value
+    return classes, constants
+
+
+# -- reading the code -----------------------------------------------------------------------------
+def _code_tree() -> ast.Module:
+    return ast.parse(Path(contract.__file__).read_text())
+
+
+def _public(name: str) -> bool:
+    return not name.startswith("_") or name == "__init__"
+
+
+def _members(cls: ast.ClassDef) -> dict[str, ast.stmt]:
+    """Public members a class body defines: functions, annotated and plain assignments."""
+    out: dict[str, ast.stmt] = {}
+    for node in cls.body:
+        if isinstance(node, ast.FunctionDef):
+            name = node.name
+        elif isinstance(node, ast.AnnAssign):
+            name = node.target.id
+        elif isinstance(node, ast.Assign):
+            name = node.targets[0].id
+        else:
+            continue
+        if _public(name):
+            out[name] = node
+    return out
+
+
+CODE_CLASSES = {n.name: n for n in _code_tree().body if isinstance(n, ast.ClassDef) and _public(n.name)}
+CODE_CONSTANTS = [n.targets[0].id for n in _code_tree().body
+                  if isinstance(n, ast.Assign) and not n.targets[0].id.startswith("_")]
+MEMBERS = [(c, m) for c, node in CODE_CLASSES.items() for m in _members(node)]
+
+
+# -- comparing ------------------------------------------------------------------------------------
+def _norm(annotation) -> str:
+    if annotation is inspect.Parameter.empty or annotation is None:
+        return ""
+    text = annotation if isinstance(annotation, str) else ast.unparse(annotation) \
+        if isinstance(annotation, ast.AST) else inspect.formatannotation(annotation)
+    return ast.unparse(ast.parse(text, mode="eval"))
+
+
+def _doc_parameters(fn: ast.FunctionDef) -> list[tuple[str, str, str, ast.expr | None]]:
+    a = fn.args
+    positional = a.posonlyargs + a.args
+    defaults = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
+    out = [(arg.arg, "POSITIONAL_ONLY" if i < len(a.posonlyargs) else "POSITIONAL_OR_KEYWORD",
+            _norm(arg.annotation), default) for i, (arg, default) in enumerate(zip(positional, defaults))]
+    if a.vararg:
+        out.append((a.vararg.arg, "VAR_POSITIONAL", _norm(a.vararg.annotation), None))
+    out += [(arg.arg, "KEYWORD_ONLY", _norm(arg.annotation), d) for arg, d in zip(a.kwonlyargs, a.kw_defaults)]
+    if a.kwarg:
+        out.append((a.kwarg.arg, "VAR_KEYWORD", _norm(a.kwarg.annotation), None))
+    return out
+
+
+def _same_default(value, expr: ast.expr | None) -> bool:
+    if expr is None:
+        return False
+    if inspect.isfunction(value) and value.__name__ == "<lambda>":
+        return isinstance(expr, ast.Lambda) and \
+            [a.arg for a in expr.args.args] == list(inspect.signature(value).parameters)
+    return eval(compile(ast.Expression(expr), "<doc>", "eval"), NAMESPACE) == value
+
+
+def _check_signature(where: str, function, stub: ast.FunctionDef) -> None:
+    signature = inspect.signature(function)
+    code = [(p.name, p.kind.name, _norm(p.annotation)) for p in signature.parameters.values()]
+    doc = _doc_parameters(stub)
+    shown = f"docs/exporters.md: def {stub.name}({ast.unparse(stub.args)})" + \
+        (f" -> {ast.unparse(stub.returns)}" if stub.returns else "") + f"\ncode: {stub.name}{signature}"
+    assert [d[:3] for d in doc] == code, f"{where}: parameters differ\n{shown}"
+    assert _norm(stub.returns) == _norm(signature.return_annotation), f"{where}: return type differs\n{shown}"
+    for param, (_, _, _, expr) in zip(signature.parameters.values(), doc):
+        if param.default is inspect.Parameter.empty:
+            assert expr is None, f"{where}: the doc gives {param.name} a default the code has not\n{shown}"
+        else:
+            assert _same_default(param.default, expr), f"{where}: default of {param.name} differs\n{shown}"
+
+
+def _check_field(where: str, cls: type, name: str, code: ast.AnnAssign, stub: ast.AnnAssign) -> None:
+    assert _norm(stub.annotation) == _norm(code.annotation), \
+        f"{where}: doc says {ast.unparse(stub.annotation)}, code says {ast.unparse(code.annotation)}"
+    fields = {f.name: f for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else {}
+    if name in fields and fields[name].default_factory is not dataclasses.MISSING:
+        keywords = {k.arg: k.value for k in getattr(stub.value, "keywords", [])}
+        assert _same_default(fields[name].default_factory, keywords.get("default_factory")), \
+            f"{where}: the doc must say field(default_factory={fields[name].default_factory.__name__})"
+    elif code.value is None:
+        assert stub.value is None, f"{where}: the doc gives a default the code has not"
+    else:
+        value = fields[name].default if name in fields else getattr(cls, name)
+        assert _same_default(value, stub.value), f"{where}: the doc's default differs from the code's"
+
+
+def _decorators(node: ast.stmt) -> set[str]:
+    return {ast.unparse(d) for d in getattr(node, "decorator_list", [])}
+
+
+def _mentioned(name: str) -> bool:
+    return bool(re.search(rf"`[^`\n]*\b{re.escape(name)}\b[^`\n]*`", _prose()))
+
+
+# -- the tests ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(CODE_CLASSES))
+def test_every_contract_class_is_stubbed_and_explained(name):
+    classes, _ = _doc_stubs()
+    assert name in classes, f"docs/exporters.md has no `{MARK}` stub for class {name}"
+    assert _mentioned(name), f"docs/exporters.md never explains {name} outside its stub"
+    code_bases = [ast.unparse(b) for b in CODE_CLASSES[name].bases]
+    assert [ast.unparse(b) for b in classes[name].bases] == code_bases
+    assert _decorators(classes[name]) == _decorators(CODE_CLASSES[name])
+
+
+@pytest.mark.parametrize("cls_name, member", MEMBERS, ids=[f"{c}.{m}" for c, m in MEMBERS])
+def test_every_member_matches_the_code(cls_name, member):
+    where = f"{cls_name}.{member}"
+    code = _members(CODE_CLASSES[cls_name])[member]
+    stubbed = _doc_stubs()[0].get(cls_name)
+    assert stubbed is not None, f"docs/exporters.md has no `{MARK}` stub for class {cls_name}"
+    stub = _members(stubbed).get(member)
+    assert stub is not None, f"docs/exporters.md: the stub of {cls_name} lacks {member}"
+    assert type(stub) is type(code), f"{where}: the doc declares it differently from the code"
+    assert _mentioned(member), f"docs/exporters.md never explains `{member}` ({where}) outside the stub"
+    cls = getattr(contract, cls_name)
+    if isinstance(code, ast.FunctionDef):
+        assert _decorators(stub) == _decorators(code), f"{where}: decorators differ"
+        live = inspect.getattr_static(cls, member)
+        live = live.fget if isinstance(live, property) else getattr(live, "__func__", live)
+        _check_signature(where, live, stub)
+    elif isinstance(code, ast.AnnAssign):
+        _check_field(where, cls, member, code, stub)
+    else:
+        value = cls[member].value if issubclass(cls, enum.Enum) else getattr(cls, member)
+        assert _same_default(value, stub.value), f"{where}: the doc says {ast.unparse(stub.value)}"
+
+
+@pytest.mark.parametrize("name", CODE_CONSTANTS)
+def test_module_constants_match(name):
+    _, constants = _doc_stubs()
+    assert name in constants, f"docs/exporters.md does not state {name}"
+    assert _same_default(getattr(contract, name), constants[name]), f"{name} differs from the code"
+    assert _mentioned(name)
+
+
+def test_the_doc_stubs_nothing_the_code_lacks():
+    classes, constants = _doc_stubs()
+    assert set(classes) <= set(CODE_CLASSES), f"stubs for unknown classes: {set(classes) - set(CODE_CLASSES)}"
+    assert set(constants) <= set(CODE_CONSTANTS)
+    for name, stub in classes.items():
+        extra = set(_members(stub)) - set(_members(CODE_CLASSES[name]))
+        assert not extra, f"docs/exporters.md stubs {name} members the code lacks: {sorted(extra)}"
+
+
+def test_every_builtin_exporter_is_listed():
+    entry_points = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["dr.exporters"]
+    text = DOC.read_text()
+    assert entry_points, "pyproject.toml registers no dr.exporters"
+    for name, value in entry_points.items():
+        assert f"`{name}`" in text and f"`{value}`" in text, \
+            f"built-in exporter {name} ({value}) is not listed in docs/exporters.md"
+
+
+# -- the example plugin works through the real registry, sink and reader --------------------------
+@pytest.fixture
+def example_exporter(tmp_path, monkeypatch):
+    from dr.exporters.registry import GROUP, Registry
+
+    (source,) = [b for b in _fenced("python") if b.startswith(EXAMPLE_MARK)]
+    package = tmp_path / "plugin" / "acme_dr"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "sqlite.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path / "plugin"))
+    (snippet,) = [b for b in _fenced("toml") if "dr.exporters" in b]
+    ((name, value),) = tomllib.loads(snippet)["project"]["entry-points"][GROUP].items()
+    return Registry([EntryPoint(name, value, GROUP)]).get(name)
+
+
+def test_example_plugin_backs_up_and_restores(example_exporter, tmp_path):
+    from dr.repository.catalogs import read_catalog
+    from dr.repository.reading import ArtifactReader
+    from dr.repository.repositories import Repository
+    from dr.repository.stores.local import LocalStore
+    from dr.repository.writing import SnapshotWriter
+
+    with pytest.raises(pydantic.ValidationError):
+        example_exporter.Options.model_validate({"databases": [], "databse": "typo"})
+    plan_dir = tmp_path / "plan"
+    (plan_dir / "data").mkdir(parents=True)
+    with sqlite3.connect(plan_dir / "data" / "billing.sqlite") as db:
+        db.execute("create table invoices (id integer primary key, total integer)")
+        db.execute("insert into invoices (total) values (42)")
+    db.close()
+    options = example_exporter.Options.model_validate({"databases": ["data/billing.sqlite"]})
+    exporter = example_exporter(contract.ExportContext("billing-db", options, str(plan_dir)))
+    assert [d.identity for d in exporter.discover()] == ["data/billing.sqlite"]
+
+    repo = Repository(LocalStore(str(tmp_path / "repo")))
+    repo.init()
+
+    def backup(parent=()):
+        writer = SnapshotWriter(repo, [])
+        sink = writer.source("billing-db", "sqlite", parent)
+        exporter.export(sink)
+        snapshot = writer.finish("plan", [sink.commit()])
+        writer.close()
+        return list(read_catalog(repo, snapshot.catalog)), writer.stats
+
+    artifacts, _ = backup()
+    _, stats = backup(artifacts)
+    assert stats["artifacts_reused"] == 1  # the change token held: the database was not copied again
+
+    dest = tmp_path / "restored"
+
+    def restore(**request):
+        outcomes = exporter.restore(artifacts, ArtifactReader(repo), contract.RestoreRequest(to=str(dest), **request))
+        return [o.status for o in outcomes]
+
+    assert restore(dry_run=True) == [contract.OutcomeStatus.PLANNED]
+    assert restore() == [contract.OutcomeStatus.RESTORED]
+    with sqlite3.connect(dest / "data" / "billing.sqlite") as db:
+        assert db.execute("select total from invoices").fetchall() == [(42,)]
+    db.close()
+    assert restore() == [contract.OutcomeStatus.UNCHANGED]
+    (dest / "data" / "billing.sqlite").write_bytes(b"something else")
+    assert restore() == [contract.OutcomeStatus.CONFLICT]
+    assert restore(overwrite=True) == [contract.OutcomeStatus.RESTORED]
