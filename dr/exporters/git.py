@@ -1,0 +1,294 @@
+"""The `git` exporter: the platform's declarations kept in Git repositories.
+
+Each repository becomes one artifact: a `git bundle` of a mirror clone, so every ref is kept
+(branches, tags, notes, anything under refs/). A bundle is one self-checking file that
+`git clone` reads directly: restoring needs nothing but git and the target remote.
+
+An unchanged remote is not cloned again. The change token is a digest of `git ls-remote`
+(every advertised ref and where HEAD points); the clone happens inside the content callable,
+which the sink calls only when the token differs from the previous snapshot's.
+
+Credentials embedded in URLs (https://user:token@host/...) never reach a message, a finding or
+the catalog (which is not encrypted): everything shown or stored goes through redact().
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+from typing import BinaryIO, Iterator
+from urllib.parse import unquote, urlparse
+
+import git
+from pydantic import Field, field_validator
+
+from dr.exporters.contract import (ArtifactSink, ContentReader, Discovered, Exporter, ExporterOptions,
+                                   Outcome, OutcomeStatus, RestoreRequest)
+from dr.model.artifacts import Artifact, Dependency, Sensitivity
+
+KIND = "git-bundle"
+# A backup job must fail, not hang, when a remote asks for credentials; C locale for stable text.
+_GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+_CREDENTIALS = re.compile(r"(?<=://)[^/@\s]+@")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
+
+
+class GitFailure(Exception):
+    """A git command failed; the message is already redacted."""
+
+
+def redact(text: str) -> str:
+    """Hide the `user:password@` part of every URL in `text`."""
+    return _CREDENTIALS.sub("***@", text)
+
+
+def _check_url(url: str) -> str:
+    """Refuse URLs git would read as an option, and the command-running ext:: transport."""
+    if not url.strip():
+        raise ValueError("must not be empty")
+    if url.startswith("-"):
+        raise ValueError(f"{redact(url)!r} starts with '-' (git would read it as an option)")
+    if url.lower().startswith(("ext::", "ext://")):
+        raise ValueError("the ext:: transport runs arbitrary commands and is not allowed")
+    return url
+
+
+class RepositorySpec(ExporterOptions):
+    name: str = Field(description="identity of the artifact; replaces {name} in a restore target")
+    url: str = Field(description="any git URL, or a local path (relative: against the plan's folder)")
+
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, value: str) -> str:
+        if not _NAME.match(value) or value in (".", ".."):
+            raise ValueError(f"{value!r}: use letters, digits, '.', '_' and '-' (it becomes a path)")
+        return value
+
+    @field_validator("url")
+    @classmethod
+    def _safe_url(cls, value: str) -> str:
+        return _check_url(value)
+
+
+def _local_path(url: str) -> str | None:
+    """The filesystem path of a local repository URL, None for a remote one (git's own rules)."""
+    if url.startswith("file://"):
+        return unquote(urlparse(url).path)
+    if _SCHEME.match(url):
+        return None
+    head = url.split("/", 1)[0]
+    return None if ":" in head else url  # scp-like user@host:path is ssh
+
+
+def _absolute(url: str) -> str:
+    """Relative local targets resolve against the working directory, not git's cwd."""
+    path = _local_path(url)
+    return os.path.abspath(path) if path is not None and not url.startswith("file://") else url
+
+
+def _git(args: list[str], cwd: str | None = None) -> str:
+    """Run git; on failure raise GitFailure with git's own words, credentials redacted."""
+    status, out, err = git.Git(cwd).execute(["git", *args], env=_GIT_ENV, with_extended_output=True,
+                                            with_exceptions=False)
+    if status != 0:
+        detail = (err or out or f"exit status {status}").strip()
+        raise GitFailure(redact(f"git {args[0]} failed: {detail}"))
+    return out
+
+
+def _advertised(url: str) -> tuple[dict[str, str], str, str]:
+    """(refs, HEAD's target, change token) as the remote advertises them, fetching nothing."""
+    lines = sorted(line for line in _git(["ls-remote", "--symref", "--", url]).splitlines() if line.strip())
+    refs, head = {}, ""
+    for line in lines:
+        left, _, name = line.partition("\t")
+        if left.startswith("ref: ") and name == "HEAD":
+            head = left[len("ref: "):]
+        elif name != "HEAD" and not name.endswith("^{}"):
+            refs[name] = left
+    token = "ls-remote:" + hashlib.sha256("\n".join(lines).encode()).hexdigest()
+    return refs, head, token
+
+
+def _local_refs(repo_dir: str) -> dict[str, str]:
+    """Every ref of a local repository, as `git ls-remote` would list it (tags unpeeled)."""
+    out = _git(["for-each-ref", "--format=%(objectname) %(refname)"], cwd=repo_dir)
+    return {name: sha for sha, _, name in (line.partition(" ") for line in out.splitlines() if line)}
+
+
+def _pin(mirror: str, refs: dict[str, str]) -> None:
+    """Make a fresh clone hold exactly the advertised refs.
+
+    The remote may move between ls-remote and clone; the bundle must match the refs in the
+    catalog and the change token, or the next backup would wrongly reuse it.
+    """
+    actual = _local_refs(mirror)
+    for name in sorted(actual.keys() - refs.keys()):
+        _git(["update-ref", "-d", name], cwd=mirror)
+    for name, sha in sorted(refs.items()):
+        if actual.get(name) != sha:
+            try:
+                _git(["cat-file", "-e", sha], cwd=mirror)
+            except GitFailure:
+                raise GitFailure(f"the remote changed during the backup ({name} at {sha} is gone); "
+                                 "run the backup again") from None
+            _git(["update-ref", name, sha], cwd=mirror)
+
+
+def _bundle(url: str, refs: dict[str, str]) -> BinaryIO:
+    """Clone --mirror, bundle every ref, verify; return the open bundle.
+
+    The temporary directory is removed before returning: on POSIX the open file stays readable,
+    so nothing is left behind however the sink's reading ends.
+    """
+    with tempfile.TemporaryDirectory(prefix="dr-git-") as tmp:
+        mirror, bundle = os.path.join(tmp, "mirror.git"), os.path.join(tmp, "repo.bundle")
+        _git(["clone", "--quiet", "--mirror", "--", url, mirror])
+        _pin(mirror, refs)
+        _git(["bundle", "create", "--quiet", bundle, "--all"], cwd=mirror)
+        _git(["bundle", "verify", "--quiet", bundle], cwd=mirror)
+        return open(bundle, "rb")
+
+
+def _clobbered(current: dict[str, str], wanted: dict[str, str]) -> list[str]:
+    """Target refs a mirror push would move or delete (new refs only add, and are safe)."""
+    return sorted(name for name, sha in current.items() if wanted.get(name) != sha)
+
+
+class GitExporter(Exporter):
+    type_name = "git"
+    summary = "Git repositories (every branch, tag, note and ref) as verified git bundles"
+
+    class Options(ExporterOptions):
+        repositories: list[RepositorySpec] = Field(min_length=1)
+
+        @field_validator("repositories")
+        @classmethod
+        def _unique_names(cls, value: list[RepositorySpec]) -> list[RepositorySpec]:
+            names = [r.name for r in value]
+            duplicates = sorted({n for n in names if names.count(n) > 1})
+            if duplicates:
+                raise ValueError(f"repository names must be unique: {', '.join(duplicates)}")
+            return value
+
+    def _url(self, spec: RepositorySpec) -> str:
+        """The URL to use: relative local paths resolve against the plan's folder."""
+        path = _local_path(spec.url)
+        if path is not None and not spec.url.startswith("file://") and not os.path.isabs(path):
+            return os.path.normpath(os.path.join(self.context.base_dir, path))
+        return spec.url
+
+    # -- discover / export ---------------------------------------------------------------
+    def discover(self) -> Iterator[Discovered]:
+        for spec in self.options.repositories:
+            try:
+                refs, _, _ = _advertised(self._url(spec))
+                yield Discovered(KIND, spec.name, f"{len(refs)} refs")
+            except GitFailure as exc:
+                yield Discovered(KIND, spec.name, f"unreachable: {exc}")
+
+    def export(self, sink: ArtifactSink) -> None:
+        """One artifact per repository; an unreachable one is a finding, not the end of the rest."""
+        for spec in self.options.repositories:
+            url = self._url(spec)
+            try:
+                self._export_one(sink, spec.name, url)
+            except GitFailure as exc:
+                self.context.finding("error", "git-export-failed", f"{spec.name}: {exc}",
+                                     repository=spec.name, url=redact(url))
+
+    def _export_one(self, sink: ArtifactSink, name: str, url: str) -> None:
+        refs, head, token = _advertised(url)
+        meta: dict = {"refs": refs, "head": head}
+        if not refs:
+            meta["empty"] = True  # git refuses to bundle nothing: record the fact, no content
+        self.context.log(f"git {name}: {len(refs)} refs at {redact(url)}")
+        sink.write(KIND, name, (lambda: _bundle(url, refs)) if refs else b"",
+                   sensitivity=self.context.sensitivity or Sensitivity.INTERNAL,
+                   dependencies=[Dependency("git-remote", redact(url))], meta=meta, change_token=token)
+
+    # -- restore -------------------------------------------------------------------------
+    def restore(self, artifacts: list[Artifact], reader: ContentReader,
+                request: RestoreRequest) -> Iterator[Outcome]:
+        several = len([a for a in artifacts if a.kind == KIND]) > 1
+        for artifact in artifacts:
+            if artifact.kind != KIND:
+                yield Outcome(artifact.identity, OutcomeStatus.SKIPPED,
+                              f"not a {KIND} artifact ({artifact.kind})")
+                continue
+            problem = self._target_problem(request, several)
+            if problem:
+                yield Outcome(artifact.identity, OutcomeStatus.FAILED, problem)
+                continue
+            target = _absolute(request.to.replace("{name}", artifact.identity))
+            try:
+                yield self._restore_one(artifact, reader, request, target)
+            except Exception as exc:  # one repository's failure must not stop the others
+                yield Outcome(artifact.identity, OutcomeStatus.FAILED, redact(f"{type(exc).__name__}: {exc}"))
+
+    @staticmethod
+    def _target_problem(request: RestoreRequest, several: bool) -> str:
+        if not request.to:
+            return "restoring git needs a target: --to <URL or path> ({name} becomes the repository name)"
+        if several and "{name}" not in request.to:
+            return f"several repositories would go to one target {redact(request.to)}; put {{name}} in it"
+        try:
+            _check_url(request.to)
+        except ValueError as exc:
+            return f"target {exc}"
+        return ""
+
+    def _restore_one(self, artifact: Artifact, reader: ContentReader, request: RestoreRequest,
+                     target: str) -> Outcome:
+        item, shown = artifact.identity, redact(target)
+        refs: dict[str, str] = artifact.meta.get("refs", {})
+        path = _local_path(target)
+        create = path is not None and (not os.path.exists(path) or not os.listdir(path))
+        current = {} if create else _advertised(target)[0]
+        if current == refs and not create:
+            return Outcome(item, OutcomeStatus.UNCHANGED,
+                           f"{shown} already has exactly these {len(refs)} refs")
+        clobbered = _clobbered(current, refs)
+        if clobbered and not request.overwrite:
+            more = len(clobbered) - 5
+            listed = ", ".join(clobbered[:5]) + (f" and {more} more" if more > 0 else "")
+            return Outcome(item, OutcomeStatus.CONFLICT,
+                           f"{shown} has {len(clobbered)} refs that differ from the backup ({listed}); "
+                           "restore with --overwrite to replace them")
+        where = f"a new bare repository at {shown}" if create else shown
+        replacing = f", replacing {len(clobbered)} differing refs" if clobbered else ""
+        if request.dry_run:
+            return Outcome(item, OutcomeStatus.PLANNED, f"would push {len(refs)} refs to {where}{replacing}")
+        self._push(artifact, reader, target, path if create else None, bool(current))
+        return Outcome(item, OutcomeStatus.RESTORED, f"pushed {len(refs)} refs to {where}{replacing}; "
+                       "the target's refs match the catalog")
+
+    def _push(self, artifact: Artifact, reader: ContentReader, target: str, create: str | None,
+              target_has_refs: bool) -> None:
+        """Verify everything locally first; only then create the target and push --mirror."""
+        refs: dict[str, str] = artifact.meta.get("refs", {})
+        with tempfile.TemporaryDirectory(prefix="dr-git-restore-") as tmp:
+            mirror = os.path.join(tmp, "mirror.git")
+            _git(["init", "--quiet", "--bare", mirror])
+            if refs:
+                bundle = os.path.join(tmp, "repo.bundle")
+                with reader.open(artifact) as source, open(bundle, "wb") as out:
+                    shutil.copyfileobj(source, out, 1 << 20)  # the reader verifies every chunk
+                _git(["bundle", "verify", "--quiet", bundle], cwd=mirror)
+                shutil.rmtree(mirror)
+                _git(["clone", "--quiet", "--mirror", "--", bundle, mirror])
+            if _local_refs(mirror) != refs:
+                raise GitFailure("the bundle's refs differ from the catalog's; nothing pushed")
+            if create:
+                _git(["init", "--quiet", "--bare", create])
+            if refs or target_has_refs:  # git refuses to push nothing to nothing
+                _git(["push", "--quiet", "--atomic", "--mirror", "--", target], cwd=mirror)  # all or nothing
+        head = artifact.meta.get("head", "")
+        if create and head.startswith("refs/"):  # a new repository gets the source's default branch
+            _git(["symbolic-ref", "HEAD", head], cwd=create)
+        if _advertised(target)[0] != refs:
+            raise GitFailure(f"after the push, {redact(target)} does not hold the backed-up refs")
