@@ -7,7 +7,7 @@ restore planner judges against the failure domains.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
@@ -37,7 +37,10 @@ class Dependency:
     detail: str = ""
 
     def to_json(self) -> dict[str, str]:
-        return {k: v for k, v in asdict(self).items() if v}
+        data = {"kind": self.kind, "reference": self.reference}
+        if self.detail:
+            data["detail"] = self.detail
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Dependency":

@@ -1,6 +1,6 @@
 """Checking a repository: every snapshot readable, every referenced blob present and intact.
 
-Without read_data, blobs are checked by existence and listing size; with read_data, every
+Without read_data, referenced blobs are checked for existence (one listing); with read_data, every
 referenced blob is downloaded and hashed (restic's `check --read-data`).
 """
 

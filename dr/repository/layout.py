@@ -32,8 +32,9 @@ def blob_key(digest: str) -> str:
 
 
 def digest_of_blob_key(key: str) -> str | None:
+    """The digest a blob key names, or None for anything not exactly at blob_key(digest)."""
     name = key.rsplit("/", 1)[-1]
-    return name if key.startswith(BLOBS) and is_digest(name) else None
+    return name if is_digest(name) and key == blob_key(name) else None
 
 
 def snapshot_key(snapshot_id: str) -> str:

@@ -133,8 +133,11 @@ class Lock:
 
     def _refresh_loop(self) -> None:
         while not self._stop.wait(REFRESH_EVERY):
-            old, self.key = self.key, self._write()
-            self.repo.store.delete(old)
+            try:
+                old, self.key = self.key, self._write()
+                self.repo.store.delete(old)
+            except Exception as exc:  # keep trying: a dead refresher lets the lock go stale
+                self.warnings.append(f"lock refresh failed, will retry: {exc}")
 
     def release(self) -> None:
         self._stop.set()

@@ -44,6 +44,7 @@ class _ChunkStream(io.RawIOBase):
         self._buffer = b""
         self._whole = hashlib.sha256()
         self._size = 0
+        self._checked = False
 
     def readable(self) -> bool:
         return True
@@ -53,14 +54,15 @@ class _ChunkStream(io.RawIOBase):
             self._buffer = self._reader.chunk(self._artifact, self._pending.pop(0))
             self._whole.update(self._buffer)
             self._size += len(self._buffer)
-            if not self._pending:
-                self._check_whole()
+        if not self._pending and not self._checked:
+            self._check_whole()
         n = min(len(target), len(self._buffer))
         target[:n] = self._buffer[:n]
         self._buffer = self._buffer[n:]
         return n
 
     def _check_whole(self) -> None:
+        self._checked = True
         artifact = self._artifact
         if self._size != artifact.size:
             raise IntegrityError(f"{artifact.source}/{artifact.identity}: content is {self._size} bytes, "

@@ -41,7 +41,7 @@ class SnapshotWriter:
         self._in_flight = threading.BoundedSemaphore(workers * 2)
         self._lock = threading.Lock()
         self._known: set[str] | None = None
-        self._futures: list[Future] = []
+        self._pending: dict[str, Future] = {}
         self._catalog = CatalogBuilder()
         self.stats = {"bytes_read": 0, "bytes_uploaded": 0, "blobs_uploaded": 0,
                       "artifacts": 0, "artifacts_reused": 0}
@@ -52,24 +52,38 @@ class SnapshotWriter:
             self._known = {digest for digest, _ in self.repo.list_blobs()}
         return self._known
 
-    def _claim(self, digest: str) -> bool:
-        """True if this writer must upload `digest` (not stored, not already scheduled)."""
+    def _upload(self, data: bytes, futures: list[Future]) -> str:
+        """Schedule an upload unless the blob exists; the owner's `futures` get its future.
+
+        A blob another source is still uploading is not uploaded twice, but its future joins
+        this owner's too: if that upload fails, both owners fail, never a dangling reference.
+        """
+        digest = layout.sha256(data)
         with self._lock:
             known = self._known_blobs()
+            pending = self._pending.get(digest)
+            if pending is not None:
+                futures.append(pending)
+                return digest
             if digest in known:
-                return False
+                return digest
             known.add(digest)
-            return True
-
-    def _upload(self, data: bytes) -> str:
-        digest = layout.sha256(data)
-        if self._claim(digest):
-            self._raise_failed_upload()
-            self._in_flight.acquire()
-            future = self._pool.submit(self._put, digest, data)
-            future.add_done_callback(lambda _: self._in_flight.release())
-            self._futures.append(future)
+        _raise_finished_failures(futures)
+        self._in_flight.acquire()
+        future = self._pool.submit(self._put, digest, data)
+        with self._lock:
+            if not future.done():
+                self._pending[digest] = future
+        future.add_done_callback(lambda f: self._settle(digest, f))
+        futures.append(future)
         return digest
+
+    def _settle(self, digest: str, future: Future) -> None:
+        self._in_flight.release()
+        with self._lock:
+            self._pending.pop(digest, None)
+            if future.cancelled() or future.exception() is not None:
+                self._known_blobs().discard(digest)  # not stored: a later writer must upload it
 
     def _put(self, digest: str, data: bytes) -> None:
         try:
@@ -80,17 +94,13 @@ class SnapshotWriter:
             self.stats["bytes_uploaded"] += len(data)
             self.stats["blobs_uploaded"] += 1
 
-    def _raise_failed_upload(self) -> None:
-        for future in [f for f in self._futures if f.done()]:
-            future.result()
-            self._futures.remove(future)
-
     def has_blobs(self, digests: Iterable[str]) -> bool:
         known = self._known_blobs()
         return all(d in known for d in digests)
 
     # -- artifacts ------------------------------------------------------------------------
-    def store_content(self, content: Content, sensitivity: Sensitivity) -> tuple[list[str], str, int]:
+    def store_content(self, content: Content, sensitivity: Sensitivity,
+                      futures: list[Future]) -> tuple[list[str], str, int]:
         """Chunk and upload content; return (chunk digests, plaintext digest or '', size)."""
         secret = sensitivity == Sensitivity.SECRET
         whole = hashlib.sha256()
@@ -106,7 +116,7 @@ class SnapshotWriter:
                 whole.update(piece)
                 self.on_progress(len(piece))
                 stored = encryption.encrypt(piece, self.recipients) if secret else piece
-                chunks.append(self._upload(stored))
+                chunks.append(self._upload(stored, futures))
                 if not piece or len(piece) < self.chunk_size:
                     break
         with self._lock:
@@ -122,17 +132,12 @@ class SnapshotWriter:
         self.stats["artifacts"] += count
 
     # -- finishing ------------------------------------------------------------------------
-    def wait_uploads(self) -> None:
-        for future in self._futures:
-            future.result()
-        self._futures.clear()
-
     def finish(self, plan: str, sources: list[SourceResult], tags: list[str] = ()) -> Snapshot:
-        """Wait for every upload, write the catalog, then the manifest (last)."""
-        self.wait_uploads()
+        """Write the catalog once every source committed (its uploads done), then the manifest."""
         entries = self._catalog.entries
-        catalog = self._upload(self._catalog.finish())
-        self.wait_uploads()
+        futures: list[Future] = []
+        catalog = self._upload(self._catalog.finish(), futures)
+        _wait_all(futures)
         snapshot = Snapshot(plan=plan, time=datetime.now(timezone.utc), hostname=socket.gethostname(),
                             catalog=catalog, catalog_entries=entries, sources=sources,
                             stats=dict(self.stats), tags=list(tags))
@@ -152,6 +157,7 @@ class SourceSink:
         self.exporter = exporter
         self._parent = {(a.kind, a.identity): a for a in parent}
         self._lines = tempfile.SpooledTemporaryFile(max_size=4 << 20)
+        self._futures: list[Future] = []
         self.artifacts = 0
         self.bytes = 0
 
@@ -165,7 +171,7 @@ class SourceSink:
             chunks, digest, size, encrypted = reused.chunks, reused.digest, reused.size, reused.encrypted
             self._writer.stats["artifacts_reused"] += 1
         else:
-            chunks, digest, size = self._writer.store_content(content, sensitivity)
+            chunks, digest, size = self._writer.store_content(content, sensitivity, self._futures)
             encrypted = sensitivity == Sensitivity.SECRET
         if change_token:
             meta["change_token"] = change_token
@@ -188,10 +194,30 @@ class SourceSink:
         self.bytes += artifact.size
 
     def commit(self) -> SourceResult:
+        """Wait for this source's uploads; only then do its artifacts join the catalog."""
+        try:
+            _wait_all(self._futures)
+        except Exception as exc:  # a failed upload fails this source, not the others
+            return self.discard(f"upload failed: {exc.__class__.__name__}: {exc}")
         self._writer._commit_source(self._lines, self.artifacts)
         self._lines.close()
         return SourceResult(self.source, self.exporter, self.artifacts, self.bytes)
 
     def discard(self, error: str) -> SourceResult:
+        for future in self._futures:
+            future.cancel()
         self._lines.close()
         return SourceResult(self.source, self.exporter, error=error)
+
+
+def _raise_finished_failures(futures: list[Future]) -> None:
+    """Fail fast: surface an upload error of this owner at its next write."""
+    for future in [f for f in futures if f.done()]:
+        future.result()
+        futures.remove(future)
+
+
+def _wait_all(futures: list[Future]) -> None:
+    for future in futures:
+        future.result()
+    futures.clear()

@@ -18,6 +18,8 @@ Why it looks the way it does:
   the stored checksum back, and botocore verifies it.
 - botocore's own retries are off (total_max_attempts=1): retries live in RetryingStore, where
   they are bounded, visible and the same for every store.
+- Without s3:ListBucket permission S3 answers 403, not 404, for a missing key; that stays a
+  StoreError (exists() cannot tell "missing" from "forbidden" then, and must not guess).
 - Error messages name the bucket and key, the S3 error code and HTTP status, never
   credentials (which this module never reads; botocore resolves them).
 """
