@@ -1,0 +1,34 @@
+# dr: backup and disaster recovery for AI platforms on Kubernetes.
+#
+#   docker build -t dr:0.1.0 .
+#   docker run --rm dr:0.1.0                 # prints --help
+#   docker run --rm -v "$PWD/plans:/plans:ro" dr:0.1.0 snapshots --plan /plans/single-cluster.yaml
+#
+# See deploy/ for running it as a Kubernetes CronJob.
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+# git: the git exporter runs `git ls-remote` / `git clone --mirror` / `git bundle`.
+# openssh-client: for ssh (git@host:org/repo) remotes. ca-certificates: for https remotes and S3.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends git openssh-client ca-certificates \
+ && rm -rf /var/lib/apt/lists/*
+
+# Only what the package needs is in the build context (see .dockerignore).
+COPY . /src
+RUN pip install --no-cache-dir /src \
+ && rm -rf /src
+
+# Never run as root. A fixed numeric UID lets Kubernetes check runAsNonRoot.
+RUN groupadd --system --gid 10001 dr \
+ && useradd --system --uid 10001 --gid 10001 --home-dir /home/dr --create-home \
+            --shell /usr/sbin/nologin dr
+USER 10001:10001
+WORKDIR /home/dr
+
+ENTRYPOINT ["dr"]
+CMD ["--help"]
