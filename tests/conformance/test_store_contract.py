@@ -234,6 +234,18 @@ def test_s3_put_sends_digests(s3_bucket, moto_endpoint):
     assert headers["If-None-Match"] == "*"
 
 
+def test_s3_get_verifies_the_stored_checksum(s3_bucket, moto_endpoint):
+    # Store an object whose recorded SHA-256 does not match its bytes (moto accepts that),
+    # standing for bytes changed at rest or in transit: the read must fail, not return them.
+    bucket = s3_bucket()
+    wrong = base64.b64encode(hashlib.sha256(b"other bytes").digest()).decode()
+    s3_client(moto_endpoint).put_object(Bucket=bucket, Key="k", Body=b"bytes",
+                                        ChecksumAlgorithm="SHA256", ChecksumSHA256=wrong)
+    with pytest.raises(TransientStoreError) as info:
+        S3Store(bucket, endpoint_url=moto_endpoint).get("k")
+    assert "FlexibleChecksumError" in str(info.value)
+
+
 def test_s3_prefixes_do_not_overlap(s3_bucket, moto_endpoint):
     bucket = s3_bucket()
     a = S3Store(bucket, prefix="a", endpoint_url=moto_endpoint)
