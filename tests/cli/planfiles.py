@@ -1,0 +1,55 @@
+"""Writing small real plans for CLI tests."""
+
+from __future__ import annotations
+
+import os
+
+from dr.repository.encryption import generate_identity
+
+HEADER = """version: 1
+name: test
+failure_domains:
+  - name: cloud
+    kind: provider
+    children:
+      - {{name: region-a, kind: region, children: [{{name: cluster-a, kind: cluster}}]}}
+      - {{name: region-b, kind: region}}
+protects_against: [cluster-a]
+encryption:
+  recipients: [{recipients}]
+targets:
+  - {target}
+sources:
+"""
+
+
+def write_plan(path, target: str, sources: str, recipients: list[str] = ()) -> str:
+    text = HEADER.format(target=target, recipients=", ".join(f'"{r}"' for r in recipients)) + sources
+    os.makedirs(os.path.dirname(str(path)), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return str(path)
+
+
+def local_target(root) -> str:
+    return f'{{name: dr-site, url: "{root}", domain: region-b}}'
+
+
+def s3_target(bucket: str, endpoint: str, region: str = "eu-west-1", lock: bool = False) -> str:
+    return (f'{{name: dr-site, url: "s3://{bucket}/repo", domain: region-b, endpoint_url: "{endpoint}", '
+            f'region: {region}, object_lock: {str(lock).lower()}}}')
+
+
+def files_source(name: str, paths: list, secret: bool = False) -> str:
+    sensitivity = "\n    sensitivity: secret" if secret else ""
+    listed = ", ".join(f'"{p}"' for p in paths)
+    return f"  - name: {name}\n    type: files{sensitivity}\n    paths: [{listed}]\n"
+
+
+def key_pair(tmp_path) -> tuple[str, str]:
+    """(identity file path, recipient)."""
+    identity, recipient = generate_identity()
+    path = os.path.join(str(tmp_path), "identity.txt")
+    with open(path, "w") as handle:
+        handle.write(identity + "\n")
+    return path, recipient
