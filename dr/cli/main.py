@@ -10,6 +10,7 @@ from dr.cli import commands
 from dr.cli.exitcodes import Exit
 from dr.cli.output import Output
 from dr.model.plan_loading import PlanError
+from dr.model.redaction import redact
 from dr.repository.encryption import EncryptionError
 from dr.repository.locks import RepositoryLocked
 from dr.repository.repositories import IntegrityError, RepositoryError
@@ -38,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     except PlanError as exc:
         out.error(f"the plan is not valid ({len(exc.problems)} problem{'s' * (len(exc.problems) != 1)}):")
         for problem in exc.problems:
-            print(f"  {problem}", file=sys.stderr)
+            print(f"  {redact(str(problem))}", file=sys.stderr)
         out.document({"error": "plan", "problems": [str(p) for p in exc.problems]})
         return Exit.USAGE
     except commands.UsageError as exc:
@@ -50,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     except IntegrityError as exc:
         out.error(f"integrity: {exc}")
         return Exit.INTEGRITY
-    except (RepositoryError, StoreError, EncryptionError, KeyError, OSError) as exc:
+    except (RepositoryError, StoreError, EncryptionError, KeyError, OSError, ValueError) as exc:
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
         out.error(str(message))
         return Exit.FAILURE

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from dr.model import plan_rules
 from dr.model.plans import SOURCE_COMMON_KEYS, Plan, PlanSpec
+from dr.model.redaction import redact
 
 
 
@@ -58,27 +59,58 @@ def load_plan(path: str, options_lookup: OptionsLookup | None = None) -> Plan:
 
 
 def parse_plan(text: str, path: str, options_lookup: OptionsLookup | None = None) -> Plan:
+    node, data = _parse_yaml(text, path)
+    lines = _line_map(node)
+    if not isinstance(data, dict):
+        raise PlanError([Problem(path, "", _show(data), "a YAML mapping of plan fields")])
+    spec, problems = _validate_structure(data, path, lines)
+    checkable = spec if spec is not None else _lenient_spec(data, problems)
+    raw_sources = [s for s in data.get("sources") or [] if isinstance(s, dict)] \
+        if isinstance(data.get("sources"), list) else []
+    options, option_problems = _validate_options(raw_sources, path, lines, options_lookup)
+    problems += option_problems
+    if checkable is not None:
+        problems += [Problem(path, p, found, expected, _line(lines, p))
+                     for p, found, expected in plan_rules.check(checkable)]
+    if problems or spec is None:
+        raise PlanError(problems)
+    return Plan(spec, path, os.path.dirname(os.path.abspath(path)), options)
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: str, first: int, again: int):
+        super().__init__(key)
+        self.key, self.first, self.again = key, first, again
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate keys: a second `sources:` must not hide the first."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, (str, int, float, bool)) and key in seen:
+                raise _DuplicateKey(str(key), seen[key], key_node.start_mark.line + 1)
+            seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
+
+
+def _parse_yaml(text: str, path: str):
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        return yaml.compose(text, Loader=yaml.SafeLoader), yaml.load(text, Loader=_UniqueKeyLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark else None
         raise PlanError([Problem(path, "", f"invalid YAML ({getattr(exc, 'problem', exc)})",
                                  "a YAML mapping", line)]) from None
-    lines = _line_map(node)
-    if not isinstance(data, dict):
-        raise PlanError([Problem(path, "", _show(data), "a YAML mapping of plan fields")])
-    spec, problems = _validate_structure(data, path, lines)
-    if spec is None:
-        raise PlanError(problems)
-    options, option_problems = _validate_options(spec, path, lines, options_lookup)
-    problems += option_problems
-    problems += [Problem(path, p, found, expected, _line(lines, p))
-                 for p, found, expected in plan_rules.check(spec)]
-    if problems:
-        raise PlanError(problems)
-    return Plan(spec, path, os.path.dirname(os.path.abspath(path)), options)
+    except _DuplicateKey as dup:
+        raise PlanError([Problem(path, dup.key, f"the key '{dup.key}' again (first on line {dup.first})",
+                                 "each key once: YAML would silently keep only the last one",
+                                 dup.again)]) from None
+    except (ValueError, RecursionError) as exc:  # absurd numbers, absurd nesting
+        raise PlanError([Problem(path, "", f"unparseable YAML ({exc.__class__.__name__})",
+                                 "a plain YAML mapping")]) from None
 
 
 def _read(path: str) -> tuple[str, list[Problem]]:
@@ -99,49 +131,79 @@ def _validate_structure(data: dict, path: str, lines: dict[str, int]):
         return None, _problems_from(exc, data, path, lines, prefix=())
 
 
-def _validate_options(spec: PlanSpec, path: str, lines: dict[str, int],
+def _lenient_spec(data: dict, problems: list[Problem]) -> PlanSpec | None:
+    """The plan without its broken optional fields, so cross-field rules can still be checked.
+
+    Returns None when a required field is broken: rules over a half plan would mislead.
+    """
+    broken = {p.path.split(".")[0].split("[")[0] for p in problems}
+    required = {name for name, f in PlanSpec.model_fields.items() if f.is_required()}
+    if broken & required or "" in broken:
+        return None
+    try:
+        return PlanSpec.model_validate({k: v for k, v in data.items() if k not in broken})
+    except ValidationError:
+        return None
+
+
+def _validate_options(raw_sources: list[dict], path: str, lines: dict[str, int],
                       options_lookup: OptionsLookup | None):
+    """Each source's plugin options, validated by the plugin's own model."""
     options: dict[str, Any] = {}
     problems: list[Problem] = []
-    if options_lookup is None:
-        return {s.name: s.options for s in spec.sources}, problems
-    for i, source in enumerate(spec.sources):
-        model = options_lookup.options_model(source.type)
+    for i, source in enumerate(raw_sources):
+        name, type_name = source.get("name"), source.get("type")
+        raw = {k: v for k, v in source.items() if k not in SOURCE_COMMON_KEYS}
+        if options_lookup is None or not isinstance(type_name, str):
+            options[str(name)] = raw
+            continue
+        model, trouble = _options_model(options_lookup, type_name)
         if model is None:
-            known = options_lookup.names()
-            nearest = difflib.get_close_matches(source.type, known, n=1, cutoff=0.5)
-            hint = f"did you mean '{nearest[0]}'? " if nearest else ""
             field = f"sources[{i}].type"
-            problems.append(Problem(path, field, f"unknown exporter type '{source.type}'",
-                                    f"{hint}an installed exporter: {', '.join(known)} (see 'dr plugins')",
-                                    _line(lines, field)))
+            problems.append(Problem(path, field, trouble[0], trouble[1], _line(lines, field)))
             continue
         try:
-            options[source.name] = model.model_validate(source.options)
+            options[str(name)] = model.model_validate(raw)
         except ValidationError as exc:
-            problems += _problems_from(exc, source.options, path, lines, prefix=("sources", i),
-                                       extra_keys=SOURCE_COMMON_KEYS)
+            problems += _problems_from(exc, raw, path, lines, prefix=("sources", i),
+                                       extra_keys=SOURCE_COMMON_KEYS, root=model)
     return options, problems
 
 
+def _options_model(lookup: OptionsLookup, type_name: str):
+    """(model, None) or (None, (found, expected)) for an unknown or broken plugin."""
+    try:
+        model = lookup.options_model(type_name)
+    except Exception as exc:  # a plugin that fails to import is a problem to report, not a crash
+        return None, (f"exporter '{type_name}' which failed to load ({exc})",
+                      "an exporter that loads: run 'dr plugins' to see the error")
+    if model is not None:
+        return model, None
+    known = lookup.names()
+    nearest = difflib.get_close_matches(type_name, known, n=1, cutoff=0.5)
+    hint = f"did you mean '{nearest[0]}'? " if nearest else ""
+    return None, (f"unknown exporter type '{type_name}'",
+                  f"{hint}an installed exporter: {', '.join(known)} (see 'dr plugins')")
+
+
 def _problems_from(exc: ValidationError, data: Any, path: str, lines: dict[str, int],
-                   prefix: tuple, extra_keys: Iterable[str] = ()) -> list[Problem]:
+                   prefix: tuple, extra_keys: Iterable[str] = (), root: Any = None) -> list[Problem]:
     problems = []
     for error in exc.errors(include_url=False):
         loc = prefix + tuple(error["loc"])
         field = _dotted(loc)
         if error["type"] == "extra_forbidden":
-            problems.append(_unknown_key(error, data, path, lines, prefix, extra_keys))
+            problems.append(_unknown_key(error, path, lines, prefix, extra_keys, root))
             continue
         found = "nothing (the field is missing)" if error["type"] == "missing" else _show(error.get("input"))
         problems.append(Problem(path, field, found, _expected(error), _line(lines, field)))
     return problems
 
 
-def _unknown_key(error, data, path, lines, prefix, extra_keys) -> Problem:
+def _unknown_key(error, path, lines, prefix, extra_keys, root) -> Problem:
     loc = tuple(error["loc"])
     key = str(loc[-1])
-    valid = sorted(set(_valid_keys(loc[:-1])) | set(extra_keys if len(loc) == 1 else ()))
+    valid = sorted(set(_valid_keys(loc[:-1], root)) | set(extra_keys if len(loc) == 1 else ()))
     nearest = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
     hint = f"did you mean '{nearest[0]}'? " if nearest else ""
     field = _dotted(prefix + loc)
@@ -149,11 +211,9 @@ def _unknown_key(error, data, path, lines, prefix, extra_keys) -> Problem:
                    f"{hint}valid keys here: {', '.join(valid)}", _line(lines, field))
 
 
-def _valid_keys(loc: tuple) -> list[str]:
+def _valid_keys(loc: tuple, root: Any = None) -> list[str]:
     """The keys the schema allows at a location, found by walking the pydantic models."""
-    from dr.model import plans as schema
-
-    model: Any = schema.PlanSpec
+    model: Any = root if root is not None else PlanSpec
     for part in loc:
         if isinstance(part, int) or model is None:
             continue
@@ -183,7 +243,7 @@ def _expected(error: dict) -> str:
 
 
 def _show(value: Any) -> str:
-    text = repr(value) if not isinstance(value, (dict, list)) else type(value).__name__
+    text = redact(repr(value)) if not isinstance(value, (dict, list)) else type(value).__name__
     return text if len(text) <= 80 else text[:77] + "..."
 
 

@@ -23,7 +23,19 @@ def check(spec: PlanSpec) -> list[Finding]:
         *_target_survives(spec),
         *_source_targets(spec),
         *_recipients(spec),
+        *_target_urls(spec),
     ]
+
+
+def _target_urls(spec: PlanSpec) -> Iterator[Finding]:
+    for i, target in enumerate(spec.targets):
+        scheme = target.url.split("://", 1)[0].lower() if "://" in target.url else ""
+        if scheme not in ("", "file", "s3"):
+            yield (f"targets[{i}].url", f"'{target.url}'",
+                   "an s3://bucket/prefix URL, a file:// URL or a local path")
+        elif scheme != "s3" and (target.endpoint_url or target.region):
+            yield (f"targets[{i}].url", f"'{target.url}' with endpoint_url/region set",
+                   "an s3:// URL (endpoint_url and region apply only to S3 targets)")
 
 
 def _unique_names(spec: PlanSpec) -> Iterator[Finding]:
