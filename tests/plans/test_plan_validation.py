@@ -112,7 +112,7 @@ def test_unknown_exporter_type_names_the_nearest_installed(plan_file, registry):
 
 
 def test_unknown_exporter_type_with_nothing_close(plan_file, registry):
-    plan_file.replace("    type: git\n", "    type: kubernetes-volume-snapshots\n")
+    plan_file.replace("    type: git\n", "    type: zfs-pool-mirror\n")
     (problem,) = plan_file.problems(registry)
     assert problem.expected == f"an installed exporter: {', '.join(registry.names())} (see 'dr plugins')"
 
