@@ -109,7 +109,7 @@ class SnapshotWriter:
         stream = io.BytesIO(content) if isinstance(content, bytes) else content()
         with stream:
             while True:
-                piece = stream.read(self.chunk_size)
+                piece = _read_full(stream, self.chunk_size)
                 if not piece and chunks:
                     break
                 size += len(piece)
@@ -117,7 +117,7 @@ class SnapshotWriter:
                 self.on_progress(len(piece))
                 stored = encryption.encrypt(piece, self.recipients) if secret else piece
                 chunks.append(self._upload(stored, futures))
-                if not piece or len(piece) < self.chunk_size:
+                if len(piece) < self.chunk_size:
                     break
         with self._lock:
             self.stats["bytes_read"] += size
@@ -169,7 +169,8 @@ class SourceSink:
         reused = self._reuse(kind, identity, change_token, sensitivity)
         if reused is not None:
             chunks, digest, size, encrypted = reused.chunks, reused.digest, reused.size, reused.encrypted
-            self._writer.stats["artifacts_reused"] += 1
+            with self._writer._lock:
+                self._writer.stats["artifacts_reused"] += 1
         else:
             chunks, digest, size = self._writer.store_content(content, sensitivity, self._futures)
             encrypted = sensitivity == Sensitivity.SECRET
@@ -221,3 +222,16 @@ def _wait_all(futures: list[Future]) -> None:
     for future in futures:
         future.result()
     futures.clear()
+
+
+def _read_full(stream: BinaryIO, size: int) -> bytes:
+    """Read `size` bytes unless EOF comes first: a short read from a pipe is not the end."""
+    parts: list[bytes] = []
+    wanted = size
+    while wanted:
+        piece = stream.read(wanted)
+        if not piece:
+            break
+        parts.append(piece)
+        wanted -= len(piece)
+    return b"".join(parts)

@@ -145,3 +145,31 @@ def test_an_unknown_format_version_is_refused(tmp_path):
     store.put("config", b'{"format": "dr-repository", "version": 99, "id": "x"}')
     with pytest.raises(RepositoryError, match="version 99"):
         Repository(store).open()
+
+
+class _Trickle:
+    """A stream that returns at most 7 bytes per read, as a pipe or socket may."""
+
+    def __init__(self, data: bytes):
+        self._data = data
+
+    def read(self, n: int = -1) -> bytes:
+        piece, self._data = self._data[:min(n, 7)], self._data[min(n, 7):]
+        return piece
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+
+def test_short_reads_are_not_mistaken_for_the_end(repo):
+    data = os.urandom(5000)
+    writer = SnapshotWriter(repo, [], chunk_size=1024)
+    sink = writer.source("src", "files")
+    art = sink.write("file", "trickle", lambda: _Trickle(data))
+    writer.finish("plan", [sink.commit()])
+    writer.close()
+    assert art.size == 5000 and len(art.chunks) == 5
+    assert ArtifactReader(repo).read(art) == data
