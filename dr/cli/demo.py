@@ -9,7 +9,6 @@ checks that what came back equals what went in.
 
 from __future__ import annotations
 
-import filecmp
 import os
 import shutil
 import subprocess
@@ -135,12 +134,38 @@ def _compare(root: str, out: Output) -> int:
     pairs = [(f"{root}/platform/config", f"{root}/restored/files/config"),
              (f"{root}/platform/secrets", f"{root}/restored/files/secrets")]
     for original, restored in pairs:
-        diff = filecmp.dircmp(original, restored)
-        if diff.diff_files or diff.left_only or diff.right_only:
-            out.error(f"restored tree differs from {original}: {diff.diff_files or diff.left_only or diff.right_only}")
+        difference = _tree_difference(original, restored)
+        if difference:
+            out.error(f"restored tree differs from {original}: {difference}")
             return Exit.FAILURE
-    out.say(f"\nRestored trees are identical to the originals. Everything is under {root}.")
+    refs = [_refs(f"{root}/platform/declarations.git"), _refs(f"{root}/restored/platform.git")]
+    if refs[0] != refs[1]:
+        out.error(f"restored Git refs differ: {refs[0]} != {refs[1]}")
+        return Exit.FAILURE
+    out.say(f"\nRestored trees and Git refs are identical to the originals. Everything is under {root}.")
     return Exit.OK
+
+
+def _tree_difference(left: str, right: str) -> str:
+    """'' when both trees hold the same files with the same bytes and modes; else what differs."""
+    def listing(top: str) -> dict[str, tuple[bytes, int]]:
+        found = {}
+        for folder, _, names in os.walk(top):
+            for name in names:
+                path = os.path.join(folder, name)
+                with open(path, "rb") as handle:
+                    found[os.path.relpath(path, top)] = (handle.read(), os.stat(path).st_mode)
+        return found
+
+    a, b = listing(left), listing(right)
+    if a.keys() != b.keys():
+        return f"files {sorted(a.keys() ^ b.keys())}"
+    return ", ".join(name for name in a if a[name] != b[name])
+
+
+def _refs(repository: str) -> str:
+    return subprocess.run(["git", "for-each-ref"], cwd=repository, capture_output=True, text=True,
+                          check=True).stdout
 
 
 def _write(path: str, text: str) -> None:
