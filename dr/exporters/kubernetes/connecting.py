@@ -1,0 +1,64 @@
+"""Connecting to a cluster: kubeconfig or in-cluster credentials, and the restore destination.
+
+The client's own retries are switched off (urllib3 would silently retry a 429 or a timed-out
+read): retrying, with backoff that honours Retry-After, is requesting.py's job, and a list
+that times out must fail loudly rather than be retried in the dark.
+"""
+
+from __future__ import annotations
+
+import os
+
+import kubernetes.client
+import kubernetes.config
+import kubernetes.dynamic
+
+
+class ConnectionFailure(Exception):
+    """No usable credentials for the cluster (a permanent error: retrying will not help)."""
+
+
+def _default_kubeconfig() -> str | None:
+    env = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0]
+    home = os.path.expanduser("~/.kube/config")
+    return env or (home if os.path.isfile(home) else None)
+
+
+def api_client(kubeconfig: str | None, context: str | None, *, pool_size: int) -> kubernetes.client.ApiClient:
+    """An ApiClient for `kubeconfig`/`context`; with neither available, the in-cluster account."""
+    configuration = kubernetes.client.Configuration()
+    path = kubeconfig or _default_kubeconfig()
+    try:
+        if path:
+            kubernetes.config.load_kube_config(config_file=path, context=context,
+                                               client_configuration=configuration,
+                                               persist_config=False)
+        else:
+            kubernetes.config.load_incluster_config(client_configuration=configuration)
+    except (kubernetes.config.ConfigException, OSError) as exc:
+        where = f"{path} (context {context or 'current'})" if path else "the in-cluster service account"
+        raise ConnectionFailure(f"cannot load Kubernetes credentials from {where}: {exc}") from None
+    configuration.retries = False
+    configuration.connection_pool_maxsize = max(pool_size, 4)
+    return kubernetes.client.ApiClient(configuration)
+
+
+def dynamic_client(client: kubernetes.client.ApiClient, cache_dir: str) -> kubernetes.dynamic.DynamicClient:
+    """A DynamicClient whose discovery cache is private to this run (never a stale shared file)."""
+    return kubernetes.dynamic.DynamicClient(client, cache_file=os.path.join(cache_dir, "discovery.json"))
+
+
+def parse_destination(to: str, default_kubeconfig: str | None) -> tuple[str | None, str | None]:
+    """`--to` as (kubeconfig, context).
+
+    `CONTEXT` names a context of the source's kubeconfig (or $KUBECONFIG / ~/.kube/config);
+    `PATH:CONTEXT` names a kubeconfig file and a context in it (`PATH:` its current context).
+    Context names may contain ':' (EKS ARNs), so the split is at the first ':' whose left side
+    is an existing file; when there is none, the whole value is a context name.
+    """
+    for index, char in enumerate(to):
+        if char == ":" and os.path.isfile(to[:index]):
+            return to[:index], (to[index + 1:] or None)
+    if os.path.isfile(to):
+        return to, None
+    return default_kubeconfig, to

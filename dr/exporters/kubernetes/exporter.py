@@ -1,0 +1,75 @@
+"""The KubernetesExporter class: the contract's three methods, wired to the modules beside it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from typing import Iterator
+
+from dr.exporters.contract import (ArtifactSink, ContentReader, Discovered, Exporter, Outcome,
+                                   OutcomeStatus, RestoreRequest)
+from dr.exporters.kubernetes.batches import KIND
+from dr.exporters.kubernetes.connecting import api_client, dynamic_client, parse_destination
+from dr.exporters.kubernetes.exporting import Export
+from dr.exporters.kubernetes.options import KubernetesOptions
+from dr.exporters.kubernetes.requesting import Api
+from dr.exporters.kubernetes.restoring import Restore
+from dr.model.artifacts import Artifact
+
+
+class KubernetesExporter(Exporter):
+    type_name = "kubernetes"
+    summary = ("Kubernetes objects: CRDs and custom resources (Kueue, cert-manager ...), namespaces, "
+               "config, Secrets (encrypted), RBAC, Helm releases, chosen workloads")
+    Options = KubernetesOptions
+    contract_version = 1
+
+    def _kubeconfig(self) -> str | None:
+        path = self.options.kubeconfig
+        return os.path.join(self.context.base_dir, path) if path else None
+
+    @contextlib.contextmanager
+    def _api(self, kubeconfig: str | None, context: str | None) -> Iterator[Api]:
+        client = api_client(kubeconfig, context, pool_size=self.options.parallelism + 2)
+        with client, tempfile.TemporaryDirectory(prefix="dr-kube-") as cache:
+            yield Api(dynamic_client(client, cache), attempts=self.options.retries,
+                      timeout=self.options.request_timeout_seconds, log=self.context.log)
+
+    def discover(self) -> Iterator[Discovered]:
+        found = _Recorder()
+        with self._api(self._kubeconfig(), self.options.context) as api:
+            Export(api, self.context, found).run()
+        yield from found.discovered
+
+    def export(self, sink: ArtifactSink) -> None:
+        with self._api(self._kubeconfig(), self.options.context) as api:
+            export = Export(api, self.context, sink)
+            export.run()
+        self.context.log(f"{export.written} objects exported")
+
+    def restore(self, artifacts: list[Artifact], reader: ContentReader,
+                request: RestoreRequest) -> Iterator[Outcome]:
+        if not request.to and not request.dry_run:
+            yield Outcome("destination", OutcomeStatus.FAILED,
+                          "--to is required: a kubeconfig context, or PATH:CONTEXT")
+            return
+        kubeconfig, context = parse_destination(request.to, self._kubeconfig()) if request.to else (None, None)
+        with contextlib.ExitStack() as stack:
+            def connect() -> Api:
+                return stack.enter_context(self._api(kubeconfig, context))
+            yield from Restore(self.options, request, reader, connect, self.context.log).run(artifacts)
+
+
+class _Recorder:
+    """A sink that reads nothing: discover() lists what an export would write."""
+
+    source = "discover"
+
+    def __init__(self) -> None:
+        self.discovered: list[Discovered] = []
+
+    def write(self, kind, identity, content, *, sensitivity=None, dependencies=(), meta=None, change_token=""):
+        meta = meta or {}
+        detail = f"{meta.get('objects')} objects" if kind == KIND else str(meta.get("status", ""))
+        self.discovered.append(Discovered(kind, identity, detail))

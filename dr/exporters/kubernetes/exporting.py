@@ -1,0 +1,167 @@
+"""The export: discovery, CRDs, then every selected type listed in parallel into the sink.
+
+Flow: discover the served types (preferred versions); list the CRDs first, in this thread,
+because they decide which types are custom resources; select the types (selecting.py); list
+the rest on a bounded thread pool, one unit per type (or per type and namespace when the plan
+names namespaces). Workers hand finished batches through a bounded queue to this thread, the
+only one that writes to the sink (the sink is not thread-safe, and the bound keeps memory
+flat when uploads are slower than lists). The first failing unit cancels the others and
+fails the export with its error: a backup never silently lacks a type.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import queue
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Callable
+
+from dr.exporters.contract import ArtifactSink, ExportContext
+from dr.exporters.kubernetes import helm_releases
+from dr.exporters.kubernetes.batches import FORMAT, KIND, Batch
+from dr.exporters.kubernetes.discovering import served_types
+from dr.exporters.kubernetes.kueue import KueueCheck
+from dr.exporters.kubernetes.listing import HelmItem, UnitLister
+from dr.exporters.kubernetes.requesting import Api
+from dr.exporters.kubernetes.resources import ResourceType
+from dr.exporters.kubernetes.selecting import CRD_KEY, Selection, select
+from dr.model.artifacts import Sensitivity
+
+
+def _fingerprint(options, kept_owner_kinds: set[tuple[str, str]]) -> str:
+    shape = {"format": FORMAT, "status": options.include_status, "owners": sorted(kept_owner_kinds)}
+    return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()
+
+
+def _owner_rule(kinds: set[tuple[str, str]]) -> Callable[[dict], bool]:
+    """Keep an ownerReference only when its owner's type is exported (the owner is then in the
+    backup, unless it was deleted while the backup ran)."""
+    def keep(ref: dict) -> bool:
+        api_version = str(ref.get("apiVersion", ""))
+        group = api_version.split("/", 1)[0] if "/" in api_version else ""
+        return (group, ref.get("kind", "")) in kinds
+    return keep
+
+
+class Export:
+    def __init__(self, api: Api, context: ExportContext, sink: ArtifactSink):
+        self.api, self.context, self.sink = api, context, sink
+        self.options = context.options
+        self.kueue = KueueCheck()
+        self.stop = threading.Event()
+        self.selection: Selection | None = None
+        self.written = 0
+
+    def run(self) -> None:
+        served = served_types(self.api)
+        crd_type = next((t for t in served if t.key == CRD_KEY), None)
+        crds = self._export_crds(crd_type) if crd_type else []
+        self.selection = selection = select(served, crds, self.options)
+        for kind in selection.unknown_kinds:
+            self.context.finding("warning", "kubernetes-kind-unknown",
+                                 f"workload_kinds names {kind!r}, which the cluster does not serve")
+        lister = self._lister(self._queue_put, _owner_rule(selection.exported_kinds()))
+        units = [(t, ns) for t in selection.types if t.key != CRD_KEY for ns in self._namespaces(t)]
+        self._run_parallel(lister, units)
+        for finding in self.kueue.findings():
+            self.context.finding(**finding)
+        for reason, count in sorted(lister.skipped.items()):
+            self.context.log(f"skipped {count} objects: {reason}")
+
+    # -- CRDs, first and in this thread ----------------------------------------------------------
+    def _export_crds(self, crd_type: ResourceType) -> list[dict]:
+        """Write the CRD artifact; return the exported CRDs (they define the custom types)."""
+        crds: list[dict] = []
+        lister = self._lister(self._write, lambda ref: False)
+        lister.observers.append(lambda rtype, obj: crds.append(
+            {"spec": {"group": obj["spec"]["group"], "names": {"plural": obj["spec"]["names"]["plural"]}}}))
+        lister.run(crd_type)
+        return crds
+
+    def _namespaces(self, rtype: ResourceType) -> list[str | None]:
+        if rtype.namespaced and self.selection.namespaces:
+            return [ns for ns in self.selection.namespaces if self.selection.wants_namespace(ns)]
+        return [None]
+
+    def _lister(self, emit: Callable[[object], None], keep_owner: Callable[[dict], bool]) -> UnitLister:
+        wants = self.selection.wants_namespace if self.selection else (lambda ns: True)
+        kinds = self.selection.exported_kinds() if self.selection else set()
+        return UnitLister(self.api, self.options, wants_namespace=wants, keep_owner=keep_owner,
+                          fingerprint=_fingerprint(self.options, kinds),
+                          observers=[self.kueue.observe], emit=emit, stop=self.stop)
+
+    # -- the parallel part -------------------------------------------------------------------------
+    def _run_parallel(self, lister: UnitLister, units: list[tuple[ResourceType, str | None]]) -> None:
+        self._queue: queue.Queue = queue.Queue(maxsize=2 * self.options.parallelism)
+        with ThreadPoolExecutor(self.options.parallelism, thread_name_prefix="kube-list") as pool:
+            futures = [pool.submit(lister.run, rtype, ns) for rtype, ns in units]
+            try:
+                self._drain(futures)
+            except BaseException:
+                self.stop.set()
+                self._discard_queued(futures)
+                raise
+
+    def _drain(self, futures: list[Future]) -> None:
+        while True:
+            try:
+                self._write(self._queue.get(timeout=0.05))
+                continue
+            except queue.Empty:
+                pass
+            failed = next((f for f in futures if f.done() and f.exception()), None)
+            if failed is not None:
+                raise failed.exception()
+            if all(f.done() for f in futures) and self._queue.empty():
+                return
+
+    def _discard_queued(self, futures: list[Future]) -> None:
+        while not all(f.done() for f in futures) or not self._queue.empty():
+            try:
+                item = self._queue.get(timeout=0.05)
+            except queue.Empty:
+                continue
+            if isinstance(item, Batch):
+                item.close()
+
+    def _queue_put(self, item: object) -> None:
+        """Block while the writer is behind (memory stays bounded); give up once cancelled."""
+        while not self.stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+        if isinstance(item, Batch):
+            item.close()
+
+    # -- writing (this thread only) ----------------------------------------------------------------
+    def _write(self, item: object) -> None:
+        if isinstance(item, Batch):
+            self._write_batch(item)
+        elif isinstance(item, HelmItem):
+            self._write_helm(item)
+        elif isinstance(item, dict):
+            self.context.finding(**item)
+
+    def _write_batch(self, batch: Batch) -> None:
+        custom = self.selection is not None and batch.rtype.key in self.selection.custom
+        try:
+            self.sink.write(KIND, batch.identity, batch.open, sensitivity=batch.sensitivity(self.context.sensitivity),
+                            dependencies=list(batch.dependencies), meta=batch.meta(custom),
+                            change_token=batch.change_token)
+            self.written += batch.count
+        finally:
+            batch.close()
+
+    def _write_helm(self, item: HelmItem) -> None:
+        summary = item.summary
+        content = json.dumps(summary, sort_keys=True, indent=1).encode()
+        meta = {"name": summary["name"], "namespace": summary["namespace"], "revision": summary["revision"],
+                "status": summary["status"], "chart": summary["chart"], "secret": summary["secret"],
+                "provides": [f"helm-release:{summary['namespace']}/{summary['name']}"]}
+        self.sink.write(helm_releases.KIND, helm_releases.identity(summary), content,
+                        sensitivity=Sensitivity.SECRET, dependencies=helm_releases.dependencies(summary),
+                        meta=meta, change_token=f"helm-{FORMAT}:{item.secret_version}")

@@ -1,0 +1,41 @@
+"""The `kubernetes` source's options, as a plan writes them (validated when the plan loads)."""
+
+from __future__ import annotations
+
+from pydantic import Field, field_validator
+
+from dr.exporters.contract import ExporterOptions
+
+DEFAULT_EXCLUDED_NAMESPACES = ["kube-system", "kube-public", "kube-node-lease"]
+
+
+class KubernetesOptions(ExporterOptions):
+    kubeconfig: str | None = Field(None, description="kubeconfig path (relative: the plan's folder); "
+                                   "default: $KUBECONFIG or ~/.kube/config, else the in-cluster account")
+    context: str | None = Field(None, description="kubeconfig context (default: the current one)")
+    include_groups: list[str] = Field(default_factory=list, description=(
+        "API groups (globs allowed) whose CRDs and custom resources are exported; empty: all"))
+    exclude_groups: list[str] = Field(default_factory=list, description=(
+        "API groups (globs allowed) whose CRDs and custom resources are not exported"))
+    namespaces: list[str] = Field(default_factory=list, description="namespaces to export; empty: all")
+    exclude_namespaces: list[str] = Field(default_factory=lambda: list(DEFAULT_EXCLUDED_NAMESPACES),
+                                          description="namespaces never exported (the cluster's own)")
+    workload_kinds: list[str] = Field(default_factory=list, description=(
+        "built-in kinds to export as well, by Kind or plural: Deployment, StatefulSet, DaemonSet, "
+        "Job, CronJob, Service, PersistentVolumeClaim, ValidatingWebhookConfiguration ..."))
+    include_status: bool = Field(False, description="keep .status in the backup (never restored)")
+    page_size: int = Field(500, ge=1, le=10_000, description="objects per list request (limit/continue)")
+    list_timeout_seconds: float = Field(60.0, gt=0, description=(
+        "longest wait for one list page; past it the backup fails naming the resource"))
+    request_timeout_seconds: float = Field(30.0, gt=0, description="longest wait for any other request")
+    parallelism: int = Field(4, ge=1, le=64, description="resource types listed, objects restored at once")
+    retries: int = Field(6, ge=1, le=20, description="attempts per request on 429 and 5xx answers")
+    crd_wait_seconds: float = Field(120.0, gt=0, description=(
+        "restore: how long to wait for a restored CRD to be Established and served"))
+
+    @field_validator("workload_kinds")
+    @classmethod
+    def _no_blank(cls, kinds: list[str]) -> list[str]:
+        if any(not k.strip() for k in kinds):
+            raise ValueError("kinds must not be blank")
+        return [k.strip() for k in kinds]

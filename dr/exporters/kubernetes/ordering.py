@@ -1,0 +1,119 @@
+"""Restore order: a dependency graph between resource types, its rules written as data with reasons.
+
+Each rule says: objects of the types matching `before` are restored before objects of the types
+matching `after`, and why. A selector is a qualified resource name (`secrets`,
+`clusterqueues.kueue.x-k8s.io`) or a set:
+  @custom      types defined by a CRD
+  @namespaced  namespaced types
+  @workloads   types whose objects carry a pod template (found in the backup, any kind)
+  @webhooks    admission webhook configurations
+  @config      everything that is neither a workload nor a webhook configuration
+The types of one backup become the graph's nodes, each rule adds edges, and the graph is cut
+into levels (a type's level is one more than its deepest predecessor's). Everything in a level
+is restored in parallel; a level starts when the one before it finished. After the level that
+holds the CRDs, the restore waits until every restored CRD is Established and served.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from dr.exporters.kubernetes.resources import ResourceType
+
+CRDS = "customresourcedefinitions.apiextensions.k8s.io"
+CM, KQ = "cert-manager.io", "kueue.x-k8s.io"
+
+RULES: list[tuple[str, str, str]] = [
+    # (before, after, why)
+    (CRDS, "@custom", "a custom resource cannot be created until its CRD is Established and served"),
+    ("namespaces", "@namespaced", "a namespaced object needs its namespace"),
+    ("storageclasses.storage.k8s.io", "@workloads", "claims and volumeClaimTemplates bind through them"),
+    ("storageclasses.storage.k8s.io", "persistentvolumeclaims", "a claim binds through its class"),
+    ("priorityclasses.scheduling.k8s.io", "@workloads", "pods naming a missing PriorityClass are rejected"),
+    ("clusterroles.rbac.authorization.k8s.io", "clusterrolebindings.rbac.authorization.k8s.io",
+     "binding a missing role fails the API server's escalation check"),
+    ("clusterroles.rbac.authorization.k8s.io", "rolebindings.rbac.authorization.k8s.io",
+     "a RoleBinding may bind a ClusterRole"),
+    ("roles.rbac.authorization.k8s.io", "rolebindings.rbac.authorization.k8s.io",
+     "binding a missing role fails the API server's escalation check"),
+    ("serviceaccounts", "@workloads", "pods naming a missing ServiceAccount are rejected"),
+    ("secrets", "serviceaccounts", "imagePullSecrets and token references"),
+    ("secrets", "@workloads", "pods mounting a missing Secret do not start"),
+    ("configmaps", "@workloads", "pods mounting a missing ConfigMap do not start"),
+    ("secrets", "@custom", "operators read credentials their custom resources name"),
+    ("configmaps", "@custom", "operators read configuration their custom resources name"),
+    ("secrets", f"certificates.{CM}", "cert-manager: a Certificate whose Secret is missing is reissued"),
+    (f"issuers.{CM}", f"certificates.{CM}", "a Certificate's issuerRef must resolve, or it is not Ready"),
+    (f"clusterissuers.{CM}", f"certificates.{CM}", "a Certificate's issuerRef must resolve, or it is not Ready"),
+    (f"topologies.{KQ}", f"resourceflavors.{KQ}", "a ResourceFlavor may name a Topology"),
+    (f"resourceflavors.{KQ}", f"clusterqueues.{KQ}", "a ClusterQueue with a missing flavor is inactive "
+                                                     "(FlavorNotFound)"),
+    (f"admissionchecks.{KQ}", f"clusterqueues.{KQ}", "a ClusterQueue with a missing AdmissionCheck is inactive"),
+    (f"provisioningrequestconfigs.{KQ}", f"admissionchecks.{KQ}", "an AdmissionCheck's parameters name it"),
+    (f"multikueueconfigs.{KQ}", f"admissionchecks.{KQ}", "an AdmissionCheck's parameters name it"),
+    (f"multikueueclusters.{KQ}", f"multikueueconfigs.{KQ}", "a MultiKueueConfig lists its clusters"),
+    (f"cohorts.{KQ}", f"clusterqueues.{KQ}", "a ClusterQueue borrows through the Cohort it names"),
+    (f"workloadpriorityclasses.{KQ}", "@workloads", "jobs naming a missing WorkloadPriorityClass are rejected"),
+    (f"clusterqueues.{KQ}", f"localqueues.{KQ}", "a LocalQueue points at its ClusterQueue"),
+    (f"localqueues.{KQ}", "@workloads", "Kueue suspends jobs whose LocalQueue is missing"),
+    ("@config", "@workloads", "workloads last: their controllers act the moment they exist"),
+    ("@workloads", "@webhooks", "a webhook whose service is not running yet would reject every "
+                                "object restored after it (failurePolicy: Fail)"),
+    ("@config", "@webhooks", "a webhook whose service is not running yet would reject every "
+                             "object restored after it (failurePolicy: Fail)"),
+]
+WEBHOOKS = {("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
+            ("admissionregistration.k8s.io", "mutatingwebhookconfigurations")}
+
+
+@dataclass(frozen=True)
+class TypeInfo:
+    """What ordering knows about a type in the backup."""
+
+    rtype: ResourceType
+    custom: bool = False
+    workload: bool = False
+
+
+@dataclass
+class Level:
+    number: int
+    types: list[TypeInfo]
+    after: dict[str, list[str]] = field(default_factory=dict)  # type -> reasons it waits
+
+
+def matches(selector: str, info: TypeInfo) -> bool:
+    webhook = info.rtype.key in WEBHOOKS
+    sets = {"@custom": info.custom, "@namespaced": info.rtype.namespaced, "@workloads": info.workload,
+            "@webhooks": webhook, "@config": not info.workload and not webhook}
+    return sets[selector] if selector in sets else selector == info.rtype.qualified
+
+
+def edges(infos: Iterable[TypeInfo]) -> dict[str, dict[str, str]]:
+    """after -> {before: why} for every rule that applies between two types of the backup."""
+    infos = list(infos)
+    graph: dict[str, dict[str, str]] = {i.rtype.qualified: {} for i in infos}
+    for before, after, why in RULES:
+        for a in (i for i in infos if matches(before, i)):
+            for b in (i for i in infos if matches(after, i)):
+                if a.rtype.qualified != b.rtype.qualified:
+                    graph[b.rtype.qualified].setdefault(a.rtype.qualified, why)
+    return graph
+
+
+def levels(infos: Iterable[TypeInfo]) -> list[Level]:
+    """The graph cut into levels; a cycle (no rule set here makes one) ends in one last level."""
+    by_name = {i.rtype.qualified: i for i in infos}
+    graph = edges(by_name.values())
+    placed: dict[str, int] = {}
+    out: list[Level] = []
+    while len(placed) < len(by_name):
+        ready = sorted(n for n in by_name if n not in placed and all(p in placed for p in graph[n]))
+        if not ready:  # a cycle: restore the rest together rather than not at all
+            ready = sorted(n for n in by_name if n not in placed)
+        level = Level(len(out), [by_name[n] for n in ready],
+                      {n: [f"after {p}: {why}" for p, why in sorted(graph[n].items())] for n in ready})
+        out.append(level)
+        placed.update(dict.fromkeys(ready, level.number))
+    return out

@@ -1,0 +1,137 @@
+"""Requests to the API server through the dynamic client: retries, timeouts, plain JSON.
+
+Every call goes through DynamicClient.request with serialize=False and the body is parsed
+with json.loads: wrapping a 500-object page in ResourceInstance objects would cost more than
+the request. Errors carry their retry intent in their type (kopf's habit):
+  TemporaryFailure  429 and 5xx, and dropped connections: retried with exponential backoff,
+                    waiting at least what Retry-After asks (tenacity);
+  RequestTimeout    no answer within the timeout: never retried, so a hanging list fails the
+                    backup loudly, naming the resource, instead of silently losing objects;
+  KubeError         anything else (403, 404, 409, 422 ...): permanent, for the caller to judge.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Iterator
+
+import tenacity
+import urllib3.exceptions
+from kubernetes.dynamic.exceptions import DynamicApiError
+
+MAX_RETRY_AFTER = 120.0
+_TEMPORARY = {429, 500, 502, 503, 504}
+
+
+class KubeError(Exception):
+    """A request the API server refused; `status` is the HTTP code (0: no answer)."""
+
+    def __init__(self, status: int, reason: str, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.status, self.reason, self.retry_after = status, reason, retry_after
+
+
+class TemporaryFailure(KubeError):
+    pass
+
+
+class RequestTimeout(KubeError):
+    pass
+
+
+def _retry_after(headers: Any) -> float | None:
+    value = (headers or {}).get("Retry-After")
+    try:
+        return min(float(value), MAX_RETRY_AFTER) if value is not None else None
+    except ValueError:
+        return None  # an HTTP date: fall back to exponential backoff
+
+
+def _translate(exc: DynamicApiError, what: str) -> KubeError:
+    try:
+        status = json.loads(exc.body or "{}")
+    except ValueError:
+        status = {}
+    message = status.get("message") or (exc.body or "")[:300] or str(exc.reason)
+    cls = TemporaryFailure if exc.status in _TEMPORARY else KubeError
+    return cls(exc.status, status.get("reason") or str(exc.reason), f"{what}: {exc.status} {message}",
+               _retry_after(exc.headers))
+
+
+class _WaitRetryAfter(tenacity.wait.wait_base):
+    """Wait what Retry-After asks; otherwise exponential backoff with jitter."""
+
+    def __init__(self, fallback: tenacity.wait.wait_base):
+        self.fallback = fallback
+
+    def __call__(self, retry_state: tenacity.RetryCallState) -> float:
+        exc = retry_state.outcome.exception() if retry_state.outcome else None
+        asked = getattr(exc, "retry_after", None)
+        return asked if asked is not None else self.fallback(retry_state)
+
+
+class Api:
+    """JSON requests with retries, bound to one DynamicClient."""
+
+    def __init__(self, dynamic, *, attempts: int = 6, timeout: float = 30.0,
+                 log: Callable[[str], None] = lambda m: None, backoff_max: float = 30.0):
+        self.dynamic = dynamic
+        self.timeout = timeout
+        self.log = log
+        self._retrying = dict(
+            retry=tenacity.retry_if_exception_type(TemporaryFailure),
+            wait=_WaitRetryAfter(tenacity.wait_exponential(multiplier=0.5, max=backoff_max)
+                                 + tenacity.wait_random(0, 0.5)),
+            stop=tenacity.stop_after_attempt(attempts), reraise=True,
+            before_sleep=lambda s: log(f"retrying after {s.outcome.exception()}"))
+
+    def call(self, fn: Callable[[], Any], *, what: str) -> Any:
+        """Run one client call with the retry policy; its errors become the typed ones above."""
+        for attempt in tenacity.Retrying(**self._retrying):
+            with attempt:
+                return self._once(fn, what)
+        raise AssertionError("unreachable")
+
+    def request(self, method: str, path: str, *, what: str, body: Any = None,
+                query: list[tuple[str, Any]] = (), timeout: float | None = None,
+                content_type: str | None = None) -> dict:
+        seconds = timeout or self.timeout
+        extra = {"content_type": content_type} if content_type else {}
+        try:
+            response = self.call(lambda: self.dynamic.request(
+                method, path, body=body, query_params=list(query), serialize=False,
+                _request_timeout=(min(seconds, 10.0), seconds), **extra), what=what)
+        except RequestTimeout:
+            raise RequestTimeout(0, "Timeout", f"{what}: no answer within {seconds:g} s") from None
+        return json.loads(response.data) if response.data else {}
+
+    @staticmethod
+    def _once(fn: Callable[[], Any], what: str) -> Any:
+        try:
+            return fn()
+        except DynamicApiError as exc:
+            raise _translate(exc, what) from None
+        except (urllib3.exceptions.ReadTimeoutError, urllib3.exceptions.ConnectTimeoutError, TimeoutError):
+            raise RequestTimeout(0, "Timeout", f"{what}: no answer in time") from None
+        except (urllib3.exceptions.ProtocolError, urllib3.exceptions.NewConnectionError) as exc:
+            raise TemporaryFailure(0, "ConnectionError", f"{what}: {exc}") from None
+
+    def get(self, path: str, *, what: str, query: list[tuple[str, Any]] = ()) -> dict | None:
+        """The object at `path`, or None when it does not exist (404)."""
+        try:
+            return self.request("get", path, what=what, query=query)
+        except KubeError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def pages(self, path: str, *, what: str, limit: int, timeout: float) -> Iterator[dict]:
+        """Each page of a paginated list (limit/continue), as the server answers it."""
+        token = None
+        while True:
+            query = [("limit", limit)] + ([("continue", token)] if token else [])
+            page = self.request("get", path, what=what, query=query, timeout=timeout)
+            yield page
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return

@@ -1,0 +1,209 @@
+"""The restore: levels in order (ordering.py), each level's objects in parallel (applying.py).
+
+Content is read artifact by artifact into a spooled file first: the reader verifies an
+artifact's digest only at its end, and nothing from an artifact that fails verification may
+reach the cluster. Objects are then streamed to a bounded pool, so memory stays flat.
+A dry run reads and orders everything the same way and yields PLANNED outcomes in restore
+order, without connecting to any cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Callable, Iterable, Iterator
+
+from dr.exporters.contract import ContentReader, Outcome, OutcomeStatus, RestoreRequest
+from dr.exporters.kubernetes import helm_releases
+from dr.exporters.kubernetes.applying import Applier
+from dr.exporters.kubernetes.batches import KIND
+from dr.exporters.kubernetes.discovering import served_plurals
+from dr.exporters.kubernetes.ordering import CRDS, Level, TypeInfo, levels
+from dr.exporters.kubernetes.remapping import Remap, RemapError
+from dr.exporters.kubernetes.requesting import Api, KubeError
+from dr.exporters.kubernetes.resources import ResourceType, item_name
+from dr.model.artifacts import Artifact
+
+
+def bounded(pool: ThreadPoolExecutor, fn: Callable, items: Iterable, limit: int) -> Iterator:
+    """fn(*item) for every item on `pool`, at most `limit` in flight; results as they finish."""
+    pending: set[Future] = set()
+    for item in items:
+        if len(pending) >= limit:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            yield from (f.result() for f in done)
+        pending.add(pool.submit(fn, *item))
+    while pending:
+        done, pending = wait(pending, return_when=FIRST_COMPLETED)
+        yield from (f.result() for f in done)
+
+
+class Restore:
+    def __init__(self, options, request: RestoreRequest, reader: ContentReader,
+                 connect: Callable[[], Api], log: Callable[[str], None] = lambda m: None):
+        self.options, self.request, self.reader = options, request, reader
+        self.connect, self.log = connect, log
+        self.unserved: dict[str, str] = {}  # qualified type -> why it cannot be restored
+        self._served: dict[tuple[str, str], set[str]] = {}
+
+    def run(self, artifacts: list[Artifact]) -> Iterator[Outcome]:
+        try:
+            remap = Remap.parse(self.request.remap)
+        except RemapError as exc:
+            yield Outcome("remap", OutcomeStatus.FAILED, str(exc))
+            return
+        objects = [a for a in artifacts if a.kind == KIND]
+        plan = levels(_type_infos(objects).values())
+        by_type: dict[str, list[Artifact]] = {}
+        for artifact in sorted(objects, key=lambda a: a.identity):
+            by_type.setdefault(ResourceType.from_meta(artifact.meta).qualified, []).append(artifact)
+        if self.request.dry_run:
+            yield from self._planned(plan, by_type, remap)
+        elif not (yield from self._restore(plan, by_type, remap)):
+            return  # no destination: one FAILED outcome says so, nothing else was attempted
+        yield from (_not_restored(a) for a in artifacts if a.kind != KIND)
+
+    # -- dry run ------------------------------------------------------------------------------------
+    def _planned(self, plan: list[Level], by_type: dict[str, list[Artifact]], remap: Remap) -> Iterator[Outcome]:
+        for level in plan:
+            for info in level.types:
+                why = "; ".join(level.after[info.rtype.qualified]) or "no prerequisites"
+                for artifact in by_type[info.rtype.qualified]:
+                    for item, obj in self._objects(artifact, info.rtype, remap):
+                        if obj is None:
+                            yield item
+                            continue
+                        yield Outcome(item, OutcomeStatus.PLANNED,
+                                      f"level {level.number + 1} of {len(plan)}: create, or compare with the "
+                                      f"existing object ({why})")
+
+    # -- the real thing -----------------------------------------------------------------------------
+    def _restore(self, plan: list[Level], by_type: dict[str, list[Artifact]], remap: Remap):
+        """Yields the outcomes; returns False when the destination cannot be reached."""
+        try:
+            api = self._api = self.connect()
+        except Exception as exc:  # bad kubeconfig, unknown context, unreachable server
+            yield Outcome("destination", OutcomeStatus.FAILED,
+                          f"nothing restored: cannot connect to {self.request.to}: {exc}")
+            return False
+        types_by_kind = {(a.rtype.group, a.rtype.kind): a.rtype for level in plan for a in level.types}
+        applier = Applier(api, overwrite=self.request.overwrite, types_by_kind=types_by_kind)
+        limit = 4 * self.options.parallelism
+        with ThreadPoolExecutor(self.options.parallelism, thread_name_prefix="kube-restore") as pool:
+            for level in plan:
+                crds: list[dict] = []
+                work = self._level_items(level, by_type, remap, crds)
+                yield from bounded(pool, self._apply_one(applier), work, limit)
+                if crds:
+                    self._wait_for_crds(api, crds)
+        yield from applier.finish_owners()
+        return True
+
+    def _apply_one(self, applier: Applier) -> Callable:
+        def run(rtype: ResourceType, obj: dict | None, ready: Outcome | None) -> Outcome:
+            return ready if obj is None else applier.apply(rtype, obj)
+        return run
+
+    def _level_items(self, level: Level, by_type, remap: Remap, crds: list[dict]) -> Iterator[tuple]:
+        """(type, object, None) to apply, or (type, None, outcome) already decided."""
+        for info in level.types:
+            rtype = info.rtype
+            blocked = self._blocked(rtype)
+            for artifact in by_type[rtype.qualified]:
+                for item, obj in self._objects(artifact, rtype, remap):
+                    if obj is None:
+                        yield rtype, None, item
+                    elif blocked:
+                        yield rtype, None, Outcome(item, OutcomeStatus.FAILED, blocked)
+                    else:
+                        if rtype.qualified == CRDS:
+                            crds.append(obj)
+                        yield rtype, obj, None
+
+    def _blocked(self, rtype: ResourceType) -> str | None:
+        if rtype.qualified in self.unserved:
+            return self.unserved[rtype.qualified]
+        key = (rtype.group, rtype.version)
+        if key not in self._served:
+            try:
+                self._served[key] = served_plurals(self._api, *key)
+            except KubeError as exc:
+                return f"cannot read the destination's discovery: {exc}"
+        if rtype.plural not in self._served[key]:
+            return f"the destination does not serve {rtype.version} {rtype.qualified} (its CRD missing or not served)"
+        return None
+
+    def _objects(self, artifact: Artifact, rtype: ResourceType, remap: Remap) -> Iterator[tuple]:
+        """(item, object) per object of a verified artifact; (Outcome, None) if it cannot be read."""
+        try:
+            spool = self._verified(artifact)
+        except Exception as exc:  # integrity, decryption: the whole artifact is unusable
+            yield Outcome(f"{artifact.identity} ({artifact.meta.get('objects', '?')} objects)",
+                          OutcomeStatus.FAILED, f"cannot read the artifact: {exc}"), None
+            return
+        with spool:
+            for line in spool:
+                if line.strip():
+                    obj = remap.apply(rtype, json.loads(line))
+                    yield item_name(rtype, obj), obj
+
+    def _verified(self, artifact: Artifact):
+        spool = tempfile.SpooledTemporaryFile(max_size=8 << 20)
+        try:
+            with self.reader.open(artifact) as stream:
+                shutil.copyfileobj(stream, spool, 1 << 20)
+        except BaseException:
+            spool.close()
+            raise
+        spool.seek(0)
+        return spool
+
+    # -- CRDs ---------------------------------------------------------------------------------------
+    def _wait_for_crds(self, api: Api, crds: list[dict]) -> None:
+        """Wait until each CRD is Established and discovery serves its versions (bounded)."""
+        deadline = time.monotonic() + self.options.crd_wait_seconds
+        for crd in crds:
+            problem = self._wait_one(api, crd, deadline)
+            spec = crd["spec"]
+            if problem:
+                self.unserved[f"{spec['names']['plural']}.{spec['group']}"] = problem
+                self.log(problem)
+        self._served.clear()
+        api.call(lambda: api.dynamic.resources.invalidate_cache(), what="discovery refresh")
+
+    def _wait_one(self, api: Api, crd: dict, deadline: float) -> str | None:
+        spec, name = crd["spec"], crd["metadata"]["name"]
+        versions = [v["name"] for v in spec.get("versions") or [] if v.get("served", True)]
+        delay = 0.05
+        while True:
+            live = api.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}", what=f"read CRD {name}")
+            established = any(c.get("type") == "Established" and c.get("status") == "True"
+                              for c in ((live or {}).get("status") or {}).get("conditions") or [])
+            if established and all(spec["names"]["plural"] in served_plurals(api, spec["group"], v) for v in versions):
+                return None
+            if time.monotonic() > deadline:
+                state = "Established but not yet served" if established else "not Established"
+                return f"CRD {name} {state} within {self.options.crd_wait_seconds:g} s"
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
+
+
+def _type_infos(artifacts: list[Artifact]) -> dict[str, TypeInfo]:
+    infos: dict[str, TypeInfo] = {}
+    for artifact in artifacts:
+        rtype = ResourceType.from_meta(artifact.meta)
+        old = infos.get(rtype.qualified, TypeInfo(rtype))
+        infos[rtype.qualified] = TypeInfo(rtype, old.custom or bool(artifact.meta.get("custom")),
+                                          old.workload or bool(artifact.meta.get("workload")))
+    return infos
+
+
+def _not_restored(artifact: Artifact) -> Outcome:
+    if artifact.kind == helm_releases.KIND:
+        return Outcome(f"helm-release/{artifact.identity}", OutcomeStatus.SKIPPED,
+                       f"a decoded view for reading and the audit; the release comes back with its Secret "
+                       f"{artifact.meta.get('namespace')}/{artifact.meta.get('secret')}")
+    return Outcome(artifact.identity, OutcomeStatus.SKIPPED, f"unknown artifact kind {artifact.kind!r}")

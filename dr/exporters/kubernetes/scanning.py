@@ -1,0 +1,180 @@
+"""Finding what restoring an object depends on, without knowing its kind.
+
+A pod template looks the same wherever it sits: a dict with a `containers` list of dicts that
+carry `image`. Walking every object for that shape finds the images of Deployments, Jobs,
+CronJobs, Pods and of custom resources nobody told dr about (LeaderWorkerSet, JobSet,
+RayCluster, PyTorchJob ...). The same walk finds the other shapes worth recording:
+  storageClassName  anywhere (PVCs, volumeClaimTemplates, ephemeral volumes)   storage-class
+  clientConfig      admission webhooks, CRD conversion webhooks                webhook-service
+  spec.provider     external-secrets SecretStore / ClusterSecretStore          secret-store
+and, inside each pod spec, the Secrets and ConfigMaps it mounts or reads (volumes, projected
+volumes, envFrom, env valueFrom, imagePullSecrets). References to objects are written the way
+artifacts declare what they provide (`secret:<ns>/<name>`), so the audit can tell which ones
+the snapshot itself restores.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from dr.model.artifacts import Dependency
+
+CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
+# Where the walk does not go, and why: nothing there is a reference, and it is large.
+_NOT_WALKED = {"Secret": "data", "ConfigMap": "data", "CustomResourceDefinition": "spec"}
+# Keys of an external-secrets provider block that name the store's endpoint.
+_STORE_ENDPOINT_KEYS = ("server", "url", "vaultUrl", "endpoint", "host", "address")
+
+
+def _path(parts: tuple) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts)
+
+
+def walk(value: Any, parts: tuple = ()) -> Iterator[tuple[tuple, dict]]:
+    """Every dict inside `value` with its path (iterative: objects can nest deeply)."""
+    stack = [(parts, value)]
+    while stack:
+        here, node = stack.pop()
+        if isinstance(node, dict):
+            yield here, node
+            stack.extend((here + (k,), v) for k, v in node.items() if isinstance(v, (dict, list)))
+        elif isinstance(node, list):
+            stack.extend((here + (i,), v) for i, v in enumerate(node) if isinstance(v, (dict, list)))
+
+
+def is_pod_spec(node: dict) -> bool:
+    containers = node.get("containers")
+    return (isinstance(containers, list) and bool(containers)
+            and all(isinstance(c, dict) and "image" in c for c in containers))
+
+
+def pod_specs(obj: dict) -> Iterator[tuple[tuple, dict]]:
+    for parts, node in walk(obj):
+        if is_pod_spec(node):
+            yield parts, node
+
+
+def containers(spec: dict) -> Iterator[tuple[tuple, dict]]:
+    for field in CONTAINER_LISTS:
+        for index, container in enumerate(spec.get(field) or []):
+            if isinstance(container, dict):
+                yield (field, index), container
+
+
+class Scanner:
+    """The dependencies of one object: call scan(obj) for each exported object."""
+
+    def scan(self, obj: dict) -> tuple[list[Dependency], bool]:
+        """(dependencies, has a pod template). Order is stable; duplicates removed."""
+        kind = obj.get("kind", "")
+        meta = obj.get("metadata") or {}
+        namespace, name = meta.get("namespace") or "", meta.get("name", "")
+        where = f"{kind}/{namespace}/{name}" if namespace else f"{kind}/{name}"
+        found: dict[Dependency, None] = {}
+        skipped = _NOT_WALKED.get(kind)
+        root = {k: v for k, v in obj.items() if k != skipped} if skipped else obj
+        workload = False
+        for parts, node in walk(root):
+            if is_pod_spec(node):
+                workload = True
+                found.update(dict.fromkeys(self._pod(node, parts, namespace, where)))
+            found.update(dict.fromkeys(self._shapes(node, parts, obj, where)))
+        if kind == "CustomResourceDefinition":
+            found.update(dict.fromkeys(self._conversion(obj, where)))
+        return list(found), workload
+
+    def _pod(self, spec: dict, parts: tuple, namespace: str, where: str) -> Iterator[Dependency]:
+        for cparts, container in containers(spec):
+            at = parts + cparts
+            yield Dependency("image", str(container["image"]), f"{where} {_path(at + ('image',))}")
+            yield from self._container_refs(container, at, namespace, where)
+        for index, secret in enumerate(spec.get("imagePullSecrets") or []):
+            if isinstance(secret, dict) and secret.get("name"):
+                yield _ref("secret", namespace, secret["name"], where, parts + ("imagePullSecrets", index))
+        for index, volume in enumerate(spec.get("volumes") or []):
+            if isinstance(volume, dict):
+                yield from self._volume_refs(volume, parts + ("volumes", index), namespace, where)
+
+    @staticmethod
+    def _container_refs(container: dict, at: tuple, namespace: str, where: str) -> Iterator[Dependency]:
+        for index, source in enumerate(container.get("envFrom") or []):
+            for field, kind in (("secretRef", "secret"), ("configMapRef", "configmap")):
+                name = ((source or {}).get(field) or {}).get("name")
+                if name:
+                    yield _ref(kind, namespace, name, where, at + ("envFrom", index, field))
+        for index, env in enumerate(container.get("env") or []):
+            value_from = (env or {}).get("valueFrom") or {}
+            for field, kind in (("secretKeyRef", "secret"), ("configMapKeyRef", "configmap")):
+                name = (value_from.get(field) or {}).get("name")
+                if name:
+                    yield _ref(kind, namespace, name, where, at + ("env", index, "valueFrom", field))
+
+    @staticmethod
+    def _volume_refs(volume: dict, at: tuple, namespace: str, where: str) -> Iterator[Dependency]:
+        secret = (volume.get("secret") or {}).get("secretName")
+        if secret:
+            yield _ref("secret", namespace, secret, where, at + ("secret",))
+        configmap = (volume.get("configMap") or {}).get("name")
+        if configmap:
+            yield _ref("configmap", namespace, configmap, where, at + ("configMap",))
+        for index, source in enumerate((volume.get("projected") or {}).get("sources") or []):
+            for field, kind in (("secret", "secret"), ("configMap", "configmap")):
+                name = ((source or {}).get(field) or {}).get("name")
+                if name:
+                    yield _ref(kind, namespace, name, where, at + ("projected", "sources", index, field))
+
+    def _shapes(self, node: dict, parts: tuple, obj: dict, where: str) -> Iterator[Dependency]:
+        storage_class = node.get("storageClassName")
+        if isinstance(storage_class, str) and storage_class:
+            yield Dependency("storage-class", f"storageclass:{storage_class}",
+                             f"{where} {_path(parts + ('storageClassName',))}")
+        if isinstance(node.get("clientConfig"), dict):
+            yield from _webhook(node["clientConfig"], parts + ("clientConfig",), where)
+        if parts == ("spec",) and isinstance(node.get("provider"), dict) and \
+                str(obj.get("apiVersion", "")).startswith("external-secrets.io/"):
+            yield from _secret_stores(node["provider"], where)
+        if parts == ("spec",) and isinstance(node.get("secretStoreRef"), dict):
+            yield from _store_ref(node["secretStoreRef"], obj, where)
+
+    @staticmethod
+    def _conversion(obj: dict, where: str) -> Iterator[Dependency]:
+        webhook = (((obj.get("spec") or {}).get("conversion") or {}).get("webhook") or {})
+        if isinstance(webhook.get("clientConfig"), dict):
+            yield from _webhook(webhook["clientConfig"], ("spec", "conversion", "webhook", "clientConfig"), where)
+
+
+def _ref(kind: str, namespace: str, name: str, where: str, at: tuple) -> Dependency:
+    return Dependency(kind, f"{kind}:{namespace}/{name}" if namespace else f"{kind}:{name}",
+                      f"{where} {_path(at)}")
+
+
+def _webhook(config: dict, at: tuple, where: str) -> Iterator[Dependency]:
+    service = config.get("service")
+    if isinstance(service, dict) and service.get("name"):
+        dns = f"{service['name']}.{service.get('namespace', 'default')}.svc.cluster.local"
+        yield Dependency("webhook-service", dns, f"{where} {_path(at + ('service',))}")
+    elif isinstance(config.get("url"), str):
+        yield Dependency("webhook-service", config["url"], f"{where} {_path(at + ('url',))}")
+
+
+def _secret_stores(provider: dict, where: str) -> Iterator[Dependency]:
+    """One dependency per provider block: its endpoint, or `<provider>:<region>` for cloud ones."""
+    for name, config in provider.items():
+        if not isinstance(config, dict):
+            continue
+        endpoint = next((config[k] for k in _STORE_ENDPOINT_KEYS if isinstance(config.get(k), str)), None)
+        if endpoint is None:
+            region = config.get("region") or config.get("location") or config.get("projectID") or ""
+            service = config.get("service", "")
+            endpoint = ":".join(p for p in (name, str(service), str(region)) if p)
+        yield Dependency("secret-store", endpoint, f"{where} .spec.provider.{name}")
+
+
+def _store_ref(ref: dict, obj: dict, where: str) -> Iterator[Dependency]:
+    """An ExternalSecret's store: covered when the snapshot holds that SecretStore object."""
+    if not ref.get("name"):
+        return
+    kind = str(ref.get("kind") or "SecretStore").lower()
+    namespace = (obj.get("metadata") or {}).get("namespace", "") if kind == "secretstore" else ""
+    yield Dependency("secret-store", f"{kind}:{namespace}/{ref['name']}" if namespace else f"{kind}:{ref['name']}",
+                     f"{where} .spec.secretStoreRef")

@@ -1,0 +1,72 @@
+"""`dr backup` and `dr restore` with a plan naming a kubernetes source, through dr.cli.main.main."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from dr.cli.exitcodes import Exit
+from dr.cli.main import main
+from dr.repository.encryption import generate_identity
+
+PLAN = """version: 1
+name: k8s
+failure_domains:
+  - name: cloud
+    kind: provider
+    children:
+      - {{name: region-a, kind: region, children: [{{name: cluster-a, kind: cluster}}]}}
+      - {{name: region-b, kind: region}}
+protects_against: [cluster-a]
+encryption:
+  recipients: ["{recipient}"]
+targets:
+  - {{name: dr-site, url: "{repository}", domain: region-b}}
+sources:
+  - name: cluster
+    type: kubernetes
+    kubeconfig: kubeconfig
+    context: source
+    workload_kinds: [Deployment, CronJob]
+    page_size: 50
+"""
+
+
+def test_backup_and_restore_from_the_command_line(tmp_path, kubeconfig, dest, capsys):
+    identity, recipient = generate_identity()
+    (tmp_path / "identity.txt").write_text(identity + "\n")
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PLAN.format(recipient=recipient, repository=tmp_path / "repo"))
+    assert os.path.basename(kubeconfig) == "kubeconfig"  # the plan names it relative to its folder
+
+    assert main(["backup", "--plan", str(plan), "--json"]) == Exit.OK
+    result = json.loads(capsys.readouterr().out)["results"][0]
+    [source] = result["sources"]
+    assert source["ok"] if "ok" in source else not source.get("error")
+    assert any(f["code"] == "kueue-flavor-missing" for f in source["findings"])
+
+    restore = ["restore", "--plan", str(plan), "--source", "cluster", "--to", f"{kubeconfig}:dest",
+               "--identity", str(tmp_path / "identity.txt"), "--json"]
+    assert main(restore + ["--dry-run"]) == Exit.OK
+    planned = json.loads(capsys.readouterr().out)["counts"]
+    assert set(planned) == {"planned", "skipped"} and dest.get_object("v1", "Namespace", "team-a") is None
+
+    assert main(restore) == Exit.OK
+    counts = json.loads(capsys.readouterr().out)["counts"]
+    assert counts["restored"] == planned["planned"] - counts.get("unchanged", 0)
+    assert dest.get_object("v1", "Secret", "db", "team-a") is not None
+
+    assert main(restore) == Exit.OK
+    assert set(json.loads(capsys.readouterr().out)["counts"]) == {"unchanged", "skipped"}
+
+
+def test_restore_to_an_unknown_context_fails_with_a_reason(tmp_path, kubeconfig, capsys):
+    identity, recipient = generate_identity()
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(PLAN.format(recipient=recipient, repository=tmp_path / "repo"))
+    assert main(["backup", "--plan", str(plan), "-q"]) == Exit.OK
+    capsys.readouterr()
+    code = main(["restore", "--plan", str(plan), "--source", "cluster", "--to", "nowhere", "--json"])
+    assert code == Exit.FAILURE
+    outcomes = json.loads(capsys.readouterr().out)["outcomes"]
+    assert outcomes[-1]["item"] == "destination" and "nowhere" in outcomes[-1]["reason"]

@@ -1,0 +1,73 @@
+"""Listing under load: pagination, 429 with Retry-After, 5xx, a hanging list; Kueue findings."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from dr.exporters.kubernetes.requesting import RequestTimeout
+
+
+def test_lists_are_paginated(pipeline, source):
+    source.reset_requests()
+    backup = pipeline.backup(page_size=2)
+    crds = len(source.list_objects("apiextensions.k8s.io/v1", "CustomResourceDefinition"))
+    assert source.count(verb="list", resource="customresourcedefinitions", param="continue") == (crds + 1) // 2 - 1
+    assert source.count(verb="list", resource="configmaps", param="continue") >= 1
+    assert all(r.query.get("limit") == "2" for r in source.requests if r.verb == "list")
+    whole = pipeline.backup(page_size=500)
+    assert backup.identities() == whole.identities()
+    # Page size changes nothing stored: same artifacts, same bytes.
+    assert {a.identity: (a.size, a.digest, a.chunks if not a.encrypted else None) for a in backup.artifacts} == \
+        {a.identity: (a.size, a.digest, a.chunks if not a.encrypted else None) for a in whole.artifacts}
+
+
+def test_a_429_is_retried_after_the_time_retry_after_asks(pipeline, source):
+    source.reset_requests()
+    source.throttle_next("/api/v1/secrets", times=2, retry_after=1)
+    started = time.monotonic()
+    backup = pipeline.backup()
+    assert time.monotonic() - started >= 2.0
+    assert source.count(verb="list", path="/api/v1/secrets", status=429) == 2
+    assert source.count(verb="list", path="/api/v1/secrets", status=200) == 1
+    assert "secrets/team-a" in backup.identities()
+    assert any("retrying" in line and "429" in line for line in backup.log)
+
+
+def test_a_500_is_retried(pipeline, source):
+    source.fail_next("/apis/kueue.x-k8s.io/v1beta2/clusterqueues", 503, times=1)
+    assert "clusterqueues.kueue.x-k8s.io" in pipeline.backup().identities()
+
+
+def test_a_list_that_hangs_past_the_timeout_fails_loudly_naming_the_resource(pipeline, source):
+    source.hang_next("/api/v1/configmaps", 5)
+    started = time.monotonic()
+    with pytest.raises(RequestTimeout, match=r"list configmaps: no answer within 1 s"):
+        pipeline.backup(list_timeout_seconds=1)
+    assert time.monotonic() - started < 4.5, "the other lists must be cancelled, not awaited"
+
+
+def test_a_refused_list_fails_the_backup(pipeline, source):
+    source.fail_next("/api/v1/secrets", 403, times=1)
+    with pytest.raises(Exception, match=r"list secrets: 403"):
+        pipeline.backup()
+
+
+def test_kueue_missing_flavor_and_admission_check_are_findings(pipeline):
+    findings = pipeline.backup().findings
+    codes = {(f["code"], f["referrer"], f["missing"]) for f in findings}
+    assert ("kueue-flavor-missing", "ClusterQueue/spot-queue", "ResourceFlavor/spot-missing") in codes
+    # Upstream's admin_minimal-cq.yaml names AdmissionCheck sample-prov-2, which no example defines.
+    assert ("kueue-admission-check-missing", "ClusterQueue/cluster-queue-2", "AdmissionCheck/sample-prov-2") in codes
+    assert not any(f["missing"] in ("ResourceFlavor/default-flavor", "AdmissionCheck/sample-prov") for f in findings)
+
+
+def test_namespaces_option_limits_the_backup(pipeline, source):
+    source.reset_requests()
+    backup = pipeline.backup(namespaces=["team-a"])
+    namespaced = {i.split("/", 1)[1] for i in backup.identities() if "/" in i}
+    assert namespaced == {"team-a"}
+    assert source.count(verb="list", path="/api/v1/namespaces/team-a/secrets") == 1
+    namespaces = next(a for a in backup.artifacts if a.identity == "namespaces")
+    assert namespaces.meta["provides"] == ["namespace:team-a"]
