@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import statistics
+import threading
 import subprocess
 import time
 from dataclasses import dataclass
@@ -17,19 +17,35 @@ class Run:
 
 
 def measure(argv: list[str], env: dict | None = None, cwd: str | None = None) -> Run:
-    """Run argv; wall time and the child's peak RSS from wait4 (no sampling gaps)."""
+    """Run argv; wall time and its peak RSS (VmHWM of the process, polled until it exits).
+
+    wait4's ru_maxrss is not used: on Linux a child's maxrss starts at the parent's RSS at
+    fork, so a large benchmark process would set a floor under every tool it measures.
+    VmHWM belongs to the exec'd program's own address space.
+    """
     started = time.perf_counter()
     proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out, err = b"", b""
-    # communicate() would reap the child before wait4 could; read pipes, then reap ourselves.
-    out = proc.stdout.read()
-    err = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
+    peak = [0]
+    sampler = threading.Thread(target=_sample_hwm, args=(proc, peak), daemon=True)
+    sampler.start()
+    out, err = proc.communicate()
     seconds = time.perf_counter() - started
-    proc.returncode = os.waitstatus_to_exitcode(status)
+    sampler.join()
     if proc.returncode != 0:
         raise RuntimeError(f"{argv[0]} exited {proc.returncode}: {err.decode()[-2000:]}")
-    return Run(seconds, usage.ru_maxrss / 1024, out.decode())
+    return Run(seconds, peak[0] / 1024, out.decode())
+
+
+def _sample_hwm(proc: subprocess.Popen, peak: list[int]) -> None:
+    while proc.poll() is None:
+        try:
+            with open(f"/proc/{proc.pid}/status") as handle:
+                for line in handle:
+                    if line.startswith("VmHWM:"):
+                        peak[0] = max(peak[0], int(line.split()[1]))
+        except OSError:
+            return
+        time.sleep(0.01)
 
 
 def median(values: list[float]) -> float:

@@ -31,14 +31,15 @@ Content = Union[bytes, Callable[[], BinaryIO]]
 
 
 class SnapshotWriter:
-    def __init__(self, repo: Repository, recipients: list[str], *, workers: int = 16,
+    def __init__(self, repo: Repository, recipients: list[str], *, workers: int = 8,
                  chunk_size: int = CHUNK_SIZE, on_progress: Callable[[int], None] | None = None):
         self.repo = repo
         self.recipients = encryption.parse_recipients(recipients) if recipients else []
         self.chunk_size = chunk_size
         self.on_progress = on_progress or (lambda n: None)
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="upload")
-        self._in_flight = threading.BoundedSemaphore(workers * 2)
+        # At most `workers` chunks in memory at once: peak memory ~ workers x chunk_size.
+        self._in_flight = threading.BoundedSemaphore(workers)
         self._lock = threading.Lock()
         self._known: set[str] | None = None
         self._pending: dict[str, Future] = {}
