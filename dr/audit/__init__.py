@@ -1,0 +1,46 @@
+"""The dependency audit: if these failure domains are gone, can we recover from what is left?
+
+Inputs: the plan (failure domains, locations, placement rules, targets, key and image
+locations) and one snapshot's catalog, read from a target's repository. The audit needs read
+access to the repository only, never the private key.
+
+Scenarios (dr.audit.scenarios): one per domain in protects_against, each failing alone; or one
+scenario in which every domain named with --failed fails at once. A domain fails everything
+nested in it.
+
+Verdicts, for each distinct dependency reference recorded in the catalog (dr.audit.judging):
+  ok        placed (plan.placer.place) in a domain the scenario does not lose;
+  remapped  placed in a lost domain, or placed nowhere, but COVERED (below): the restore can
+            rebuild it at a new location from the snapshot's own copy (an info finding that
+            tells the operator which copy to restore first);
+  blocker   placed in a lost domain and not covered;
+  unknown   placed nowhere and not covered: a warning, a blocker under strict.
+
+The remap rule ("covered"). A dependency is covered when
+  1. some artifact of the same snapshot lists the dependency's reference in meta['provides']
+     (a string or a list of strings), compared after trimming whitespace, a trailing '/' and a
+     trailing '.git' (nothing else: image tags and paths are case-sensitive); and
+  2. that copy survives: every blob of the providing artifact is present in the repository
+     (content integrity is dr verify's job), and the audited target survives the scenario and
+     its credentials do not live in a lost domain.
+Exporters declare what they captured: e.g. the git exporter writes a repository bundle with
+meta={'provides': [remote_url]}, so a Git remote hosted in the failed cluster can be restored
+to a new remote. A dependency's own artifact may provide it.
+
+Always checked, whatever the catalog says (dr.audit.essentials): a target outside the lost
+domains, the audited target itself, each surviving target's credentials_location, the
+decryption key's location (when anything is encrypted or the plan has recipients), and dr's
+own image (dr_image). None of these can be covered by the snapshot. Staleness
+(dr.audit.staleness): the newest snapshot holding each source, against its RPO.
+
+Every finding has a code, a severity, what to do, and a runbook at runbooks/<code>.md. Any
+blocker makes `dr audit` exit 4 (Exit.BLOCKERS).
+"""
+
+from dr.audit.auditing import choose_audited_target, run_audit
+from dr.audit.audits import AuditReport
+from dr.audit.findings import CODES, Finding
+from dr.audit.scenarios import Scenario, UnknownDomain, scenarios_for
+
+__all__ = ["AuditReport", "CODES", "Finding", "Scenario", "UnknownDomain", "choose_audited_target",
+           "run_audit", "scenarios_for"]

@@ -1,0 +1,80 @@
+"""Running an audit: read one snapshot's catalog, then judge it in every scenario.
+
+The flow: pick the snapshot (latest by default) in the audited target, stream its catalog
+once into a dependency index (dr.audit.gathering), place every distinct reference once
+(cached), then for each scenario judge the essentials (dr.audit.essentials) and the
+dependencies (dr.audit.judging). Staleness and placement gaps hold in every scenario and are
+reported once. Nothing is written to the repository: the audit needs read access only, and
+never the private key (catalogs are not encrypted).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from dr.audit.audits import AuditReport, ScenarioResult, SnapshotInfo
+from dr.audit.essentials import essentials, judge_essentials, unknown_findings
+from dr.audit.gathering import DependencyIndex, Provider, gather
+from dr.audit.judging import DependencyJudge, Placements, count_verdicts
+from dr.audit.scenarios import Scenario
+from dr.audit.staleness import stale_findings
+from dr.model.plans import Plan, TargetSpec
+from dr.model.snapshots import Snapshot
+from dr.repository import layout
+from dr.repository.catalogs import read_catalog
+from dr.repository.repositories import Repository
+
+
+def choose_audited_target(plan: Plan, scenarios: list[Scenario], name: str | None = None) -> TargetSpec:
+    """The named target, else the first that survives every scenario, else the most surviving."""
+    if name:
+        return plan.target(name)
+    for target in plan.spec.targets:
+        if not any(s.loses(target.domain) for s in scenarios):
+            return target
+    return max(plan.spec.targets, key=lambda t: sum(not s.loses(t.domain) for s in scenarios))
+
+
+def run_audit(plan: Plan, repo: Repository, target: TargetSpec, scenarios: list[Scenario], *,
+              snapshot_ref: str = "latest", strict: bool = False,
+              now: datetime | None = None) -> AuditReport:
+    now = now or datetime.now(timezone.utc)
+    snapshots = repo.snapshots()
+    snapshot = _select(repo, snapshots, snapshot_ref)
+    index = gather(read_catalog(repo, snapshot.catalog)) if snapshot else DependencyIndex()
+    placements = Placements(plan)
+    judge = DependencyJudge(index, placements, lambda p: _intact(repo, p), strict)
+    needs_key = bool(plan.spec.encryption.recipients) or index.encrypted > 0
+    items = essentials(plan, placements, needs_key)
+    findings = (judge.unknown_findings() + unknown_findings(items, placements, strict)
+                + stale_findings(plan, target, snapshots, now))
+    results = []
+    for scenario in scenarios:
+        states = judge_essentials(items, scenario, target.name, placements)
+        judged = judge.judge(scenario, states.copies_survive)
+        findings += states.findings + judge.scenario_findings(scenario, judged)
+        results.append(ScenarioResult(scenario, count_verdicts(judged), judged, states))
+    order = {s.name: i + 1 for i, s in enumerate(scenarios)}
+    findings.sort(key=lambda f: (order.get(f.scenario or "", 0), *f.sort_key()))
+    return AuditReport(plan.name, plan.path, now, strict, target.name,
+                       _info(snapshot, target, repo, index), results, findings, plan.domains)
+
+
+def _select(repo: Repository, snapshots: list[Snapshot], ref: str) -> Snapshot | None:
+    if ref == "latest":
+        return snapshots[-1] if snapshots else None  # none: every source is reported stale
+    return repo.find_snapshot(ref)
+
+
+def _intact(repo: Repository, provider: Provider) -> bool:
+    """A copy counts only if every blob of it is still stored (content checks: dr verify)."""
+    return all(repo.store.exists(layout.blob_key(digest)) for digest in provider.chunks)
+
+
+def _info(snapshot: Snapshot | None, target: TargetSpec, repo: Repository,
+          index: DependencyIndex) -> SnapshotInfo | None:
+    if snapshot is None:
+        return None
+    return SnapshotInfo(snapshot.id, snapshot.time, target.name, repo.description, index.artifacts,
+                        index.references, len(index.uses), snapshot.source_names())
+

@@ -1,0 +1,134 @@
+"""Findings: what the audit tells a person, one per problem, each with what to do and a runbook.
+
+Every finding code has a runbook at runbooks/<code>.md (a test fails when one is missing).
+The code table below is the single list of codes: reports, runbook checks and the JSON
+document (docs/audit-json.md) all read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from dr.model.redaction import redact
+
+BLOCKER = "blocker"  # recovery from what is left is impossible until this is fixed
+WARNING = "warning"  # recovery may work, but something is unproven or degraded
+INFO = "info"  # worth knowing during a restore (a remap to perform), nothing to fix
+
+SEVERITIES = (BLOCKER, WARNING, INFO)
+RUNBOOK_DIR = "runbooks"
+
+
+@dataclass(frozen=True)
+class Code:
+    code: str
+    title: str
+    action: str  # what to do, as one sentence a person can act on
+
+
+_CODES = [
+    Code("no-surviving-target", "Every backup target is lost with the failure",
+         "Add a target outside the failed domains (another region, account or provider) and back up "
+         "to it; a backup lost with the cluster is not disaster recovery."),
+    Code("target-in-failed-domain", "The audited snapshot is stored in a target that is lost",
+         "Audit the snapshot on a surviving target (dr audit --target NAME) and make sure every "
+         "source is backed up there."),
+    Code("credentials-in-failed-domain", "The credentials that reach a surviving target are lost",
+         "Keep the target's credentials outside the failed domain (a secret store in the target's own "
+         "region or account, or break-glass escrow) and set credentials_location to it."),
+    Code("key-in-failed-domain", "The private key that decrypts secret content is lost with the failure",
+         "Keep a copy of the age identity outside every protected domain (offline escrow or another "
+         "account's secret store) and set encryption.key_location to it."),
+    Code("dr-image-in-failed-domain", "dr's own container image is pulled from a place that is lost",
+         "Mirror dr's image to a registry outside the failed domain and set dr_image to the mirror "
+         "(or install dr from its package on the recovery host)."),
+    Code("image-in-failed-domain", "A container image exists only in a registry that is lost",
+         "Copy the image by digest to a registry outside the failed domain (crane copy or skopeo copy) "
+         "and point the workload, or the restore's image remapping, at the copy."),
+    Code("registry-in-failed-domain", "A chart, model or artifact registry a restore pulls from is lost",
+         "Mirror the repository to a registry outside the failed domain, change the plan's sources to "
+         "reference the mirror, and back up again."),
+    Code("secret-store-in-failed-domain", "Secrets a restore needs live only in a secret store that is lost",
+         "Back up the secret store itself (a Vault/OpenBao raft snapshot as a secret-class source) to a "
+         "surviving target, or replicate it outside the failed domain."),
+    Code("dependency-in-failed-domain", "A restore needs something that is lost with the failure",
+         "Move or replicate the dependency outside the failed domain, or have its exporter capture it "
+         "into the snapshot (declaring meta['provides']), then run dr backup and dr audit again."),
+    Code("stale-backup", "The newest backup of a source is older than its RPO, or there is none",
+         "Find out why the source's backups stopped (dr snapshots, the backup job's logs), fix it, "
+         "and run dr backup --source NAME now."),
+    Code("unknown-location", "Nothing in the plan says where a reference lives",
+         "Add a location or a placement rule to the plan that places this reference in its failure "
+         "domain; until then the audit cannot tell whether it survives."),
+    Code("dependency-remapped", "A lost dependency can be rebuilt from the snapshot's own copy",
+         "During the restore, restore the providing artifact to a new location first and point the "
+         "dependents at it (dr restore --source ... --to NEW-LOCATION)."),
+]
+CODES: dict[str, Code] = {c.code: c for c in _CODES}  # in the order reports list them
+
+
+def runbook_for(code: str) -> str:
+    return f"{RUNBOOK_DIR}/{code}.md"
+
+
+@dataclass
+class Finding:
+    """One problem (or one remap to perform) the audit found.
+
+    scenario:  the scenario's name; None for findings that hold in every scenario (placement
+               gaps, staleness)
+    kind:      what sort of thing: a dependency kind (image, git-remote, bucket ...), or
+               target, credentials, key, dr-image, source
+    reference: the reference as recorded (redacted in reports)
+    location:  how the reference was placed: "location <name>" or "rule <pattern>", or None
+    domain:    the failure domain it is placed in, None when nothing places it
+    artifact:  the first artifact (source/kind/identity) that needs it, if any
+    """
+
+    code: str
+    severity: str
+    message: str
+    scenario: str | None = None
+    kind: str = ""
+    reference: str = ""
+    location: str | None = None
+    domain: str | None = None
+    domain_path: str | None = None
+    artifact: str | None = None
+    artifacts_affected: int = 0
+    examples: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+    action: str = ""
+
+    def __post_init__(self) -> None:
+        if self.code not in CODES:
+            raise ValueError(f"unknown finding code {self.code!r}")
+        if self.severity not in SEVERITIES:
+            raise ValueError(f"unknown severity {self.severity!r}")
+        if not self.action:
+            self.action = CODES[self.code].action
+        # Reports go to incident channels and PRs: no credential in a URL may reach them.
+        self.reference = redact(self.reference)
+        self.message = redact(self.message)
+
+    @property
+    def runbook(self) -> str:
+        return runbook_for(self.code)
+
+    @property
+    def title(self) -> str:
+        return CODES[self.code].title
+
+    def sort_key(self) -> tuple:
+        return (SEVERITIES.index(self.severity), list(CODES).index(self.code), self.reference)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "code": self.code, "severity": self.severity, "scenario": self.scenario,
+            "kind": self.kind, "reference": self.reference, "location": self.location,
+            "domain": self.domain, "domain_path": self.domain_path, "artifact": self.artifact,
+            "artifacts_affected": self.artifacts_affected, "examples": list(self.examples),
+            "sources": list(self.sources), "message": self.message, "action": self.action,
+            "runbook": self.runbook,
+        }
