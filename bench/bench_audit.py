@@ -132,12 +132,14 @@ def audit(folder: str) -> dict:
     repo.open()
     report = run_audit(plan, repo, target, scenarios)
     audited = time.perf_counter()
-    sizes = {}
+    renders = {}
     for name, render in (("md", render_markdown), ("json", render_json), ("html", render_html)):
-        sizes[name] = len(render(report))
+        began = time.perf_counter()
+        size = len(render(report))
+        renders[name] = (time.perf_counter() - began, size)
     rendered = time.perf_counter()
-    return {"report": report, "audit_s": audited - started, "render_s": rendered - audited,
-            "total_s": rendered - started, "sizes": sizes}
+    return {"report": report, "audit_s": audited - started, "renders": renders,
+            "total_s": rendered - started}
 
 
 def peak_rss_mb() -> float:
@@ -169,9 +171,11 @@ def main() -> int:
         print(f"findings: {report.blockers} blockers, {report.warnings} warnings, {report.infos} remaps "
               f"in {len(report.scenarios)} scenarios")
         print(f"audit (load plan, read+verify catalog, gather, judge): {result['audit_s']:.2f} s")
-        print(f"reports (md {result['sizes']['md']:,} B, json {result['sizes']['json']:,} B, "
-              f"html {result['sizes']['html']:,} B incl. Graphviz): {result['render_s']:.2f} s")
-        print(f"wall time, audit + reports: {result['total_s']:.2f} s (target < {TARGET_SECONDS:.0f} s)")
+        for name, (seconds, size) in result["renders"].items():
+            extra = " (2 Graphviz pictures)" if name == "html" else ""
+            print(f"  {name} report: {seconds:.2f} s, {size:,} bytes{extra}")
+        print(f"wall time, audit + all three reports: {result['total_s']:.2f} s "
+              f"(target < {TARGET_SECONDS:.0f} s)")
         print(f"peak RSS: {rss:.0f} MB (before the audit: {rss_before:.0f} MB; target < {TARGET_RSS_MB:.0f} MB)")
         ok = result["total_s"] < TARGET_SECONDS and rss < TARGET_RSS_MB
         print("PASS" if ok else "FAIL: over target")

@@ -9,23 +9,27 @@ scenario in which every domain named with --failed fails at once. A domain fails
 nested in it.
 
 Verdicts, for each distinct dependency reference recorded in the catalog (dr.audit.judging):
-  ok        placed (plan.placer.place) in a domain the scenario does not lose;
-  remapped  placed in a lost domain, or placed nowhere, but COVERED (below): the restore can
-            rebuild it at a new location from the snapshot's own copy (an info finding that
-            tells the operator which copy to restore first);
+  ok        placed (plan.placer.place) in a domain the scenario does not lose; or placed
+            nowhere but COVERED (below): the snapshot brings it back itself (the Secrets,
+            ConfigMaps and Services that the kubernetes exporter lists in `provides`);
+  remapped  placed in a lost domain but COVERED: the restore rebuilds it at a new location
+            from the snapshot's own copy (an info finding that tells the operator which copy
+            to restore first);
   blocker   placed in a lost domain and not covered;
   unknown   placed nowhere and not covered: a warning, a blocker under strict.
 
 The remap rule ("covered"). A dependency is covered when
   1. some artifact of the same snapshot lists the dependency's reference in meta['provides']
-     (a string or a list of strings), compared after trimming whitespace, a trailing '/' and a
-     trailing '.git' (nothing else: image tags and paths are case-sensitive); and
+     (a string or a list of strings), compared after redaction (user:password@ removed, as
+     exporters record URLs), trimming whitespace, a trailing '/' and a trailing '.git'
+     (nothing else: image tags and paths are case-sensitive); and
   2. that copy survives: every blob of the providing artifact is present in the repository
      (content integrity is dr verify's job), and the audited target survives the scenario and
      its credentials do not live in a lost domain.
 Exporters declare what they captured: e.g. the git exporter writes a repository bundle with
 meta={'provides': [remote_url]}, so a Git remote hosted in the failed cluster can be restored
-to a new remote. A dependency's own artifact may provide it.
+to a new remote; the kubernetes exporter lists `secret:<ns>/<name>`, `configmap:<ns>/<name>`,
+`storageclass:<name>` and Service DNS names. A dependency's own artifact may provide it.
 
 Always checked, whatever the catalog says (dr.audit.essentials): a target outside the lost
 domains, the audited target itself, each surviving target's credentials_location, the

@@ -8,6 +8,7 @@ document (docs/audit-json.md) all read it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from dr.model.redaction import redact
@@ -68,6 +69,12 @@ _CODES = [
 CODES: dict[str, Code] = {c.code: c for c in _CODES}  # in the order reports list them
 
 
+@lru_cache(maxsize=1 << 16)
+def redacted(reference: str) -> str:
+    """redact(), remembered: the same references recur in every scenario and message."""
+    return redact(reference)
+
+
 def runbook_for(code: str) -> str:
     return f"{RUNBOOK_DIR}/{code}.md"
 
@@ -109,7 +116,7 @@ class Finding:
         if not self.action:
             self.action = CODES[self.code].action
         # Reports go to incident channels and PRs: no credential in a URL may reach them.
-        self.reference = redact(self.reference)
+        self.reference = redacted(self.reference)
         self.message = redact(self.message)
 
     @property

@@ -10,17 +10,24 @@ never with the catalog's length; judging then runs once per distinct reference.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Iterable
 
 from dr.model.artifacts import Artifact
+from dr.model.redaction import redact
 
 EXAMPLES = 5  # example artifacts kept per distinct reference
 PROVIDERS = 3  # providing artifacts kept per provided reference
 
 
+@lru_cache(maxsize=1 << 16)
 def normalize(reference: str) -> str:
-    """The form `provides` matching compares: trimmed, no trailing '/' and no trailing '.git'."""
-    ref = reference.strip().rstrip("/")
+    """The form `provides` matching compares: redacted, trimmed, no trailing '/' or '.git'.
+
+    Redacted because exporters record URLs redacted (no user:password@): a provider and a
+    dependency must match whichever of the two forms each recorded.
+    """
+    ref = redact(reference).strip().rstrip("/")
     return ref[:-4] if ref.endswith(".git") else ref
 
 

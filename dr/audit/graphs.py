@@ -23,7 +23,8 @@ from dr.model.domains import DomainTree
 from dr.model.redaction import redact
 
 OK_PER_DOMAIN = 4
-MAX_PROBLEMS = 60
+PROBLEMS_PER_DOMAIN = 10  # blockers, remaps and unknowns drawn per domain; "+N more" for the rest
+MAX_PROBLEMS = 40
 EDGES_PER_DEPENDENCY = 3  # sources drawn pointing at one dependency; the label counts the rest
 NOWHERE = "\x00nowhere"  # the pseudo-domain of references nothing places
 
@@ -112,19 +113,20 @@ def _essentials(graph: _Graph, report: AuditReport, result: ScenarioResult, root
 
 
 def _dependencies(graph: _Graph, judged: list[Judged], sources: dict[str, str], audited: str | None) -> None:
-    shown_ok: dict[str, int] = defaultdict(int)
+    shown: dict[tuple[str, bool], int] = defaultdict(int)  # (domain, ok?) -> nodes drawn
     hidden: dict[tuple[str, str], int] = defaultdict(int)
     problems = 0
-    for item in sorted(judged, key=lambda j: (j.verdict == OK, j.use.kind, j.use.reference)):
+    # Problems first, blockers before remaps before unknowns, the most needed first.
+    rank = {BLOCKED: 0, REMAPPED: 1, UNKNOWN: 2, OK: 3}
+    for item in sorted(judged, key=lambda j: (rank[j.verdict], -j.use.count, j.use.kind, j.use.reference)):
         domain = item.placement.domain or NOWHERE
-        if item.verdict == OK and shown_ok[domain] >= OK_PER_DOMAIN:
-            hidden[(domain, OK)] += 1
-            continue
-        if item.verdict != OK and problems >= MAX_PROBLEMS:
+        ok = item.verdict == OK
+        if shown[(domain, ok)] >= (OK_PER_DOMAIN if ok else PROBLEMS_PER_DOMAIN) or \
+                (not ok and problems >= MAX_PROBLEMS):
             hidden[(domain, item.verdict)] += 1
             continue
-        shown_ok[domain] += item.verdict == OK
-        problems += item.verdict != OK
+        shown[(domain, ok)] += 1
+        problems += not ok
         _dependency(graph, item, domain, sources, audited)
     for (domain, verdict), n in sorted(hidden.items()):
         graph.node(domain, _label(f"+{n} more {verdict}"), f"shape=box, {_STYLE[verdict]}, fontsize=9")
@@ -160,7 +162,7 @@ def _assemble(graph: _Graph, tree: DomainTree, result: ScenarioResult) -> str:
             children[domain.parent if domain.parent in include else None].append(domain.name)
     lines = ["digraph restore {",
              f"  graph [rankdir=LR, fontname=Helvetica, fontsize=12, labelloc=t, "
-             f"label={quote('If ' + result.scenario.label + ': what the restore needs')}, nodesep=0.25];",
+             f"label={quote('If ' + result.scenario.label + ': what the restore needs')}, nodesep=0.25, newrank=true];",
              '  node [fontname=Helvetica, fontsize=10, style="rounded,filled", shape=box];',
              "  edge [arrowsize=0.6, fontname=Helvetica];"]
     lines += [f"  {n}" for n in graph.loose]
@@ -168,7 +170,7 @@ def _assemble(graph: _Graph, tree: DomainTree, result: ScenarioResult) -> str:
         lines += _cluster(root, tree, children, graph, lost, result.scenario.failed, "  ")
     if graph.nodes.get(NOWHERE):
         lines += ["  subgraph cluster_nowhere {",
-                  '    label="placed nowhere (unknown)"; style="dashed,rounded"; color="#757575";']
+                  '    label="placed nowhere"; style="dashed,rounded"; color="#757575";']
         lines += [f"    {n}" for n in graph.nodes[NOWHERE]] + ["  }"]
     lines += [f"  {e}" for e in graph.edges] + ["}"]
     return "\n".join(lines) + "\n"

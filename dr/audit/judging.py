@@ -10,12 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from dr.audit.findings import BLOCKER, INFO, WARNING, Finding
+from dr.audit.findings import BLOCKER, INFO, WARNING, Finding, redacted
 from dr.audit.gathering import DependencyIndex, DependencyUse, Provider
 from dr.audit.scenarios import Scenario
 from dr.model.locations import Placement
 from dr.model.plans import Plan
-from dr.model.redaction import redact
 
 OK, REMAPPED, BLOCKED, UNKNOWN = "ok", "remapped", "blocker", "unknown"
 VERDICTS = (OK, REMAPPED, BLOCKED, UNKNOWN)
@@ -25,6 +24,8 @@ _KIND_CODES = {
     "image": "image-in-failed-domain",
     "registry": "registry-in-failed-domain",
     "helm-repo": "registry-in-failed-domain",
+    "helm-chart-repo": "registry-in-failed-domain",
+    "oci-registry": "registry-in-failed-domain",
     "chart-repo": "registry-in-failed-domain",
     "chart": "registry-in-failed-domain",
     "model-registry": "registry-in-failed-domain",
@@ -112,12 +113,17 @@ class DependencyJudge:
                 out.append(Judged(use, placement, OK))
                 continue
             provider, note = self.intact_provider(use)
+            if placement.domain is None:
+                # Placed nowhere but brought back by the snapshot itself (a Secret, a ConfigMap,
+                # a Service the same snapshot restores): nothing outside is needed.
+                out.append(Judged(use, placement, OK if provider else UNKNOWN, provider, note))
+                continue
             if provider is not None and not copies_survive:
                 provider, note = None, f"the copy in {provider.artifact} is lost with the audited target"
             if provider is not None:
                 out.append(Judged(use, placement, REMAPPED, provider))
             else:
-                out.append(Judged(use, placement, BLOCKED if lost else UNKNOWN, None, note))
+                out.append(Judged(use, placement, BLOCKED, None, note))
         return out
 
     # -- findings ----------------------------------------------------------------------------
@@ -138,7 +144,7 @@ class DependencyJudge:
         for use in self.index.uses.values():
             placement = self.placements.place(use.reference)
             if placement.domain is None and self.intact_provider(use)[0] is None:
-                message = (f"nothing in the plan places {use.kind} '{redact(use.reference)}' "
+                message = (f"nothing in the plan places {use.kind} '{redacted(use.reference)}' "
                            f"(host '{placement.host or '-'}'), so the audit cannot tell whether a "
                            f"restore of {_sources(use)} can still reach it")
                 findings.append(self._finding(Judged(use, placement, UNKNOWN), None, "unknown-location",
@@ -159,15 +165,14 @@ class DependencyJudge:
     def _blocker_message(self, item: Judged, scenario: Scenario) -> str:
         use, placement = item.use, item.placement
         why = f"; {item.note}" if item.note else ""
-        return (f"{use.kind} '{redact(use.reference)}' is in {self.placements.path(placement.domain)} "
+        return (f"{use.kind} '{redacted(use.reference)}' is in {self.placements.path(placement.domain)} "
                 f"(by {self.placements.how(placement)}), which is lost when {scenario.label}; "
                 f"{use.count} reference(s) from {_sources(use)} need it and no surviving copy exists{why}")
 
     def _remap_message(self, item: Judged, scenario: Scenario) -> str:
         use, placement = item.use, item.placement
-        where = (f"is in {self.placements.path(placement.domain)}, lost when {scenario.label}"
-                 if placement.domain else "is placed nowhere")
-        return (f"{use.kind} '{redact(use.reference)}' {where}, but the snapshot holds a verified copy "
+        where = f"is in {self.placements.path(placement.domain)}, lost when {scenario.label}"
+        return (f"{use.kind} '{redacted(use.reference)}' {where}, but the snapshot holds a verified copy "
                 f"in {item.provider.artifact if item.provider else '?'}: restore it to a new location "
                 f"and point {_sources(use)} at it")
 

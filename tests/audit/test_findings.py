@@ -205,3 +205,26 @@ def test_gathering_counts_repeats_once_per_distinct_reference():
     use = index.uses[("image", "a:1")]
     assert use.count == 10 and len(use.examples) == 5 and use.sources == {"src"}
     assert index.providers("https://h/x") and normalize(" https://h/x.git/ ") == "https://h/x"
+
+
+def test_in_snapshot_references_are_ok_when_the_snapshot_provides_them(world):
+    """The kubernetes exporter's form: objects depend on `secret:<ns>/<name>`, secrets artifacts provide it."""
+    world.backup({"platform-k8s": [
+        ("kubernetes-objects", "deployments.apps/training",
+         [worlds.dep("secret", "secret:training/registry-token"), worlds.dep("configmap", "configmap:training/gone")]),
+        ("kubernetes-objects", "secrets/training", [], {"provides": ["secret:training/registry-token"]}),
+    ]})
+    report = world.audit(failed=["train-eu1"])
+    verdicts = {j.use.reference: j.verdict for j in report.scenarios[0].judged}
+    assert verdicts == {"secret:training/registry-token": "ok", "configmap:training/gone": "unknown"}
+    assert [(f.code, f.reference) for f in report.findings if f.kind in ("secret", "configmap")] == [
+        ("unknown-location", "configmap:training/gone")]
+
+
+def test_provides_matches_the_redacted_form_exporters_record(world):
+    url = "https://ci:token123@gitea.apps.train-eu1.example.com/platform/models.git"
+    world.backup({"platform-git": [("repository", "models", [worlds.dep("git-remote", url)],
+                                    {"provides": ["https://***@gitea.apps.train-eu1.example.com/platform/models"]})]})
+    report = world.audit(failed=["train-eu1"])
+    assert [f.code for f in report.findings if "gitea" in f.reference] == ["dependency-remapped"]
+    assert all("token123" not in f.reference + f.message for f in report.findings)
