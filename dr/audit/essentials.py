@@ -68,6 +68,8 @@ def _placed(placements: Placements, role: str, name: str, reference: str | None,
     return Essential(role, name, reference, placement.domain, placements.how(placement), owner)
 
 
+_FIELDS = {CREDENTIALS: "targets[].credentials_location", KEY: "encryption.key_location",
+           DR_IMAGE: "dr_image"}
 _UNDECLARED = {
     CREDENTIALS: "target {owner} is a remote store but its credentials_location is not declared, so "
                  "the audit cannot tell whether the credentials survive",
@@ -83,13 +85,16 @@ def unknown_findings(items: list[Essential], placements: Placements, strict: boo
     for item in items:
         if item.role == TARGET or item.domain is not None:
             continue
+        action = ""
         if not item.reference:
             message = _UNDECLARED[item.role].format(owner=item.owner)
+            action = (f"Declare {_FIELDS[item.role]} in the plan (where it is kept) and place it with a "
+                      "location or a placement rule, outside every protected domain.")
         else:
             message = (f"nothing in the plan places {item.name} '{item.reference}', so the audit "
                        f"cannot tell whether it survives")
         findings.append(Finding("unknown-location", BLOCKER if strict else WARNING, message,
-                                kind=item.role, reference=item.reference))
+                                kind=item.role, reference=item.reference, action=action))
     return findings
 
 

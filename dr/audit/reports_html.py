@@ -1,5 +1,7 @@
 """The audit as one self-contained HTML file: the pictures first, then the findings table.
 
+Blockers lead the table; the scenario summary closes the page.
+
 Each scenario's restore dependency graph is drawn by Graphviz (dr.audit.graphs) and inlined
 as SVG: no script, no stylesheet or font from elsewhere, so the file can be attached to an
 incident and opened offline. Without Graphviz the page says so where the picture would be,
@@ -13,7 +15,7 @@ import html
 
 from dr.audit import graphs
 from dr.audit.audits import AuditReport, ScenarioResult
-from dr.audit.findings import Finding
+from dr.audit.findings import SEVERITIES, Finding
 from dr.audit.judging import VERDICTS
 from dr.model.redaction import redact
 
@@ -55,7 +57,7 @@ def render_html(report: AuditReport, runbook_base: str = "", dot_program: str = 
              f'<span class="verdict-{"blocked" if report.blocked else "ok"}">{verdict}</span></h1>',
              f"<p>{e(report.summary_line())}.</p>", _LEGEND]
     parts += [_figure(report, result, dot_program) for result in report.scenarios]
-    parts += [_scenario_table(report), _findings_table(report, runbook_base), "</body></html>"]
+    parts += [_findings_table(report, runbook_base), _scenario_table(report), "</body></html>"]
     return "\n".join(parts) + "\n"
 
 
@@ -92,7 +94,8 @@ def _findings_table(report: AuditReport, runbook_base: str) -> str:
 
 def _rows(report: AuditReport, runbook_base: str):
     shown: dict[tuple[str | None, str], int] = {}
-    for finding in report.findings:
+    # Blockers lead; within a severity, the report's order (scenario, code, reference) holds.
+    for finding in sorted(report.findings, key=lambda f: SEVERITIES.index(f.severity)):
         key = (finding.scenario, finding.code)
         shown[key] = shown.get(key, 0) + 1
         if shown[key] <= LIMIT:

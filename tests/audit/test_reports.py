@@ -114,6 +114,7 @@ def test_html_opens_with_the_graph_then_the_findings_table(report):
     assert "#c62828" in svg  # blockers in red
     assert "remap: restore from platform-git/repository/declarations" in svg
     assert 'href="runbooks/image-in-failed-domain.md"' in text
+    assert text.index('<tr class="blocker">') < text.index('<tr class="warning">')  # blockers lead
 
 
 def test_html_escapes_everything_and_redacts(report):
