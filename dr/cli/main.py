@@ -7,6 +7,7 @@ import sys
 
 from dr import __version__
 from dr.cli import commands
+from dr.cli.audit_command import AUDIT
 from dr.cli.exitcodes import Exit
 from dr.cli.output import Output
 from dr.model.plan_loading import PlanError
@@ -17,11 +18,14 @@ from dr.repository.repositories import IntegrityError, RepositoryError
 from dr.repository.stores.base import StoreError
 
 
+ALL_COMMANDS = [*commands.COMMANDS, AUDIT]
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dr", description="Backup and disaster recovery for AI platforms.")
     parser.add_argument("--version", action="version", version=f"dr {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for spec in commands.COMMANDS:
+    for spec in ALL_COMMANDS:
         command = sub.add_parser(spec.name, help=spec.help, description=spec.help)
         spec.arguments(command)
         command.add_argument("--json", action="store_true", help="machine-readable output on stdout")

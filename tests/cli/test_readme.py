@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 
-from dr.cli import commands
+from dr.cli.main import ALL_COMMANDS
 from dr.cli.exitcodes import MEANINGS
 
 README = os.path.join(os.path.dirname(__file__), "..", "..", "README.md")
@@ -23,7 +23,7 @@ def test_exit_code_table_matches_the_code():
 
 def test_every_command_is_in_the_readme():
     text = _readme()
-    for spec in commands.COMMANDS:
+    for spec in ALL_COMMANDS:
         assert f"`dr {spec.name}" in text, spec.name
 
 
