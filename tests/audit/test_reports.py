@@ -57,6 +57,13 @@ def test_json_has_exactly_the_documented_keys(report):
         assert finding["runbook"] == f"runbooks/{finding['code']}.md"
 
 
+def test_json_has_one_finding_per_line(report):
+    lines = [line.strip().rstrip(",") for line in render_json(report).splitlines()
+             if line.startswith('    {"action"')]
+    assert len(lines) == len(report.findings)
+    assert [json.loads(line)["code"] for line in lines] == [f.code for f in report.findings]
+
+
 def test_json_documents_every_finding_code():
     text = open(os.path.join(ROOT, "docs", "audit-json.md"), encoding="utf-8").read()
     table = text.split("## Finding codes")[1]
