@@ -59,15 +59,15 @@ def dr_invocations(text: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def subcommands():
-    registered = [c.name for c in commands.COMMANDS]
-    original = commands.COMMANDS
-    if "audit" not in registered:
+    choices = build_parser()._subparsers._group_actions[0].choices
+    if "audit" not in choices:  # not registered: judge the runbooks against it all the same
+        original = commands.COMMANDS
         commands.COMMANDS = original + [AUDIT]
-    try:
-        parser = build_parser()
-    finally:
-        commands.COMMANDS = original
-    return parser._subparsers._group_actions[0].choices
+        try:
+            choices = build_parser()._subparsers._group_actions[0].choices
+        finally:
+            commands.COMMANDS = original
+    return choices
 
 
 @pytest.mark.parametrize("path", RUNBOOKS)
