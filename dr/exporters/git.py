@@ -203,7 +203,8 @@ class GitExporter(Exporter):
 
     def _export_one(self, sink: ArtifactSink, name: str, url: str) -> None:
         refs, head, token = _advertised(url)
-        meta: dict = {"refs": refs, "head": head}
+        # provides: the bundle can recreate this remote elsewhere, so the audit may remap it
+        meta: dict = {"refs": refs, "head": head, "provides": [redact(url)]}
         if not refs:
             meta["empty"] = True  # git refuses to bundle nothing: record the fact, no content
         self.context.log(f"git {name}: {len(refs)} refs at {redact(url)}")
