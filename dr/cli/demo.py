@@ -34,15 +34,20 @@ failure_domains:
         kind: region
 locations:
   - {{name: platform-git, domain: cluster-a, kind: git, prefixes: ["{root}/platform"]}}
+  - {{name: offline-keys, domain: region-b, kind: key-store, prefixes: ["{root}/keys"]}}
+  - {{name: dr-site-disk, domain: region-b, kind: repository, prefixes: ["{root}/repository"]}}
 placement_rules:
   - {{match: "*.svc.cluster.local", domain: cluster-a, reason: in-cluster service DNS}}
 protects_against: [cluster-a, region-a]
 encryption:
   recipients: ["{recipient}"]
-  key_location: "offline vault (stand-in: {root}/keys)"
+  key_location: "{root}/keys/identity.txt"
 targets:
   - {{name: dr-site, url: "{root}/repository", domain: region-b}}
 retention: {{keep_last: 5, keep_daily: 7}}
+# Planted problem for the demo's audit: dr's own image is pulled from the cluster's in-cluster
+# registry, so when cluster-a is lost, the tool you need to recover cannot even start.
+dr_image: "registry.kube-system.svc.cluster.local:5000/platform/dr:0.1.0"
 sources:
   - name: platform-declarations
     type: git
@@ -85,12 +90,34 @@ def run_demo(directory: str, out: Output) -> int:
           "--identity", identity_path]),
     ]
     for title, argv in steps:
-        out.say(f"\n$ dr {' '.join(argv[:1] + ['--plan', plan_path] + argv[1:])}\n# {title}")
-        code = main(argv[:1] + ["--plan", plan_path] + argv[1:])
+        code = _step(main, title, argv, plan_path, out)
         if code != Exit.OK:
             out.error(f"demo step failed with exit code {code}")
             return code
-    return _compare(root, out)
+    compared = _compare(root, out)
+    return compared if compared != Exit.OK else _audit(main, root, plan_path, out)
+
+
+def _step(main, title: str, argv: list[str], plan_path: str, out: Output) -> int:
+    out.say(f"\n$ dr {' '.join(argv[:1] + ['--plan', plan_path] + argv[1:])}\n# {title}")
+    return main(argv[:1] + ["--plan", plan_path] + argv[1:])
+
+
+def _audit(main, root: str, plan_path: str, out: Output) -> int:
+    """The audit must find the planted problem: exit 4 here is the demo succeeding."""
+    title = "Audit: if cluster-a is lost, can we recover from what is left?"
+    code = _step(main, title, ["audit", "--failed", "cluster-a"], plan_path, out)
+    main(["audit", "--plan", plan_path, "--failed", "cluster-a", "--format", "html",
+          "--out", f"{root}/audit.html", "--quiet"])
+    if code != Exit.BLOCKERS:
+        out.error(f"the audit should have found the planted blocker (exit 4), got exit {code}")
+        return Exit.FAILURE
+    out.say(f"\nThe audit exits 4: it found the planted blocker. dr's own image lives in the in-cluster "
+            "registry of cluster-a, so the tool needed to recover would be lost with the cluster. "
+            "Fix: mirror the image to a registry outside cluster-a and point dr_image at it. "
+            "The Git remote, also in cluster-a, is only 'remapped': its bundle in the snapshot can "
+            f"recreate it elsewhere. The HTML report with the dependency picture is {root}/audit.html.")
+    return Exit.OK
 
 
 def build_stand_ins(root: str) -> tuple[str, str]:

@@ -10,3 +10,5 @@ def test_demo_backs_up_verifies_and_restores(tmp_path, capsys):
     assert "no problems found" in out
     assert "identical to the originals" in out
     assert "AGE-SECRET-KEY" not in out
+    assert "dr-image-in-failed-domain" in out and "it found the planted blocker" in out
+    assert (tmp_path / "demo" / "audit.html").read_text().count("<svg") >= 1
