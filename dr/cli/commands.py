@@ -145,8 +145,19 @@ def _restore_args(p: argparse.ArgumentParser) -> None:
     _plan_arg(p)
     _target_arg(p)
     p.add_argument("--snapshot", default="latest", metavar="ID", help="id prefix or 'latest' (default)")
-    p.add_argument("--source", required=True, metavar="NAME", help="the source to restore")
-    p.add_argument("--to", metavar="DEST", help="where to restore (exporter-specific: a directory, a remote URL)")
+    p.add_argument("--source", metavar="NAME", help="restore only this source; without it every source of "
+                   "the snapshot is planned together, ordered, judged and journaled (docs/restore.md)")
+    p.add_argument("--to", action="append", metavar="[SOURCE=]DEST",
+                   help="where to restore (exporter-specific: a directory, a remote URL, a kube context); "
+                        "repeatable as SOURCE=DEST when restoring the whole plan")
+    p.add_argument("--failed", action="append", metavar="DOMAIN",
+                   help="whole plan: a failure domain that is gone (repeatable); steps that need it are refused")
+    p.add_argument("--force", action="store_true", help="whole plan: run steps refused for blockers anyway")
+    p.add_argument("--resume", metavar="RESTORE_ID", help="whole plan: continue this restore's journal")
+    p.add_argument("--new", action="store_true",
+                   help="whole plan: start a new restore even if an unfinished one of the same kind exists")
+    p.add_argument("--parallel", type=int, default=4, metavar="N",
+                   help="whole plan: steps of one level restored at once (default 4)")
     p.add_argument("--dry-run", action="store_true", help="print what would be done; change nothing")
     p.add_argument("--overwrite", action="store_true", help="replace items that exist and differ")
     p.add_argument("--identity", metavar="FILE", help="age identity file for secret content "
@@ -154,17 +165,35 @@ def _restore_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--lock-wait", type=float, default=0.0, metavar="SECONDS")
 
 
+def _single_destination(args: argparse.Namespace) -> str | None:
+    """--to for one source: DEST, or SOURCE=DEST naming that source (a URL may hold '=' itself)."""
+    values = args.to or []
+    if len(values) > 1:
+        raise UsageError("--to: a single-source restore has one destination")
+    if not values:
+        return None
+    name, sep, dest = values[0].partition("=")
+    return dest if sep and name == args.source else values[0]
+
+
 def restore(args: argparse.Namespace, out: Output) -> int:
+    if args.source is None:
+        from dr.cli.recovery_commands import restore_plan
+
+        return restore_plan(args, out)
+    if args.failed or args.force or args.resume or args.new:
+        raise UsageError("--failed, --force, --resume and --new plan a whole-plan restore: leave out --source")
     plan, registry = _plan(args)
     if args.source not in [s.name for s in plan.spec.sources]:
         raise UsageError(f"no source '{args.source}' in {args.plan}")
+    to = _single_destination(args)
     identities = encryption.load_identities(args.identity) if args.identity else \
         encryption.identities_from_env(plan.spec.encryption.identity_env)
-    request = RestoreRequest(to=args.to, dry_run=args.dry_run, overwrite=args.overwrite)
+    request = RestoreRequest(to=to, dry_run=args.dry_run, overwrite=args.overwrite)
     result = run_restore(plan, registry, args.source, args.snapshot, request=request,
                          identities=identities, target_name=args.target, lock_wait=args.lock_wait)
     verb = "would restore" if args.dry_run else "restored"
-    out.say(f"snapshot {result.snapshot.short_id}, source {result.source}: {verb} to {args.to or '(default)'}")
+    out.say(f"snapshot {result.snapshot.short_id}, source {result.source}: {verb} to {to or '(default)'}")
     for outcome in result.outcomes:
         out.say(f"  {outcome.status.value:<9} {outcome.item}" + (f": {outcome.reason}" if outcome.reason else ""))
     counts = ", ".join(f"{n} {status}" for status, n in sorted(result.counts().items()))
@@ -245,7 +274,8 @@ COMMANDS = [
     CommandSpec("backup", "back up the plan's sources into a new snapshot", _backup_args, backup),
     CommandSpec("snapshots", "list the snapshots in a target", _snapshots_args, snapshots),
     CommandSpec("verify", "check snapshots and blobs (--read-data hashes every byte)", _verify_args, verify),
-    CommandSpec("restore", "restore one source from a snapshot", _restore_args, restore),
+    CommandSpec("restore", "restore every source of a snapshot as one ordered, journaled plan (or one "
+                "source with --source)", _restore_args, restore),
     CommandSpec("prune", "forget snapshots retention no longer keeps; reclaim unreferenced blobs",
                 _prune_args, prune),
     CommandSpec("plugins", "list the installed exporters", lambda p: None, plugins),

@@ -10,6 +10,7 @@ from dr.cli import commands
 from dr.cli.audit_command import AUDIT
 from dr.cli.exitcodes import Exit
 from dr.cli.output import Output
+from dr.cli.recovery_commands import DRILL
 from dr.model.plan_loading import PlanError
 from dr.model.redaction import redact
 from dr.repository.encryption import EncryptionError
@@ -18,7 +19,7 @@ from dr.repository.repositories import IntegrityError, RepositoryError
 from dr.repository.stores.base import StoreError
 
 
-ALL_COMMANDS = [*commands.COMMANDS, AUDIT]
+ALL_COMMANDS = [*commands.COMMANDS, AUDIT, DRILL]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -7,6 +7,7 @@ dr.model.plan_loading; cross-field rules in dr.model.plan_rules.
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Annotated, Any, Literal
 
@@ -129,6 +130,83 @@ class SourceSpec(BaseModel):
         return parse_duration(self.rto) if self.rto else None
 
 
+# -- restore: remaps and RTO phase estimates (dr restore, dr drill; docs/restore.md) -------------
+REMAP_KINDS = ("registry", "bucket", "namespace", "storage-class", "git-remote")
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]i?b|b)?\s*$", re.I)
+_SIZE_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+               "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
+
+
+def parse_size(text: str | int) -> int:
+    """'40GiB', '1.5GB', '512' (bytes) -> bytes; ValueError names the expected form."""
+    if isinstance(text, int) and not isinstance(text, bool) and text >= 0:
+        return text
+    match = _SIZE.match(str(text))
+    if not match:
+        raise ValueError("a size such as 512MiB, 40GiB or 1.5GB")
+    return int(float(match.group(1)) * _SIZE_UNITS[(match.group(2) or "b").lower()])
+
+
+class RemapSpec(Strict):
+    """Where something lost lives after the failure: the restore rewrites `old` to `new`.
+
+    A remap is the operator's statement that the copy exists at `new` (a mirrored registry,
+    a replicated bucket, a pushed remote); dr judges where `new` is placed, it does not probe it.
+    """
+
+    kind: Literal[REMAP_KINDS]  # type: ignore[valid-type]
+    old: str = Field(min_length=1)
+    new: str = Field(min_length=1)
+    sources: list[str] = Field(default_factory=list)  # only these sources; empty: every source
+    reason: str = ""
+
+
+class RtoSpec(Strict):
+    """The parts of the RTO that no backup can measure, as the operator knows them."""
+
+    detection: str | None = None  # noticing the failure and deciding to fail over
+    cleanup: str | None = None  # fencing and cleaning up what is left of the failed domain
+    requeue: str | None = None  # jobs re-queued and admitted again (Kueue)
+    communication_rebuild: str | None = None  # NCCL / communication groups formed again
+    steady_throughput: str | None = None  # back to the training throughput before the failure
+    image_bytes: str | int | None = None  # container images the workloads pull (e.g. 40GiB)
+    throughput: str | None = None  # bytes/s when no backup measured one (e.g. 200MiB/s)
+
+    @field_validator("detection", "cleanup", "requeue", "communication_rebuild", "steady_throughput")
+    @classmethod
+    def _duration(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_duration(value)
+        return value
+
+    @field_validator("image_bytes")
+    @classmethod
+    def _size(cls, value: str | int | None) -> str | int | None:
+        if value is not None:
+            parse_size(value)
+        return value
+
+    @field_validator("throughput")
+    @classmethod
+    def _rate(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_size(value.strip().removesuffix("/s"))
+        return value
+
+    def seconds(self, part: str) -> float | None:
+        value = getattr(self, part)
+        return parse_duration(value).total_seconds() if value else None
+
+    @property
+    def throughput_bytes(self) -> float | None:
+        return float(parse_size(self.throughput.strip().removesuffix("/s"))) if self.throughput else None
+
+
+class RestoreSpec(Strict):
+    remaps: list[RemapSpec] = Field(default_factory=list)
+    rto: RtoSpec = Field(default_factory=RtoSpec)
+
+
 class PlanSpec(Strict):
     version: Literal[1]
     name: Name
@@ -143,6 +221,8 @@ class PlanSpec(Strict):
     retention: RetentionSpec = Field(default_factory=RetentionSpec)
     # Where dr's own container image is pulled from (the audit checks it survives).
     dr_image: str | None = None
+    # Remaps and RTO phase estimates for dr restore and dr drill (docs/restore.md).
+    restore: RestoreSpec = Field(default_factory=RestoreSpec)
 
 
 class Plan:

@@ -15,6 +15,7 @@ import json
 import socket
 import tempfile
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import BinaryIO, Callable, Iterable, Union
@@ -44,6 +45,7 @@ class SnapshotWriter:
         self._known: set[str] | None = None
         self._pending: dict[str, Future] = {}
         self._catalog = CatalogBuilder()
+        self._started = time.monotonic()  # duration_seconds: restore estimates bytes_read / it
         self.stats = {"bytes_read": 0, "bytes_uploaded": 0, "blobs_uploaded": 0,
                       "artifacts": 0, "artifacts_reused": 0}
 
@@ -139,6 +141,7 @@ class SnapshotWriter:
         futures: list[Future] = []
         catalog = self._upload(self._catalog.finish(), futures)
         _wait_all(futures)
+        self.stats["duration_seconds"] = round(time.monotonic() - self._started, 3)
         snapshot = Snapshot(plan=plan, time=datetime.now(timezone.utc), hostname=socket.gethostname(),
                             catalog=catalog, catalog_entries=entries, sources=sources,
                             stats=dict(self.stats), tags=list(tags))

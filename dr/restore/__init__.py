@@ -1,5 +1,14 @@
-"""The restore job: read a snapshot's artifacts for a source and hand them to its exporter."""
+"""Restoring: one source (running), or every source of a snapshot as one ordered, journaled plan.
 
+running      one source from one snapshot (`dr restore --source`)
+restoring    the whole plan: prepare (plan, order, verdicts, RTO estimate), then run with a journal
+planning, steps, needs, destinations, remaps, ordering, ordering_rules, estimating,
+journals, executing: the pieces, each named after what it holds or does
+"""
+
+from dr.restore.restoring import (Prepared, RestoreRun, RestoreUsageError, choose_restore_target, prepare,
+                                  run_plan_restore)
 from dr.restore.running import RestoreResult, run_restore
 
-__all__ = ["RestoreResult", "run_restore"]
+__all__ = ["Prepared", "RestoreResult", "RestoreRun", "RestoreUsageError", "choose_restore_target", "prepare",
+           "run_plan_restore", "run_restore"]

@@ -1,0 +1,71 @@
+"""A drill record and the drill history as text: what happened, measured, and the trend.
+
+Where it sits: `dr drill` prints drill_lines() of the record it wrote; `dr drill --history`
+prints history_lines(). The JSON forms are the records themselves (dr.drills.drilling).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dr.model.redaction import redact
+from dr.restore.estimating import show
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else show(value)
+
+
+def drill_lines(record: dict[str, Any]) -> list[str]:
+    rto, audit = record["rto"], record["audit"]
+    phases = ", ".join(f"{name} {show(s)}" for name, s in rto["phases"].items())
+    estimate = record["rto_estimate"]
+    lines = [
+        f"drill {record['id']} of plan {record['plan']}: {record['scenario']}; snapshot "
+        f"{record['snapshot']['id'][:8]} from target {record['target']}",
+        f"  result: {record['result'].upper()}: {record['summary']}",
+        f"  measured RPO: {show(record['rpo_seconds'])} (age of the data restored)",
+        f"  measured RTO: {show(rto['total_seconds'])} ({phases})",
+        f"  estimated RTO: {'' if estimate['complete'] else 'at least '}{show(estimate['total_seconds'])} "
+        "(incident parts the drill cannot measure included)",
+        f"  audit: {audit['blockers']} blocker(s), {audit['warnings']} warning(s), {audit['remaps']} remap(s)",
+    ]
+    verified = {c["step"]: c for c in record["verify"]["steps"]}
+    for step in record["restore"]["steps"]:
+        check = verified.get(step["step"], {})
+        state = "verified" if check.get("verified") else "NOT verified"
+        lines.append(f"  {step['step']}: {step['status']} in {show(step['seconds'])}, {state}: "
+                     f"{check.get('reason', step['reason'])}")
+        if step["status"] != "succeeded":
+            lines.append(f"      why: {step['reason']}")
+    lines.append(f"  recorded as {record.get('key', 'drills/' + record['id'] + '.json')}")
+    return [redact(line) for line in lines]
+
+
+def history_lines(records: list[dict[str, Any]], summary: dict[str, Any], target: str) -> list[str]:
+    if not records:
+        return [f"no drills recorded in target {target} yet: run dr drill --plan FILE --failed DOMAIN --to SCRATCH"]
+    lines = [f"{len(records)} drill(s) in target {target}, oldest first",
+             f"  {'started':<20} {'scenario':<28} {'snapshot':<9} {'RPO':>9} {'RTO':>9}  {'verified':<9} result"]
+    for r in records:
+        steps = r["verify"]["steps"]
+        ok = sum(1 for c in steps if c["verified"])
+        lines.append(f"  {r['started'][:19]:<20} {r['scenario'][:28]:<28} {r['snapshot']['id'][:8]:<9} "
+                     f"{show(r['rpo_seconds']):>9} {show(r['rto']['total_seconds']):>9}  "
+                     f"{f'{ok}/{len(steps)}':<9} {r['result']}")
+    lines += _trend_lines(summary)
+    return [redact(line) for line in lines]
+
+
+def _trend_lines(summary: dict[str, Any]) -> list[str]:
+    lines = ["trend: " + ", ".join(f"{n} {result}" for result, n in sorted(summary["results"].items()))]
+    for label, key in (("RTO", "rto_seconds"), ("RPO", "rpo_seconds")):
+        series = summary.get(key) or {}
+        if not series:
+            continue
+        change = series.get("change")
+        versus = "" if change is None else \
+            f" ({'+' if change >= 0 else '-'}{show(abs(change))} against the previous drill)"
+        lines.append(f"  {label}: last {_seconds(series['last'])}{versus}; best {_seconds(series['best'])}, "
+                     f"median {_seconds(series['median'])}, worst {_seconds(series['worst'])}")
+    return lines

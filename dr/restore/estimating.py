@@ -1,0 +1,144 @@
+"""The RTO estimate of a restore plan, broken into the parts an incident actually spends time on.
+
+Where it sits: printed by `dr restore --dry-run` and recorded by `dr drill` next to what the
+drill measured, so the estimate can be checked against reality over time.
+
+Parts and where each number comes from:
+  detection, clean-up, re-queueing, communication-group rebuild, return to steady throughput:
+      the plan's restore.rto (nothing in a backup can measure them);
+  image warm-up:        image bytes (image artifacts in the snapshot, plus restore.rto.image_bytes)
+  data warm-up:         the other artifacts' bytes
+  checkpoint download:  the bytes of the checkpoints the restore reads (the newest step of each run)
+      each divided by the throughput measured during backups: the sum of bytes_read over the
+      sum of duration_seconds of the newest backups that read anything (snapshot stats). Only
+      when no backup measured one is restore.rto.throughput used.
+A part whose figure is missing is reported as unknown, and the total then says "at least".
+Only steps that will run count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from dr.model.durations import format_duration
+from dr.model.plans import RtoSpec, parse_size
+from dr.model.snapshots import Snapshot
+from dr.restore.needs import CHECKPOINT_COPY, newest_checkpoints
+from dr.restore.ordering_rules import IMAGE_KINDS
+from dr.restore.steps import READY, Step
+
+MEASURED_BACKUPS = 10  # the newest backups whose throughput is averaged
+
+# (part, label, plan field or None when computed from bytes)
+PARTS = [
+    ("detection", "detection", "detection"),
+    ("cleanup", "clean-up", "cleanup"),
+    ("requeue", "re-queueing", "requeue"),
+    ("image_warmup", "image warm-up", None),
+    ("data_warmup", "data warm-up", None),
+    ("checkpoint_download", "checkpoint download", None),
+    ("communication_rebuild", "communication-group rebuild", "communication_rebuild"),
+    ("steady_throughput", "return to steady throughput", "steady_throughput"),
+]
+
+
+@dataclass
+class Part:
+    name: str
+    label: str
+    seconds: float | None  # None: unknown
+    basis: str  # where the figure comes from
+
+    def to_json(self) -> dict[str, Any]:
+        return {"part": self.name, "label": self.label, "seconds": self.seconds, "basis": self.basis}
+
+
+@dataclass
+class RtoEstimate:
+    parts: list[Part] = field(default_factory=list)
+    throughput: float | None = None  # bytes per second
+    throughput_basis: str = ""
+
+    @property
+    def total(self) -> float:
+        return sum(p.seconds or 0.0 for p in self.parts)
+
+    @property
+    def complete(self) -> bool:
+        return all(p.seconds is not None for p in self.parts)
+
+    def describe_total(self) -> str:
+        return ("" if self.complete else "at least ") + show(self.total)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"total_seconds": round(self.total, 3), "complete": self.complete,
+                "throughput_bytes_per_second": self.throughput, "throughput_basis": self.throughput_basis,
+                "parts": [p.to_json() for p in self.parts]}
+
+
+def show(seconds: float) -> str:
+    return f"{seconds:.1f}s" if seconds < 60 else format_duration(timedelta(seconds=round(seconds)))
+
+
+def measured_throughput(snapshots: list[Snapshot]) -> tuple[float | None, str]:
+    """bytes/s over the newest backups that read something and recorded their duration."""
+    usable = [s for s in snapshots if s.stats.get("bytes_read", 0) > 0 and s.stats.get("duration_seconds", 0) > 0]
+    usable = sorted(usable, key=lambda s: s.time)[-MEASURED_BACKUPS:]
+    if not usable:
+        return None, "no backup recorded bytes_read and duration_seconds"
+    read = sum(s.stats["bytes_read"] for s in usable)
+    seconds = sum(float(s.stats["duration_seconds"]) for s in usable)
+    return read / seconds, (f"measured: {human_bytes(read)} read in {seconds:.1f}s over the newest "
+                            f"{len(usable)} backup{'s' * (len(usable) != 1)}")
+
+
+def byte_parts(steps: list[Step]) -> dict[str, int]:
+    """Bytes each warm-up part moves, over the steps that will run."""
+    out = {"image_warmup": 0, "data_warmup": 0, "checkpoint_download": 0}
+    for step in (s for s in steps if s.status == READY):
+        newest = {id(a) for copies in newest_checkpoints(step.artifacts).values() for a in copies[:1]}
+        for a in step.artifacts:
+            if a.kind == CHECKPOINT_COPY:
+                out["checkpoint_download"] += int(a.meta.get("bytes", 0)) if id(a) in newest else 0
+            elif a.kind in IMAGE_KINDS:
+                out["image_warmup"] += a.size
+            else:
+                out["data_warmup"] += a.size
+    return out
+
+
+def estimate(rto: RtoSpec, steps: list[Step], snapshots: list[Snapshot]) -> RtoEstimate:
+    throughput, basis = measured_throughput(snapshots)
+    if throughput is None and rto.throughput_bytes:
+        throughput, basis = rto.throughput_bytes, f"restore.rto.throughput ({rto.throughput}); {basis}"
+    sizes = byte_parts(steps)
+    if rto.image_bytes is not None:
+        sizes["image_warmup"] += parse_size(rto.image_bytes)
+    result = RtoEstimate(throughput=throughput, throughput_basis=basis)
+    for name, label, plan_field in PARTS:
+        if plan_field is not None:
+            seconds = rto.seconds(plan_field)
+            why = f"plan restore.rto.{plan_field}" if seconds is not None else \
+                f"unknown: declare restore.rto.{plan_field} in the plan"
+            result.parts.append(Part(name, label, seconds, why))
+        else:
+            result.parts.append(_from_bytes(name, label, sizes[name], throughput))
+    return result
+
+
+def _from_bytes(name: str, label: str, size: int, throughput: float | None) -> Part:
+    if size == 0:
+        return Part(name, label, 0.0, "nothing to move")
+    if not throughput:
+        return Part(name, label, None, f"unknown: {human_bytes(size)} to move and no measured throughput")
+    return Part(name, label, size / throughput, f"{human_bytes(size)} at {human_bytes(throughput)}/s")
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"

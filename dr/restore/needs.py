@@ -1,0 +1,176 @@
+"""Judging what each step needs in the failure scenario: ok, remapped, blocker or unknown.
+
+Where it sits: the planner calls judge_step() for every step. The verdict rules are
+dr.model.recovery's (the same as the audit's); on top of them the restore knows two things
+the audit does not:
+  * the plan's remaps: a dependency the restore rewrites (an image moved to a surviving
+    registry) is judged at its new place, and is `remapped` when that place survives;
+  * destinations: a step writes somewhere. Where an artifact came from (a Git remote, a
+    checkpoint's bucket) is not read during the restore, it is written to, so it is judged as
+    the step's destination; a destination in a lost domain is a blocker.
+For checkpoints only the copies the restore will read count (the newest step of each run),
+and one surviving tier is enough: the exporter falls back from a lost tier to the next.
+"""
+
+from __future__ import annotations
+
+from dr.model.artifacts import Artifact
+from dr.model.plans import Plan, TargetSpec
+from dr.model.recovery import BLOCKED, OK, REMAPPED, UNKNOWN, Judgement, RecoveryJudge, is_lost, normalize
+from dr.restore.destinations import ORIGIN_KINDS
+from dr.restore.remaps import rewrite
+from dr.restore.steps import Need, Step
+
+CHECKPOINT_COPY = "checkpoint-copy"
+
+
+class NeedJudge:
+    """Needs of steps in one scenario; `label` says what failed, for reasons people read."""
+
+    def __init__(self, plan: Plan, judge: RecoveryJudge, label: str):
+        self.plan, self.judge, self.label = plan, judge, label
+
+    def where(self, j: Judgement) -> str:
+        placement = j.placement
+        how = f"location {placement.location}" if placement.location else f"rule {placement.rule}"
+        return f"{self.plan.domains.path(placement.domain)} (by {how})"
+
+    def judge_step(self, step: Step) -> list[Need]:
+        needs = [self._need(step, kind, ref, count) for (kind, ref), count in _distinct(step).items()]
+        if step.exporter == "checkpoints":
+            needs += self._checkpoint_copies(step)
+        needs += self._destinations(step)
+        return needs
+
+    def provider(self, reference: str) -> str | None:
+        """The source whose artifacts provide this reference (restored first even when not relied on)."""
+        found = self.judge.copies.get(normalize(reference))
+        return found[0].source if found else None
+
+    def _need(self, step: Step, kind: str, reference: str, count: int) -> Need:
+        j = self.judge.judge(reference)
+        if j.verdict in (OK, REMAPPED):
+            provider = j.copy.source if j.copy else self.provider(reference)
+            return Need(kind, reference, j.verdict, self._covered(step, j), provider, count, relies=bool(j.copy))
+        found = rewrite(self.plan.spec.restore.remaps, step.name, step.exporter, kind, reference)
+        if found is None:
+            return Need(kind, reference, j.verdict, self._uncovered(j), self.provider(reference), count)
+        k = self.judge.judge(found.new)
+        if k.verdict == OK and k.placement.domain is not None:
+            return Need(kind, reference, REMAPPED, f"{found.describe()}; the new place is in "
+                        f"{self.where(k)}, which survives", None, count)
+        if k.verdict in (OK, REMAPPED):
+            return Need(kind, reference, REMAPPED, f"{found.describe()}; the snapshot restores it",
+                        k.copy.source if k.copy else None, count, relies=bool(k.copy))
+        if k.verdict == UNKNOWN:
+            return Need(kind, reference, UNKNOWN, f"{found.describe()}; nothing in the plan places "
+                        f"{found.new}, so nobody can tell whether it survives", None, count)
+        return Need(kind, reference, BLOCKED, f"{found.describe()}, but the new place is in "
+                    f"{self.where(k)} too, which is lost when {self.label}", None, count)
+
+    def _covered(self, step: Step, j: Judgement) -> str:
+        if j.verdict == OK and j.placement.domain is not None:
+            return f"in {self.where(j)}, which survives"
+        by = "this step restores it" if j.copy and j.copy.source == step.name else \
+            f"step {j.copy.source if j.copy else '?'} restores it first"
+        if j.verdict == OK:
+            return f"placed nowhere, but the snapshot holds it ({j.copy.artifact if j.copy else '?'}): {by}"
+        return (f"in {self.where(j)}, which is lost when {self.label}; the snapshot's copy in "
+                f"{j.copy.artifact if j.copy else '?'} is rebuilt: {by}")
+
+    def _uncovered(self, j: Judgement) -> str:
+        if j.verdict == UNKNOWN:
+            return (f"nothing in the plan places it (host '{j.placement.host or '-'}'), so nobody can tell "
+                    "whether it survives: add a location or placement rule")
+        note = f"; {j.note}" if j.note else ""
+        return (f"in {self.where(j)}, which is lost when {self.label}, and no surviving copy exists{note}: "
+                "copy it out of the failed domain and declare a remap (restore.remaps), or --force")
+
+    def _destinations(self, step: Step) -> list[Need]:
+        needs = []
+        for unit in step.units:
+            if not unit.to:
+                continue
+            j = self.judge.judge(unit.to)
+            if j.placement.domain is None:
+                continue  # a local folder or a context name: where the restore runs, not placed
+            if is_lost(j.placement.domain, self.judge.lost):
+                needs.append(Need("destination", unit.to, BLOCKED,
+                                  f"the step would write to {self.where(j)}, which is lost when {self.label}"
+                                  f" (destination from {unit.how}): give --to {step.name}=DEST or a remap"))
+            else:
+                needs.append(Need("destination", unit.to, OK, f"writes to {self.where(j)}, which survives"))
+        return needs
+
+    def _checkpoint_copies(self, step: Step) -> list[Need]:
+        """One need per checkpoint the restore reads: met when any tier's copy survives."""
+        needs = []
+        for (run, number), copies in newest_checkpoints(step.artifacts).items():
+            refs = [d.reference for a in copies for d in a.dependencies if d.kind == CHECKPOINT_COPY]
+            judged = [(ref, self.judge.judge(ref)) for ref in refs]
+            alive = [(ref, j) for ref, j in judged if j.verdict == OK]
+            what = f"DR copy of run {run} step {number}"
+            if alive:
+                ref, j = alive[0]
+                needs.append(Need(CHECKPOINT_COPY, ref, OK, f"the {what} in {self.where(j) if j.placement.domain else ref} "
+                                  f"survives ({len(alive)} of {len(judged)} tiers)"))
+            elif judged:
+                ref, j = judged[0]
+                verdict = BLOCKED if any(x.verdict == BLOCKED for _, x in judged) else UNKNOWN
+                reason = (f"every {what} is in a domain lost when {self.label}" if verdict == BLOCKED
+                          else f"nothing in the plan places the {what}")
+                needs.append(Need(CHECKPOINT_COPY, ref, verdict, reason))
+        return needs
+
+
+def _distinct(step: Step) -> dict[tuple[str, str], int]:
+    """(kind, reference) -> how many artifacts need it, without origins and checkpoint copies."""
+    skip = ORIGIN_KINDS.get(step.exporter, frozenset()) | {CHECKPOINT_COPY}
+    found: dict[tuple[str, str], int] = {}
+    for artifact in step.artifacts:
+        for dep in {(d.kind, d.reference) for d in artifact.dependencies if d.kind not in skip}:
+            found[dep] = found.get(dep, 0) + 1
+    return found
+
+
+def newest_checkpoints(artifacts: list[Artifact]) -> dict[tuple[str, int], list[Artifact]]:
+    """The copies a default checkpoints restore reads: the newest step of each run, every tier."""
+    newest: dict[str, int] = {}
+    for a in artifacts:
+        if a.kind == CHECKPOINT_COPY and str(a.meta.get("step", "")).isdigit():
+            run = str(a.meta.get("run"))
+            newest[run] = max(newest.get(run, -1), int(a.meta["step"]))
+    out: dict[tuple[str, int], list[Artifact]] = {}
+    for a in artifacts:
+        run = str(a.meta.get("run"))
+        if a.kind == CHECKPOINT_COPY and run in newest and str(a.meta.get("step")) == str(newest[run]):
+            out.setdefault((run, newest[run]), []).append(a)
+    return out
+
+
+def precondition_needs(plan: Plan, judge: RecoveryJudge, target: TargetSpec, label: str) -> list[Need]:
+    """What every step needs: the snapshot's target and the credentials that reach it."""
+    needs = []
+    path = plan.domains.path(target.domain)
+    if is_lost(target.domain, judge.lost):
+        needs.append(Need("target", target.name, BLOCKED, f"the snapshot is read from target {target.name} "
+                          f"in {path}, which is lost when {label}"))
+    if target.credentials_location:
+        j = judge.judge(target.credentials_location)
+        if is_lost(j.placement.domain, judge.lost):
+            needs.append(Need("credentials", target.credentials_location, BLOCKED,
+                              f"the credentials for target {target.name} are kept in "
+                              f"{plan.domains.path(j.placement.domain)}, which is lost when {label}"))
+    return needs
+
+
+def key_need(plan: Plan, judge: RecoveryJudge, label: str) -> Need | None:
+    """Steps with encrypted artifacts need the private key: is where it is kept lost?"""
+    location = plan.spec.encryption.key_location
+    if not location:
+        return None
+    j = judge.judge(location)
+    if is_lost(j.placement.domain, judge.lost):
+        return Need("key", location, BLOCKED, f"the private key that decrypts secret content is kept in "
+                    f"{plan.domains.path(j.placement.domain)}, which is lost when {label}")
+    return None

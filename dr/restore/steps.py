@@ -1,0 +1,152 @@
+"""Steps of a whole-plan restore: one per source of the snapshot, and what each one needs.
+
+Where it sits: dr.restore.planning builds steps from the snapshot's catalog, judges their
+needs (dr.restore.needs), finds their destinations (dr.restore.destinations), orders them
+(dr.restore.ordering) and decides which may run. A step is the unit the journal records and a
+resumed restore skips; inside a step the exporter restores item by item, each with an outcome.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from dr.exporters.contract import Outcome
+from dr.model.artifacts import Artifact
+from dr.model.recovery import worst
+from dr.restore.ordering_rules import (IMAGE_KINDS, IMAGE_TYPES, SECRET_STORE_KINDS, SECRET_STORE_TYPES,
+                                       WORKLOAD_DEPENDENCY_KINDS)
+
+READY, REFUSED, HELD = "ready", "refused", "held"
+
+
+@dataclass
+class Need:
+    """One distinct thing a step's artifacts need, judged for the scenario."""
+
+    kind: str
+    reference: str
+    verdict: str
+    reason: str
+    provider: str | None = None  # the step of this restore that restores it (goes first)
+    count: int = 1  # how many artifacts need it
+    relies: bool = False  # the verdict counts on the provider's copy: it must succeed first
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "reference": self.reference, "verdict": self.verdict,
+                "reason": self.reason, "provider": self.provider, "relies_on_provider": self.relies,
+                "count": self.count}
+
+
+@dataclass
+class Unit:
+    """One call of the exporter's restore(): these artifacts, to this destination."""
+
+    label: str
+    artifacts: list[Artifact]
+    to: str | None
+    remap: dict[str, str]
+    how: str  # where `to` comes from, for people
+
+    def to_json(self) -> dict[str, Any]:
+        return {"label": self.label, "artifacts": len(self.artifacts), "to": self.to,
+                "remap": dict(self.remap), "how": self.how}
+
+
+@dataclass
+class Step:
+    name: str  # the source's name
+    exporter: str
+    artifacts: list[Artifact]
+    seq: int = 0  # 1-based position in restore order
+    level: int = 0  # 0-based; the steps of a level run in parallel
+    after: dict[str, str] = field(default_factory=dict)  # earlier step -> why
+    requires: set[str] = field(default_factory=set)  # earlier steps that must succeed
+    needs: list[Need] = field(default_factory=list)
+    units: list[Unit] = field(default_factory=list)
+    status: str = READY
+    reason: str = ""
+    forced: bool = False  # runs despite blockers (--force)
+    problem: str = ""  # cannot run at all, whatever --force says (no destination)
+
+    @property
+    def verdict(self) -> str:
+        return worst(n.verdict for n in self.needs)
+
+    @property
+    def bytes(self) -> int:
+        return sum(a.size for a in self.artifacts)
+
+    def kinds(self) -> set[str]:
+        return {a.kind for a in self.artifacts}
+
+    def blockers(self) -> list[Need]:
+        return [n for n in self.needs if n.verdict == "blocker"]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"seq": self.seq, "name": self.name, "exporter": self.exporter, "level": self.level + 1,
+                "artifacts": len(self.artifacts), "bytes": self.bytes, "verdict": self.verdict,
+                "status": self.status, "reason": self.reason, "forced": self.forced,
+                "after": [{"step": s, "why": why} for s, why in sorted(self.after.items())],
+                "requires": sorted(self.requires), "needs": [n.to_json() for n in self.needs],
+                "destinations": [u.to_json() for u in self.units]}
+
+
+def group_steps(artifacts: list[Artifact], exporters: dict[str, str]) -> list[Step]:
+    """One step per source, in the plan's source order (`exporters`: source -> exporter type)."""
+    by_source: dict[str, list[Artifact]] = {name: [] for name in exporters}
+    for artifact in artifacts:
+        if artifact.source in by_source:
+            by_source[artifact.source].append(artifact)
+    return [Step(name, exporters[name], found) for name, found in by_source.items()]
+
+
+def runs_pods(step: Step) -> bool:
+    return any(a.meta.get("workload") or any(d.kind in WORKLOAD_DEPENDENCY_KINDS for d in a.dependencies)
+               for a in step.artifacts)
+
+
+def matches(selector: str, step: Step) -> bool:
+    """Whether a step is in the set a rule's selector names (dr.restore.ordering_rules)."""
+    if selector.startswith("type:"):
+        return step.exporter == selector[5:]
+    if selector.startswith("kind:"):
+        return selector[5:] in step.kinds()
+    if selector == "@images":
+        return step.exporter in IMAGE_TYPES or bool(step.kinds() & IMAGE_KINDS)
+    if selector == "@secret-stores":
+        return step.exporter in SECRET_STORE_TYPES or bool(step.kinds() & SECRET_STORE_KINDS)
+    if selector == "@workloads":
+        return runs_pods(step)
+    if selector == "@any":
+        return True
+    raise ValueError(f"unknown selector {selector!r} in dr.restore.ordering_rules")
+
+
+@dataclass
+class StepResult:
+    """What one step did in one run; the journal keeps one record per result."""
+
+    name: str
+    status: str  # succeeded, failed, refused, held, skipped
+    reason: str
+    outcomes: list[Outcome] = field(default_factory=list)
+    seconds: float = 0.0
+    forced: bool = False
+    earlier: bool = False  # succeeded in an earlier run of this restore (resumed past)
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status == "succeeded"
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for outcome in self.outcomes:
+            out[outcome.status.value] = out.get(outcome.status.value, 0) + 1
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        failed = [o.to_json() for o in self.outcomes if o.failed]
+        return {"step": self.name, "status": self.status, "reason": self.reason, "counts": self.counts(),
+                "failed_items": failed[:50], "failed_items_total": len(failed),
+                "seconds": round(self.seconds, 3), "forced": self.forced, "earlier": self.earlier}

@@ -1,0 +1,95 @@
+"""A whole-plan restore with a kubernetes source on the emulated API server (tests/harness).
+
+The training cluster's trainer pulls its image from the cluster's own registry (planted: lost
+with the cluster). Without a remap the kubernetes step is refused; with the plan's registry
+remap to the surviving registry it runs after the Git declarations, and the restored
+Deployment pulls from the surviving registry.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from dr.cli.exitcodes import Exit
+from tests.harness import EmulatedCluster, write_kubeconfig
+from tests.restore_planning.worlds import IN_CLUSTER_REGISTRY, SURVIVING_REGISTRY
+
+TRAINER = f"{IN_CLUSTER_REGISTRY}/team/trainer:v1"
+API = f"{SURVIVING_REGISTRY}/team/api:v2"
+
+
+def _deployment(name: str, image: str) -> dict:
+    pod = {"containers": [{"name": name, "image": image, "envFrom": [{"secretRef": {"name": "db"}}]}]}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": "training"},
+            "spec": {"selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}}, "spec": pod}}}
+
+
+@pytest.fixture
+def clusters(tmp_path):
+    source, dest = EmulatedCluster(name="source").start(), EmulatedCluster(name="dest").start()
+    try:
+        source.create_objects([
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "training"}},
+            {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "namespace": "training"},
+             "stringData": {"pw": "x"}},
+            _deployment("trainer", TRAINER), _deployment("api", API)])
+        kubeconfig = write_kubeconfig(os.path.join(tmp_path, "kubeconfig"), {"source": source, "dest": dest})
+        yield kubeconfig, dest
+    finally:
+        source.stop()
+        dest.stop()
+
+
+@pytest.fixture
+def platform(world, clusters, capsys):
+    kubeconfig, dest = clusters
+    world.sources = [world.sources[0], {"name": "cluster", "type": "kubernetes", "kubeconfig": kubeconfig,
+                                        "context": "source", "namespaces": ["training"],
+                                        "workload_kinds": ["Deployment"]}]
+    world.backup()
+    capsys.readouterr()
+    return world, kubeconfig, dest
+
+
+def _plan(w, capsys, *extra) -> tuple[int, dict]:
+    code = w.dr(*w.restore_args(*extra, "--json"))
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_image_only_in_the_failed_cluster_refuses_the_kubernetes_step(platform, capsys):
+    w, kubeconfig, dest = platform
+    code, doc = _plan(w, capsys, "--to", f"cluster={kubeconfig}:dest", "--dry-run")
+    assert code == Exit.BLOCKERS
+    cluster = next(s for s in doc["steps"] if s["name"] == "cluster")
+    assert cluster["status"] == "refused"
+    [blocker] = [n for n in cluster["needs"] if n["verdict"] == "blocker"]
+    assert (blocker["kind"], blocker["reference"]) == ("image", TRAINER)
+    verdicts = {n["reference"]: n["verdict"] for n in cluster["needs"]}
+    assert verdicts[API] == "ok" and verdicts["secret:training/db"] == "ok"  # the snapshot brings the Secret
+
+
+def test_registry_remap_orders_git_first_and_restores_with_the_surviving_registry(platform, capsys):
+    w, kubeconfig, dest = platform
+    w.remaps.append({"kind": "registry", "old": IN_CLUSTER_REGISTRY, "new": SURVIVING_REGISTRY,
+                     "reason": "images mirrored by digest"})
+    code, doc = _plan(w, capsys, "--to", f"cluster={kubeconfig}:dest", "--dry-run")
+    assert code == Exit.OK
+    steps = {s["name"]: s for s in doc["steps"]}
+    assert (steps["declarations"]["level"], steps["cluster"]["level"]) == (1, 2)
+    assert [a["step"] for a in steps["cluster"]["after"]] == ["declarations"]
+    trainer = next(n for n in steps["cluster"]["needs"] if n["reference"] == TRAINER)
+    assert trainer["verdict"] == "remapped" and "cloud/region-b" in trainer["reason"]
+    assert steps["cluster"]["destinations"][0]["remap"] == {f"image-registry:{IN_CLUSTER_REGISTRY}": SURVIVING_REGISTRY}
+
+    code, doc = _plan(w, capsys, "--to", f"cluster={kubeconfig}:dest")
+    assert code == Exit.OK, doc["run"]
+    restored = dest.get_object("apps/v1", "Deployment", "trainer", "training")
+    assert restored["spec"]["template"]["spec"]["containers"][0]["image"] == f"{SURVIVING_REGISTRY}/team/trainer:v1"
+    assert dest.get_object("v1", "Secret", "db", "training") is not None
+    records = [json.loads(p.read_text()) for p in w.journal_files()]
+    order = [r["step"] for r in records if r["record"] == "step"]
+    assert order == ["declarations", "cluster"]  # the journal shows the order it happened in
