@@ -65,9 +65,11 @@ def _process_start(pid: int) -> str:
         return ""
 
 
-def read_locks(repo: Repository) -> list[LockInfo]:
+def read_locks(repo: Repository, skip: str = "") -> list[LockInfo]:
     locks = []
     for key, _ in repo.store.list(layout.LOCKS):
+        if key == skip:
+            continue  # our own lock: no need to fetch it
         try:
             data = json.loads(repo.store.get(key))
             locks.append(LockInfo(key, data["hostname"], int(data["pid"]), data.get("process_start", ""),
@@ -108,9 +110,7 @@ class Lock:
 
     def _conflicts(self) -> list[LockInfo]:
         out = []
-        for info in read_locks(self.repo):
-            if info.key == self.key:
-                continue
+        for info in read_locks(self.repo, skip=self.key):
             if info.is_stale():
                 self.warnings.append(f"ignoring stale {info.describe()}")
                 continue

@@ -41,6 +41,11 @@ class Repository:
     # -- config ----------------------------------------------------------------------------
     def init(self) -> dict:
         """Create the config if absent (idempotent); return it."""
+        try:
+            return self.open()
+        except NotARepository:
+            if self.store.exists(layout.CONFIG):
+                raise  # something else lives here: never write over it
         config = {
             "format": layout.FORMAT_NAME,
             "version": layout.FORMAT_VERSION,
