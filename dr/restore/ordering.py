@@ -5,9 +5,10 @@ rule reads them). A step's level is one more than its deepest predecessor's; the
 level run in parallel, and a level starts when the one before it has ended. Steps are
 numbered in that order (level, then name), which is also the order a serial restore takes.
 
-A cycle cannot come from the rules alone (each orders one set before a disjoint one), but
-provides/depends references can form one. Then the PRECEDES edges among the steps left are
-dropped first; if a cycle remains, those steps share one last level and each says so.
+A rule never orders a step against itself or against another member of its own `before`
+set, but two rules, or provides/depends references, can still form a cycle (a secret store
+whose restore needs what a Git step provides). Then the PRECEDES edges among the steps left
+are dropped first; if a cycle remains, those steps share one last level and each says so.
 """
 
 from __future__ import annotations
