@@ -1,6 +1,6 @@
 """The layers of .importlinter hold, and every module says where it sits in the flow.
 
-Layers (top to bottom): cli; backup | restore | audit (independent of one another);
+Layers (top to bottom): cli; drills; backup | restore | audit (independent of one another);
 exporters; repository; model. import-linter checks that no lower layer imports a higher one.
 """
 

@@ -61,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
         out.error(str(message))
         return Exit.FAILURE
     except KeyboardInterrupt:
-        out.error("interrupted; nothing half-written is visible (the snapshot manifest is written last)")
+        out.error("interrupted; nothing half-written is visible (a snapshot's manifest and a restore "
+                  "step's journal record are written last); run the same command again to continue")
         return Exit.INTERRUPTED
 
 
