@@ -265,6 +265,7 @@ class _Restore:
         if artifact.kind not in KINDS:
             return Outcome(artifact.identity, Status.SKIPPED, f"unknown kind {artifact.kind!r}")
         parent = self._open_dir(parts[:-1])
+        self._sweep(parent, "/".join(parts[:-1]))
         try:
             existing = None
             with contextlib.suppress(FileNotFoundError):
@@ -277,6 +278,17 @@ class _Restore:
         finally:
             if parent is not None and parent != self.root:
                 os.close(parent)
+
+    def _sweep(self, parent: int | None, where: str) -> None:
+        """Remove temporary files a killed earlier restore left in this directory (once each)."""
+        swept = self.__dict__.setdefault("_swept", set())
+        if parent is None or self.request.dry_run or where in swept:
+            return
+        swept.add(where)
+        for name in os.listdir(parent):
+            if name.startswith(".dr-restore-") and name.endswith(".tmp"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(name, dir_fd=parent)
 
     def _open_dir(self, parts: list[str]) -> int | None:
         """dest/parts opened component by component, never via a symlink; missing ones are created
