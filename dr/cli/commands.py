@@ -262,12 +262,15 @@ def unlock(args: argparse.Namespace, out: Output) -> int:
 
 def _demo_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dir", default="demo-output", help="where the demo builds its stand-ins (default ./demo-output)")
+    p.add_argument("--kubeconfig", metavar="FILE", help="a kubeconfig with contexts 'cluster-a' (a stand-in "
+                   "cluster to back up) and 'recovery' (an empty one to restore into); scripts/demo starts "
+                   "emulated ones")
 
 
 def demo(args: argparse.Namespace, out: Output) -> int:
     from dr.cli.demo import run_demo
 
-    return run_demo(args.dir, out)
+    return run_demo(args.dir, out, args.kubeconfig)
 
 
 COMMANDS = [

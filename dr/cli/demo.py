@@ -69,13 +69,22 @@ sources:
 """
 
 
-def run_demo(directory: str, out: Output) -> int:
+KUBERNETES_SOURCE = """\
+  - name: cluster-a-config
+    type: kubernetes
+    kubeconfig: "{kubeconfig}"
+    context: cluster-a
+    workload_kinds: [Deployment]
+"""
+
+
+def run_demo(directory: str, out: Output, kubeconfig: str | None = None) -> int:
     from dr.cli.main import main
 
     root = os.path.abspath(directory)
     if os.path.exists(root):
         shutil.rmtree(root)
-    plan_path, identity_path = build_stand_ins(root)
+    plan_path, identity_path = build_stand_ins(root, kubeconfig)
     steps = [
         ("Back up every source (the repository is created on first use)", ["backup"]),
         ("Back up again: nothing changed, so no data is uploaded", ["backup"]),
@@ -89,6 +98,9 @@ def run_demo(directory: str, out: Output) -> int:
          ["restore", "--source", "platform-secrets", "--to", f"{root}/restored/files",
           "--identity", identity_path]),
     ]
+    if kubeconfig:
+        steps.append(("Restore the cluster's objects into the empty recovery cluster, in dependency order",
+                      ["restore", "--source", "cluster-a-config", "--to", "recovery", "--identity", identity_path]))
     for title, argv in steps:
         code = _step(main, title, argv, plan_path, out)
         if code != Exit.OK:
@@ -115,12 +127,14 @@ def _audit(main, root: str, plan_path: str, out: Output) -> int:
     out.say(f"\nThe audit exits 4: it found the planted blocker. dr's own image lives in the in-cluster "
             "registry of cluster-a, so the tool needed to recover would be lost with the cluster. "
             "Fix: mirror the image to a registry outside cluster-a and point dr_image at it. "
+            + ("The trainer Deployment's image sits in the same in-cluster registry: restored objects "
+               "would point at an image nobody can pull. " if _has_kubernetes(plan_path) else "") +
             "The Git remote, also in cluster-a, is only 'remapped': its bundle in the snapshot can "
             f"recreate it elsewhere. The HTML report with the dependency picture is {root}/audit.html.")
     return Exit.OK
 
 
-def build_stand_ins(root: str) -> tuple[str, str]:
+def build_stand_ins(root: str, kubeconfig: str | None = None) -> tuple[str, str]:
     platform = os.path.join(root, "platform")
     _write(f"{platform}/config/kueue/cluster-queue.yaml", "apiVersion: kueue.x-k8s.io/v1beta1\n"
            "kind: ClusterQueue\nmetadata: {name: team-a}\nspec: {namespaceSelector: {}}\n")
@@ -133,7 +147,10 @@ def build_stand_ins(root: str) -> tuple[str, str]:
     _write(f"{root}/keys/identity.txt", f"# the private key: kept offline, needed only to restore\n{identity}\n")
     os.chmod(f"{root}/keys/identity.txt", 0o600)
     plan_path = os.path.join(root, "plan.yaml")
-    _write(plan_path, PLAN.format(root=root, recipient=recipient))
+    plan = PLAN.format(root=root, recipient=recipient)
+    if kubeconfig:
+        plan += KUBERNETES_SOURCE.format(kubeconfig=os.path.abspath(kubeconfig))
+    _write(plan_path, plan)
     return plan_path, f"{root}/keys/identity.txt"
 
 
@@ -193,6 +210,11 @@ def _tree_difference(left: str, right: str) -> str:
 def _refs(repository: str) -> str:
     return subprocess.run(["git", "for-each-ref"], cwd=repository, capture_output=True, text=True,
                           check=True).stdout
+
+
+def _has_kubernetes(plan_path: str) -> bool:
+    with open(plan_path, encoding="utf-8") as handle:
+        return "type: kubernetes" in handle.read()
 
 
 def _write(path: str, text: str) -> None:

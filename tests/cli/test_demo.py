@@ -12,3 +12,19 @@ def test_demo_backs_up_verifies_and_restores(tmp_path, capsys):
     assert "AGE-SECRET-KEY" not in out
     assert "dr-image-in-failed-domain" in out and "it found the planted blocker" in out
     assert (tmp_path / "demo" / "audit.html").read_text().count("<svg") >= 1
+
+
+def test_demo_with_the_stand_in_cluster_restores_it_and_audits_its_image(tmp_path, capsys):
+    from tests.harness.standins import IN_CLUSTER_IMAGE, start
+
+    source, recovery = start(str(tmp_path / "kubeconfig.yaml"))
+    try:
+        assert main(["demo", "--dir", str(tmp_path / "demo"), "--kubeconfig", str(tmp_path / "kubeconfig.yaml")]) == 0
+        [deployment] = recovery.list_objects("apps/v1", "Deployment", "team-a")
+        assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == IN_CLUSTER_IMAGE
+        assert recovery.list_objects("kueue.x-k8s.io/v1beta2", "ClusterQueue"), "Kueue quotas not restored"
+    finally:
+        source.stop()
+        recovery.stop()
+    out = capsys.readouterr().out
+    assert "image-in-failed-domain" in out and IN_CLUSTER_IMAGE in out
