@@ -13,7 +13,7 @@ from dr.exporters.contract import RestoreRequest
 from dr.exporters.registry import Registry
 from dr.model.plan_loading import load_plan
 from dr.model.plans import Plan
-from dr.model.retention import select_kept
+from dr.model.retention import snapshots_to_forget
 from dr.repository import checking, encryption, pruning
 from dr.repository.locks import Lock, remove_locks
 from dr.repository.targets import choose_target, open_target
@@ -218,13 +218,8 @@ def prune(args: argparse.Namespace, out: Output) -> int:
     repo.open()
     with Lock(repo, exclusive=True, command="dr prune").acquire():
         snaps = repo.snapshots()
-        kept: set[str] = set()
-        for source in plan.spec.sources:
-            policy = plan.retention_for(source).model_dump()
-            holding = [(s.id, s.time) for s in snaps if source.name in s.source_names()]
-            kept |= set(select_kept(holding, policy))
-        orphans = [s.id for s in snaps if not any(r.name in {x.name for x in plan.spec.sources} for r in s.sources)]
-        forget = [s.id for s in snaps if s.id not in kept and s.id not in orphans]
+        policies = [(s.name, plan.retention_for(s).model_dump()) for s in plan.spec.sources]
+        forget = snapshots_to_forget(snaps, policies)
         report = pruning.prune(repo, forget, dry_run=args.dry_run)
     verb = "would forget" if args.dry_run else "forgot"
     out.say(f"{repo.description}: {verb} {len(forget)} of {len(snaps)} snapshots; "

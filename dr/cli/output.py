@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 from dr.model.redaction import redact
+from dr.model.sizes import human_size  # noqa: F401  (re-exported for the commands)
 
 
 class Output:
@@ -46,11 +47,3 @@ class Output:
         with tqdm(total=total, desc=description, unit=unit, unit_scale=True, file=sys.stderr,
                   leave=False, dynamic_ncols=True) as bar:
             yield bar.update
-
-
-def human_size(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"

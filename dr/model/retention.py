@@ -39,3 +39,19 @@ def select_kept(times: Sequence[tuple[str, datetime]], policy: dict[str, int | N
                 seen.add(bucket)
                 kept.setdefault(sid, []).append(rule)
     return kept
+
+
+def snapshots_to_forget(snapshots, sources) -> list[str]:
+    """Ids of snapshots no source's retention keeps.
+
+    `snapshots`: Snapshot objects; `sources`: (source name, retention policy dict) pairs. A
+    snapshot is kept if any source it holds keeps it; one holding none of the plan's sources
+    (a source since removed from the plan) is kept: dr never deletes what it cannot judge.
+    """
+    kept: set[str] = set()
+    names = {name for name, _ in sources}
+    for name, policy in sources:
+        holding = [(s.id, s.time) for s in snapshots if name in s.source_names()]
+        kept |= set(select_kept(holding, policy))
+    return [s.id for s in snapshots
+            if s.id not in kept and any(r.name in names for r in s.sources)]

@@ -10,7 +10,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from dr.model.redaction import redact
-from dr.restore.estimating import RtoEstimate, human_bytes, show
+from dr.model.sizes import human_size
+from dr.restore.estimating import RtoEstimate, show
 from dr.restore.planning import RestorePlan
 from dr.restore.steps import Step, StepResult
 
@@ -44,7 +45,7 @@ def step_lines(step: Step, total: int) -> list[str]:
     elif step.forced:
         reason = f"forced past {len(step.blockers())} blocker(s), below"
     head = (f"  {step.seq}/{total} {step.name} ({step.exporter}, {len(step.artifacts)} artifacts, "
-            f"{human_bytes(step.bytes)}): {step.status.upper()} [{step.verdict}] - {reason}")
+            f"{human_size(step.bytes)}): {step.status.upper()} [{step.verdict}] - {reason}")
     lines = [head]
     for before, why in sorted(step.after.items()):
         lines.append(f"       after {before}: {why}")

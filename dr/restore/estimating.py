@@ -18,6 +18,8 @@ Only steps that will run count.
 
 from __future__ import annotations
 
+from dr.model.sizes import human_size
+
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -90,7 +92,7 @@ def measured_throughput(snapshots: list[Snapshot]) -> tuple[float | None, str]:
         return None, "no backup recorded bytes_read and duration_seconds"
     read = sum(s.stats["bytes_read"] for s in usable)
     seconds = sum(float(s.stats["duration_seconds"]) for s in usable)
-    return read / seconds, (f"measured: {human_bytes(read)} read in {seconds:.1f}s over the newest "
+    return read / seconds, (f"measured: {human_size(read)} read in {seconds:.1f}s over the newest "
                             f"{len(usable)} backup{'s' * (len(usable) != 1)}")
 
 
@@ -132,13 +134,5 @@ def _from_bytes(name: str, label: str, size: int, throughput: float | None) -> P
     if size == 0:
         return Part(name, label, 0.0, "nothing to move")
     if not throughput:
-        return Part(name, label, None, f"unknown: {human_bytes(size)} to move and no measured throughput")
-    return Part(name, label, size / throughput, f"{human_bytes(size)} at {human_bytes(throughput)}/s")
-
-
-def human_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"
+        return Part(name, label, None, f"unknown: {human_size(size)} to move and no measured throughput")
+    return Part(name, label, size / throughput, f"{human_size(size)} at {human_size(throughput)}/s")
