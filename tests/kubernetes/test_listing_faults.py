@@ -6,6 +6,8 @@ import time
 
 import pytest
 
+from dr.exporters.contract import ExportContext
+from dr.exporters.kubernetes import KubernetesExporter
 from dr.exporters.kubernetes.requesting import RequestTimeout
 
 
@@ -71,3 +73,10 @@ def test_namespaces_option_limits_the_backup(pipeline, source):
     assert source.count(verb="list", path="/api/v1/namespaces/team-a/secrets") == 1
     namespaces = next(a for a in backup.artifacts if a.identity == "namespaces")
     assert namespaces.meta["provides"] == ["namespace:team-a"]
+
+
+def test_discover_names_what_a_backup_writes(pipeline):
+    exporter = KubernetesExporter(ExportContext("cluster", pipeline.options(), base_dir="/"))
+    discovered = list(exporter.discover())
+    assert {d.identity for d in discovered if d.kind == "kubernetes-objects"} == pipeline.backup().identities()
+    assert all(d.detail.endswith("objects") for d in discovered if d.kind == "kubernetes-objects")

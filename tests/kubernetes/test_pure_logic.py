@@ -172,3 +172,19 @@ def test_destination_syntax(tmp_path):
     arn = "arn:aws:eks:us-east-1:111122223333:cluster/train"
     assert parse_destination(arn, None) == (None, arn)
     assert parse_destination(f"{config}:{arn}", None) == (str(config), arn)
+
+
+def test_ephemeral_volume_storage_classes_inside_pod_templates():
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "n"},
+           "spec": {"containers": [{"name": "c", "image": "x"}], "volumes": [
+               {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {"storageClassName": "local-nvme"}}}}]}}
+    assert ("storage-class", "storageclass:local-nvme") in {(d.kind, d.reference) for d in Scanner().scan(pod)[0]}
+
+
+def test_include_status_keeps_status_in_the_backup_but_never_in_what_is_created():
+    rtype = ResourceType("cert-manager.io", "v1", "certificates", "Certificate", True)
+    obj = {"apiVersion": "cert-manager.io/v1", "kind": "Certificate", "metadata": {"name": "c"},
+           "spec": {"secretName": "s"}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
+    kept = strip_runtime(dict(obj), include_status=True)
+    assert kept["status"] == obj["status"]
+    assert "status" not in normalized(rtype, kept)

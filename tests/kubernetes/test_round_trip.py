@@ -103,3 +103,31 @@ def test_an_unchanged_cluster_reuses_every_artifact(pipeline, source):
         assert [i for i in changed if changed[i] != before.get(i)] == ["configmaps/team-b"]
     finally:
         kubernetes.client.CoreV1Api(source.api_client()).delete_namespaced_config_map("late", "team-b")
+
+
+def test_dependencies_and_what_each_artifact_provides(pipeline):
+    backup = pipeline.backup()
+    deps = {(d.kind, d.reference) for a in backup.artifacts for d in a.dependencies}
+    assert {("image", "registry.internal:5000/ml/server:1.2"), ("image", "busybox:1.36"),
+            ("image", "nginxinc/nginx-unprivileged:1.27"), ("secret", "secret:team-a/db"),
+            ("secret", "secret:team-a/regcred"), ("configmap", "configmap:team-a/settings"),
+            ("storage-class", "storageclass:default"),
+            ("webhook-service", "kueue-webhook-service.kueue-system.svc.cluster.local"),
+            ("helm-chart-repo", "https://charts.example.com/model-server")} <= deps
+    details = {d.detail for a in backup.artifacts for d in a.dependencies if d.reference == "busybox:1.36"}
+    assert details == {"CronJob/team-b/nightly .spec.jobTemplate.spec.template.spec.initContainers[0].image"}
+    provided = {p for a in backup.artifacts for p in a.meta.get("provides", [])}
+    assert {"secret:team-a/db", "configmap:team-a/settings", "storageclass:default",
+            "helm-release:team-a/model-server"} <= provided
+    helm = {a.identity: a.meta for a in backup.artifacts if a.kind == "helm-release"}
+    assert helm["team-a/model-server/v2"]["chart"]["version"] == "1.4.2"
+
+
+def test_without_the_key_secrets_fail_with_a_reason_and_the_rest_is_restored(pipeline, dest):
+    backup = pipeline.backup()
+    pipeline.identities = []
+    outcomes = pipeline.restore(backup.artifacts)
+    failed = [o for o in outcomes if o.status == OutcomeStatus.FAILED]
+    assert failed and all(o.item.startswith("secrets/") and "identity" in o.reason for o in failed)
+    assert dest.get_object("v1", "ConfigMap", "settings", "team-a") is not None
+    assert dest.get_object("v1", "Secret", "db", "team-a") is None

@@ -46,6 +46,7 @@ class UnitLister:
         self.fingerprint, self.observers, self.emit, self.stop = fingerprint, list(observers), emit, stop
         self.scanner = Scanner()
         self.skipped: dict[str, int] = {}
+        self._lock = threading.Lock()  # one lister serves every listing thread
 
     def run(self, rtype: ResourceType, namespace: str | None = None) -> None:
         where = f"list {rtype.qualified}" + (f" in namespace {namespace}" if namespace else "")
@@ -85,7 +86,7 @@ class UnitLister:
         keep = (lambda ref: False) if rtype.key == CRD_KEY else self.keep_owner
         strip_runtime(obj, include_status=self.options.include_status, keep_owner=keep)
         dependencies, workload = self.scanner.scan(obj)
-        line = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        line = json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()  # server order: stable
         batch = state.batch_for(meta.get("namespace") if rtype.namespaced else None, self.emit)
         batch.add(line, version_key, dependencies, _provides(rtype, obj), workload)
 
@@ -94,7 +95,8 @@ class UnitLister:
             return False
         reason = skip_reason(obj)
         if reason:
-            self.skipped[reason] = self.skipped.get(reason, 0) + 1
+            with self._lock:
+                self.skipped[reason] = self.skipped.get(reason, 0) + 1
             return False
         return True
 

@@ -13,6 +13,7 @@ the request. Errors carry their retry intent in their type (kopf's habit):
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterator
 
 import tenacity
@@ -94,7 +95,7 @@ class Api:
 
     def request(self, method: str, path: str, *, what: str, body: Any = None,
                 query: list[tuple[str, Any]] = (), timeout: float | None = None,
-                content_type: str | None = None) -> dict:
+                content_type: str | None = None, parse: bool = True) -> Any:
         seconds = timeout or self.timeout
         extra = {"content_type": content_type} if content_type else {}
         try:
@@ -103,6 +104,8 @@ class Api:
                 _request_timeout=(min(seconds, 10.0), seconds), **extra), what=what)
         except RequestTimeout:
             raise RequestTimeout(0, "Timeout", f"{what}: no answer within {seconds:g} s") from None
+        if not parse:
+            return response.data
         return json.loads(response.data) if response.data else {}
 
     @staticmethod
@@ -126,12 +129,22 @@ class Api:
             raise
 
     def pages(self, path: str, *, what: str, limit: int, timeout: float) -> Iterator[dict]:
-        """Each page of a paginated list (limit/continue), as the server answers it."""
-        token = None
-        while True:
+        """Each page of a paginated list (limit/continue), as the server answers it.
+
+        The next page is fetched while the caller works on this one: the server renders page
+        n+1 while we process page n, so a list costs about the slower of the two, not their sum.
+        At most two pages are held at once.
+        """
+        def fetch(token: str | None) -> bytes:
             query = [("limit", limit)] + ([("continue", token)] if token else [])
-            page = self.request("get", path, what=what, query=query, timeout=timeout)
-            yield page
-            token = (page.get("metadata") or {}).get("continue")
-            if not token:
-                return
+            return self.request("get", path, what=what, query=query, timeout=timeout, parse=False)
+        ahead = ThreadPoolExecutor(1, thread_name_prefix="kube-page")
+        try:
+            future = ahead.submit(fetch, None)
+            while future is not None:
+                page = json.loads(future.result())  # here: the fetching thread needs the GIL least
+                token = (page.get("metadata") or {}).get("continue")
+                future = ahead.submit(fetch, token) if token else None
+                yield page
+        finally:
+            ahead.shutdown(wait=False, cancel_futures=True)

@@ -70,7 +70,7 @@ class Restore:
     def _planned(self, plan: list[Level], by_type: dict[str, list[Artifact]], remap: Remap) -> Iterator[Outcome]:
         for level in plan:
             for info in level.types:
-                why = "; ".join(level.after[info.rtype.qualified]) or "no prerequisites"
+                why = _why(level.after[info.rtype.qualified])
                 for artifact in by_type[info.rtype.qualified]:
                     for item, obj in self._objects(artifact, info.rtype, remap):
                         if obj is None:
@@ -104,7 +104,12 @@ class Restore:
 
     def _apply_one(self, applier: Applier) -> Callable:
         def run(rtype: ResourceType, obj: dict | None, ready: Outcome | None) -> Outcome:
-            return ready if obj is None else applier.apply(rtype, obj)
+            if obj is None:
+                return ready
+            try:
+                return applier.apply(rtype, obj)
+            except Exception as exc:  # a bug or a malformed object: this item fails, not the restore
+                return Outcome(item_name(rtype, obj), OutcomeStatus.FAILED, f"unexpected error: {exc!r}")
         return run
 
     def _level_items(self, level: Level, by_type, remap: Remap, crds: list[dict]) -> Iterator[tuple]:
@@ -189,6 +194,13 @@ class Restore:
                 return f"CRD {name} {state} within {self.options.crd_wait_seconds:g} s"
             time.sleep(delay)
             delay = min(delay * 2, 1.0)
+
+
+def _why(reasons: list[str], shown: int = 3) -> str:
+    if not reasons:
+        return "no prerequisites"
+    more = f"; and {len(reasons) - shown} more" if len(reasons) > shown else ""
+    return "; ".join(reasons[:shown]) + more
 
 
 def _type_infos(artifacts: list[Artifact]) -> dict[str, TypeInfo]:

@@ -61,27 +61,57 @@ def containers(spec: dict) -> Iterator[tuple[tuple, dict]]:
                 yield (field, index), container
 
 
+class _State:
+    """What one scan collects (a Scanner is shared by the listing threads; this is not)."""
+
+    def __init__(self, obj: dict):
+        kind = obj.get("kind", "")
+        meta = obj.get("metadata") or {}
+        self.obj, self.kind = obj, kind
+        self.namespace = meta.get("namespace") or ""
+        name = meta.get("name", "")
+        self.where = f"{kind}/{self.namespace}/{name}" if self.namespace else f"{kind}/{name}"
+        self.found: dict[Dependency, None] = {}
+        self.workload = False
+
+
 class Scanner:
-    """The dependencies of one object: call scan(obj) for each exported object."""
+    """The dependencies of one object: call scan(obj) for each exported object (thread-safe)."""
 
     def scan(self, obj: dict) -> tuple[list[Dependency], bool]:
         """(dependencies, has a pod template). Order is stable; duplicates removed."""
-        kind = obj.get("kind", "")
-        meta = obj.get("metadata") or {}
-        namespace, name = meta.get("namespace") or "", meta.get("name", "")
-        where = f"{kind}/{namespace}/{name}" if namespace else f"{kind}/{name}"
-        found: dict[Dependency, None] = {}
-        skipped = _NOT_WALKED.get(kind)
-        root = {k: v for k, v in obj.items() if k != skipped} if skipped else obj
-        workload = False
-        for parts, node in walk(root):
-            if is_pod_spec(node):
-                workload = True
-                found.update(dict.fromkeys(self._pod(node, parts, namespace, where)))
-            found.update(dict.fromkeys(self._shapes(node, parts, obj, where)))
-        if kind == "CustomResourceDefinition":
-            found.update(dict.fromkeys(self._conversion(obj, where)))
-        return list(found), workload
+        state = _State(obj)
+        skipped = _NOT_WALKED.get(state.kind)
+        self._visit({k: v for k, v in obj.items() if k != skipped} if skipped else obj, [], state)
+        if state.kind == "CustomResourceDefinition":
+            state.found.update(dict.fromkeys(self._conversion(obj, state.where)))
+        return list(state.found), state.workload
+
+    def _visit(self, node: Any, path: list, state: _State) -> None:
+        """Depth-first over dicts and lists; the path is built only where something is found
+        (this runs for every exported object, so it avoids per-node allocations)."""
+        if type(node) is dict:
+            if "containers" in node and is_pod_spec(node):
+                state.workload = True
+                state.found.update(dict.fromkeys(self._pod(node, tuple(path), state.namespace, state.where)))
+                # Containers hold nothing else of interest; ephemeral volumes may name a class.
+                path.append("volumes")
+                self._visit(node.get("volumes"), path, state)
+                path.pop()
+                return
+            if "storageClassName" in node or "clientConfig" in node or "provider" in node \
+                    or "secretStoreRef" in node:
+                state.found.update(dict.fromkeys(self._shapes(node, tuple(path), state.obj, state.where)))
+            children = node.items()
+        elif type(node) is list:
+            children = enumerate(node)
+        else:
+            return
+        for key, value in children:
+            if type(value) is dict or type(value) is list:
+                path.append(key)
+                self._visit(value, path, state)
+                path.pop()
 
     def _pod(self, spec: dict, parts: tuple, namespace: str, where: str) -> Iterator[Dependency]:
         for cparts, container in containers(spec):
