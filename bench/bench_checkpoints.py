@@ -1,0 +1,209 @@
+"""Benchmark: DR copies of a real DCP checkpoint, dr vs the usual S3 copiers, on the same data.
+
+1. across endpoints (source on one moto server, target on another: two failure domains):
+   `dr backup` (checkpoints exporter, streamed copy with SHA-256) vs `rclone copy --checksum`;
+2. one endpoint: dr's server-side copy (CopyObject with SHA-256) vs `s5cmd cp 's3://src/*' s3://dst/`;
+3. dr's peak RSS (os.wait4 of the `dr backup` child) copying the --size-gib checkpoint and,
+   unless --big-gib 0, a second one of --big-gib.
+
+The checkpoint is written by torch.distributed.checkpoint (FileSystemWriter, --shards threads:
+one .distcp file per thread, plus .metadata) from random tensors, then uploaded to the source
+bucket. Every tool runs with its defaults. Rounds alternate the order of the tools; the target
+is emptied after each run. Medians and dr/peer ratios are printed at the end (JSON with --json).
+
+Run: .venv/bin/python bench/bench_checkpoints.py [--size-gib 2] [--big-gib 8] [--rounds 3]
+Needs: rclone (apt), s5cmd (the test extra), moto; disk for the checkpoint three times over
+(local staging, source server, target server: see `df -h /tmp`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+import warnings
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import boto3  # noqa: E402
+from boto3.s3.transfer import TransferConfig  # noqa: E402
+
+from bench.common import measure, median  # noqa: E402
+from tests.servers import moto_server  # noqa: E402
+
+CKPT = "runs/bench/step-1"
+PLAN = """version: 1
+name: bench-ckpt
+failure_domains:
+  - {{name: site-a, kind: region}}
+  - {{name: site-b, kind: region}}
+protects_against: [site-a]
+targets:
+  - {{name: repo, url: "{repo}", domain: site-b}}
+sources:
+  - name: ckpts
+    type: checkpoints
+    roots: [{{url: "s3://{src}/runs", endpoint_url: "{src_endpoint}"}}]
+    dr_copy: {{url: "s3://{dst}/{prefix}", endpoint_url: "{dst_endpoint}"}}
+    settle_seconds: 0
+"""
+
+
+def make_checkpoint(path: str, total: int, shards: int) -> int:
+    """A real DCP save of random float32 tensors: `shards` writer threads, one file each."""
+    import torch
+    import torch.distributed.checkpoint as dcp
+
+    count = shards * 8
+    per = total // count // 4
+    state = {f"layers.{i}.weight": torch.rand(per) for i in range(count)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dcp.save(state, storage_writer=dcp.FileSystemWriter(path, thread_count=shards))
+    return sum(os.path.getsize(os.path.join(path, f)) for f in os.listdir(path))
+
+
+def upload(s3, local: str, bucket: str, prefix: str) -> None:
+    config = TransferConfig(max_concurrency=8, multipart_chunksize=64 << 20)
+    for name in sorted(os.listdir(local), key=lambda n: n == ".metadata"):  # the index last
+        s3.upload_file(os.path.join(local, name), bucket, f"{prefix}/{name}", Config=config)
+
+
+def empty(s3, bucket: str, prefix: str = "") -> None:
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
+        if keys:
+            s3.delete_objects(Bucket=bucket, Delete={"Objects": keys})
+
+
+def keys(s3, bucket: str, prefix: str) -> dict[str, int]:
+    pages = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+    return {o["Key"][len(prefix):]: o["Size"] for p in pages for o in p.get("Contents", [])}
+
+
+class Bench:
+    def __init__(self, work: str, a: str, b: str, env: dict) -> None:
+        self.work, self.a, self.b, self.env = work, a, b, env
+        self.s3 = {e: boto3.client("s3", endpoint_url=e, region_name="us-east-1") for e in (a, b)}
+        self.dr = os.path.join(os.path.dirname(sys.executable), "dr")
+
+    def dr_copy(self, dst_endpoint: str, dst: str, tag: str) -> dict:
+        plan = os.path.join(self.work, f"plan-{tag}.yaml")
+        with open(plan, "w") as handle:
+            handle.write(PLAN.format(repo=os.path.join(self.work, f"repo-{tag}"), src="src", src_endpoint=self.a,
+                                     dst=dst, prefix=tag, dst_endpoint=dst_endpoint))
+        run = measure([self.dr, "backup", "--plan", plan, "--quiet"], env=self.env)
+        copied = keys(self.s3[dst_endpoint], dst, f"{tag}/ckpts/bench/step-1/")
+        assert "DR-COMPLETE" in copied, f"dr made no complete copy: {sorted(copied)}"
+        empty(self.s3[dst_endpoint], dst, f"{tag}/")
+        return {"seconds": run.seconds, "rss_mb": run.peak_rss_mb}
+
+    def rclone(self, tag: str, files: int) -> dict:
+        env = {k: v for k, v in self.env.items() if k != "AWS_CA_BUNDLE"}
+        for name, endpoint in (("SRC", self.a), ("DST", self.b)):
+            env.update({f"RCLONE_CONFIG_{name}_TYPE": "s3", f"RCLONE_CONFIG_{name}_PROVIDER": "Other",
+                        f"RCLONE_CONFIG_{name}_ENDPOINT": endpoint,
+                        f"RCLONE_CONFIG_{name}_FORCE_PATH_STYLE": "true",
+                        f"RCLONE_CONFIG_{name}_ACCESS_KEY_ID": env["AWS_ACCESS_KEY_ID"],
+                        f"RCLONE_CONFIG_{name}_SECRET_ACCESS_KEY": env["AWS_SECRET_ACCESS_KEY"]})
+        run = measure(["rclone", "copy", "--checksum", f"src:src/{CKPT}", f"dst:dst/{tag}"], env=env)
+        assert len(keys(self.s3[self.b], "dst", f"{tag}/")) == files
+        empty(self.s3[self.b], "dst", f"{tag}/")
+        return {"seconds": run.seconds, "rss_mb": run.peak_rss_mb}
+
+    def s5cmd(self, tag: str, files: int) -> dict:
+        s5 = os.path.join(os.path.dirname(sys.executable), "s5cmd")
+        argv = [s5, "--endpoint-url", self.a, "cp", f"s3://src/{CKPT}/*", f"s3://dst-a/{tag}/"]
+        run = measure(argv, env=self.env)
+        assert len(keys(self.s3[self.a], "dst-a", f"{tag}/")) == files
+        empty(self.s3[self.a], "dst-a", f"{tag}/")
+        return {"seconds": run.seconds, "rss_mb": run.peak_rss_mb}
+
+
+def stage(bench: Bench, work: str, gib: float, shards: int) -> tuple[int, int]:
+    """Write the checkpoint, upload it as the source, drop the local copy; (files, bytes)."""
+    local = os.path.join(work, "ckpt")
+    started = time.perf_counter()
+    size = make_checkpoint(local, int(gib * (1 << 30)), shards)
+    files = len(os.listdir(local))
+    empty(bench.s3[bench.a], "src")
+    upload(bench.s3[bench.a], local, "src", CKPT)
+    shutil.rmtree(local)
+    print(f"checkpoint: {files} files, {size / 2**30:.2f} GiB, staged in {time.perf_counter() - started:.0f}s",
+          flush=True)
+    return files, size
+
+
+def run_rounds(bench: Bench, files: int, rounds: int) -> dict[str, list[dict]]:
+    results: dict[str, list[dict]] = {"dr_cross": [], "rclone": [], "dr_same": [], "s5cmd": []}
+    for r in range(rounds):
+        pairs = [(("dr_cross", lambda: bench.dr_copy(bench.b, "dst", f"dr-x{r}")),
+                  ("rclone", lambda: bench.rclone(f"rclone{r}", files))),
+                 (("dr_same", lambda: bench.dr_copy(bench.a, "dst-a", f"dr-s{r}")),
+                  ("s5cmd", lambda: bench.s5cmd(f"s5cmd{r}", files)))]
+        for pair in pairs:
+            for name, run in pair if r % 2 == 0 else reversed(pair):
+                results[name].append(run())
+                print(f"round {r + 1} {name}: {results[name][-1]}", flush=True)
+    return results
+
+
+def summarize(results: dict[str, list[dict]], size: int) -> dict:
+    med = {k: {m: median([x[m] for x in v]) for m in ("seconds", "rss_mb")} for k, v in results.items() if v}
+    for stats in med.values():
+        stats["mb_per_s"] = size / 1e6 / stats["seconds"]
+    return {"medians": med,
+            "dr/rclone time (across endpoints)": med["dr_cross"]["seconds"] / med["rclone"]["seconds"],
+            "dr/s5cmd time (one endpoint)": med["dr_same"]["seconds"] / med["s5cmd"]["seconds"]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--size-gib", type=float, default=2.0)
+    parser.add_argument("--big-gib", type=float, default=8.0, help="memory run size; 0 skips it")
+    parser.add_argument("--shards", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    creds = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1"}
+    env = {**{k: v for k, v in os.environ.items() if k not in ("AWS_PROFILE",)}, **creds}
+    os.environ.update(creds)
+    work = tempfile.mkdtemp(prefix="dr-bench-ckpt-")
+    try:
+        with moto_server() as server_a, moto_server() as server_b:
+            a, b = f"http://127.0.0.1:{server_a.port}", f"http://127.0.0.1:{server_b.port}"
+            bench = Bench(work, a, b, env)
+            for endpoint, bucket in ((a, "src"), (b, "dst"), (a, "dst-a")):
+                bench.s3[endpoint].create_bucket(Bucket=bucket)
+            files, size = stage(bench, work, args.size_gib, args.shards)
+            results = run_rounds(bench, files, args.rounds)
+            summary = summarize(results, size) | {"checkpoint_gib": size / 2**30, "files": files}
+            if args.big_gib:
+                _, big = stage(bench, work, args.big_gib, args.shards)
+                run = bench.dr_copy(b, "dst", "dr-big")
+                summary["big"] = {"checkpoint_gib": big / 2**30, **run, "mb_per_s": big / 1e6 / run["seconds"]}
+        print(json.dumps(summary, indent=2) if args.json else report(summary))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def report(s: dict) -> str:
+    lines = [f"\ncheckpoint {s['checkpoint_gib']:.2f} GiB in {s['files']} files; medians:",
+             f"{'':28}{'seconds':>10}{'MB/s':>10}{'peak RSS MB':>14}"]
+    for name, m in s["medians"].items():
+        lines.append(f"{name:28}{m['seconds']:>10.2f}{m['mb_per_s']:>10.1f}{m['rss_mb']:>14.1f}")
+    lines.append(f"dr/rclone time, across endpoints: {s['dr/rclone time (across endpoints)']:.2f}")
+    lines.append(f"dr/s5cmd time, one endpoint:      {s['dr/s5cmd time (one endpoint)']:.2f}")
+    if "big" in s:
+        g = s["big"]
+        lines.append(f"dr across endpoints, {g['checkpoint_gib']:.2f} GiB: {g['seconds']:.1f}s "
+                     f"({g['mb_per_s']:.1f} MB/s), peak RSS {g['rss_mb']:.1f} MB")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,178 @@
+"""One backup run of the `checkpoints` exporter: scan, report, copy per tier, prune, record.
+
+Why the snapshot holds a small record and not the checkpoint: a checkpoint is tens of GB and
+must be loadable in place by the trainer, so its bytes go to a plain DR copy (copies.py); the
+snapshot's artifact (kind `checkpoint-copy`) records where that copy is, its manifest's
+digest and its files, the source it protects (a dependency, and meta `provides`, so the audit
+treats the source bucket as remapped by the copy) and the copy's location (a dependency of
+kind `checkpoint-copy`). Every complete copy a tier holds is recorded in every snapshot; an
+unchanged one (same manifest digest) reuses the previous record without reading anything.
+
+Order of work in a run: settled scan of the roots; findings for what is incomplete or
+unnamed; source multipart leftovers; then for each tier: copy what the tier selects (newest
+first; interrupted uploads are resumed), prune beyond keep_last, then sweep what is left over
+(stale uploads, files of no copy), and record every complete copy.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from dr.exporters.checkpointing.copies import CopyError, CopyState, canonical, layout_for, remove
+from dr.exporters.checkpointing.copying import copy_checkpoint
+from dr.exporters.checkpointing.inventory import Inventory, old_uploads, stray_files, take_inventory
+from dr.exporters.checkpointing.options import Tier
+from dr.exporters.checkpointing.places import Place
+from dr.exporters.checkpointing.s3place import SourceChanged
+from dr.exporters.checkpointing.scanning import Checkpoint, Scan, scan
+from dr.exporters.checkpointing.tiers import select, to_prune
+from dr.exporters.contract import ArtifactSink
+from dr.model.artifacts import Dependency, Sensitivity
+
+if TYPE_CHECKING:
+    from dr.exporters.checkpoints import CheckpointsExporter
+
+KIND = "checkpoint-copy"
+RECORD_FORMAT = "dr-checkpoint-copy-record"
+
+
+def scan_roots(exporter: "CheckpointsExporter", settle_seconds: float | None = None) -> Scan:
+    o = exporter.options
+    return scan(exporter.roots(), run_pattern=o.run_pattern, markers=o.marker_rules(),
+                marker_names=o.marker_names(), sleep=exporter.sleep,
+                settle_seconds=o.settle_seconds if settle_seconds is None else settle_seconds)
+
+
+class ExportRun:
+    def __init__(self, exporter: "CheckpointsExporter", sink: ArtifactSink) -> None:
+        self.x, self.sink, self.o, self.ctx = exporter, sink, exporter.options, exporter.context
+        self.now = exporter.clock()
+
+    def execute(self) -> None:
+        found = scan_roots(self.x)
+        self._report(found)
+        self._source_uploads(found)
+        for tier in self.o.effective_tiers():
+            try:
+                self._tier(tier, found)
+            except Exception as exc:  # one unreachable target must not cost the other tiers
+                self.ctx.finding("error", "checkpoint-tier-failed", f"tier {tier.name}: "
+                                 f"{type(exc).__name__}: {exc}", tier=tier.name)
+
+    # -- the source -------------------------------------------------------------------------
+    def _report(self, found: Scan) -> None:
+        for s in found.skipped:
+            self.ctx.finding("warning", "checkpoint-unnamed", f"{self.x.roots()[s.root].url_of(s.path)}: "
+                             f"not backed up: {s.reason}", path=s.path)
+        for run, cks in found.runs().items():
+            for ck in cks:
+                if ck.complete:
+                    continue
+                busy = ck is cks[-1] and all(r.startswith(("still being written", "multipart upload"))
+                                             for r in ck.reasons)
+                self.ctx.finding("info" if busy else "warning",
+                                 "checkpoint-in-progress" if busy else "checkpoint-incomplete",
+                                 f"{ck.url}: not copied: {'; '.join(ck.reasons)}",
+                                 run=run, step=ck.step, reasons=list(ck.reasons))
+
+    def _source_uploads(self, found: Scan) -> None:
+        for i, place in enumerate(self.x.roots()):
+            uploads = found.uploads.get(i, [])
+            for u in uploads:
+                age = self.now - u.initiated
+                old = age > self.o.abort_after_seconds
+                what = f"multipart upload of {place.url_of(u.path)} pending for {age / 3600:.1f} h"
+                if old and self.o.allow_source_cleanup:
+                    place.abort(u)
+                    self.ctx.finding("info", "checkpoint-multipart-aborted", f"{what}: aborted", path=u.path)
+                else:
+                    why = "older than abort_multipart_after; allow_source_cleanup is off" if old else "recent"
+                    self.ctx.finding("warning" if old else "info", "checkpoint-multipart-pending",
+                                     f"{what} ({why})", path=u.path)
+
+    # -- one tier ---------------------------------------------------------------------------
+    def _tier(self, tier: Tier, found: Scan) -> None:
+        place = self.x.tier_place(tier)
+        inv = take_inventory(place, self.ctx.source)
+        self._report_damaged(tier, inv)
+        held = inv.held()
+        for run, cks in found.runs().items():
+            for ck in select(tier, cks, held.get(run, []), self.o.milestone):
+                self._copy(tier, place, ck, inv)
+        self._prune(tier, place, inv)
+        self._sweep(tier, place, inv, {ck.path for ck in found.checkpoints})
+        for path, state in sorted(inv.copies.items()):
+            if state.complete:
+                self._record(tier, place, state)
+
+    def _sweep(self, tier: Tier, place: Place, inv: Inventory, live: set[str]) -> None:
+        """After the copies (which resumed what they could), stale uploads are leftovers."""
+        _, stale = old_uploads(place, f"{self.ctx.source}/", self.o.abort_after_seconds, self.now)
+        for u in stale:
+            place.abort(u)
+            self.ctx.log(f"tier {tier.name}: aborted a stale upload of {place.url_of(u.path)}")
+        for f in stray_files(inv, live, self.o.abort_after_seconds, self.now):
+            place.delete(f.path)
+            self.ctx.log(f"tier {tier.name}: removed {place.url_of(f.path)} (part of no copy)")
+
+    def _report_damaged(self, tier: Tier, inv: Inventory) -> None:
+        for path, state in inv.copies.items():
+            if not state.complete:
+                self.ctx.finding("error", "checkpoint-copy-damaged", f"tier {tier.name}: {state.problem}",
+                                 path=path)
+
+    def _copy(self, tier: Tier, place: Place, ck: Checkpoint, inv: Inventory) -> None:
+        layout = layout_for(self.ctx.source, ck.path, ck.is_dir)
+        started = time.monotonic()
+        try:
+            result = copy_checkpoint(ck, place, layout, self.x.transfer(ck.root, tier), tier.name,
+                                     self.o.written_last, self.x.clock)
+        except (CopyError, SourceChanged, OSError) as exc:
+            self.ctx.finding("error", "checkpoint-copy-failed", f"tier {tier.name}: {ck.url}: {exc}",
+                             run=ck.run, step=ck.step)
+            return
+        inv.copies[ck.path] = result.state
+        s = result.stats
+        self.ctx.log(f"tier {tier.name}: {ck.url} -> {place.url_of(layout.key)}: {s.files_copied} files "
+                     f"({s.bytes_uploaded} bytes sent, {s.bytes_reused} reused, {s.server_side} server-side, "
+                     f"{s.files_skipped} already done) in {time.monotonic() - started:.1f}s")
+
+    def _prune(self, tier: Tier, place: Place, inv: Inventory) -> None:
+        for run, held in inv.held().items():
+            for h in to_prune(tier, held):
+                layout = inv.layout(h.path)
+                remove(place, layout, inv.paths_of(layout))
+                del inv.copies[h.path]
+                self.ctx.log(f"tier {tier.name}: pruned {place.url_of(layout.key)} (keep_last {tier.keep_last})")
+
+    # -- the snapshot record ----------------------------------------------------------------
+    def _record(self, tier: Tier, place: Place, state: CopyState) -> None:
+        record = copy_record(tier.name, place, state)
+        ck = record["checkpoint"]
+        copy_url = record["copy"]
+        kind = "bucket" if str(ck.get("source", "")).startswith("s3://") else "path"
+        self.sink.write(
+            KIND, f"{tier.name}/{ck['path']}", canonical(record),
+            sensitivity=self.ctx.sensitivity or Sensitivity.INTERNAL,
+            dependencies=[Dependency(kind, ck["source"], "the checkpoint's source: restore writes back there"),
+                          Dependency(KIND, copy_url, f"DR copy, tier {tier.name}")],
+            meta={"provides": [ck["source"]], "run": ck["run"], "step": ck["step"], "tier": tier.name,
+                  "copy": copy_url, "manifest_sha256": state.manifest_sha256,
+                  "files": len(record["files"]), "bytes": record["bytes"]},
+            change_token=f"{state.manifest_sha256}:{copy_url}")
+
+
+def copy_record(tier: str, place: Place, state: CopyState) -> dict:
+    """What the snapshot keeps about a copy: enough to find, check and restore it."""
+    files = state.files()
+    layout = state.layout
+    return {
+        "format": RECORD_FORMAT, "version": 1, "tier": tier, "location": place.location(),
+        "copy": place.url_of(layout.key),
+        "layout": {"key": layout.key, "is_dir": layout.is_dir},
+        "manifest": {"key": layout.manifest, "sha256": state.manifest_sha256},
+        "marker": layout.marker, "checkpoint": state.manifest.get("checkpoint", {}),
+        "files": files, "bytes": sum(f["size"] for f in files),
+    }
+

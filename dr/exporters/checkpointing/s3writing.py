@@ -1,0 +1,186 @@
+"""Writing one object to S3 for a copy: single PUT, resumable multipart upload, or server-side.
+
+Why resumable: a checkpoint shard can be tens of GB. When the copier is killed half-way, the
+parts it uploaded stay on the server (until completed or aborted), so the next run lists the
+key's pending upload and its parts, re-reads the source (reading is cheaper than uploading)
+and uploads only the parts whose bytes are not already stored: a part is reused when its
+size and checksum (the part's CRC32 when the server keeps it, else its ETag, which S3 makes
+the MD5 of the part) match the source's bytes.
+
+Why CRC32 on parts: S3 verifies it on arrival, so bytes damaged on the way are refused, and it
+costs a fraction of MD5 (SHA-256 of the whole file is computed once, by the caller). A file
+that fits one part is one PUT carrying that SHA-256, which S3 verifies and keeps.
+
+Server-side copies (same endpoint and credentials): CopyObject with ChecksumAlgorithm=SHA256
+up to 5 GiB, so S3 returns the SHA-256 of the copy it made; above that, UploadPartCopy of
+ranges in parallel (S3 keeps no whole-object SHA-256 then: the caller hashes the copy).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import threading
+from concurrent.futures import Executor
+
+import botocore.exceptions
+
+from dr.exporters.checkpointing.buffers import body_of
+from dr.exporters.checkpointing.s3place import (COPY_OBJECT_LIMIT, S3Place, SourceChanged, Upload, error_code,
+                                                 mapped_error)
+
+#: UploadPartCopy range size: few requests, well under S3's 5 GiB part limit
+COPY_PART = 512 << 20
+
+
+class S3Writer:
+    """One object being written. Parts may be written from several threads, in any order."""
+
+    def __init__(self, place: S3Place, path: str, size: int, part_size: int) -> None:
+        self.place, self.path, self.size, self.part_size = place, path, size, part_size
+        self.multipart = size > part_size
+        self.upload_id: str | None = None
+        self._parts: dict[int, tuple[str, str]] = {}  # number -> (etag, crc32)
+        self._single: tuple[memoryview, str] | None = None
+        self._lock = threading.Lock()
+
+    # -- resuming ---------------------------------------------------------------------------
+    def resumable_parts(self) -> dict[int, tuple[int, str, str]]:
+        """Parts already stored by an interrupted upload of this key with our part size."""
+        if not self.multipart:
+            return {}
+        uploads = [u for u in self.place.pending_uploads(self.path) if u.path == self.path]
+        for upload in sorted(uploads, key=lambda u: u.initiated, reverse=True):
+            parts = self.place.list_parts(self.path, upload.upload_id)
+            if parts and _fits(parts, self.size, self.part_size):
+                self.upload_id = upload.upload_id
+                return parts
+        return {}
+
+    @staticmethod
+    def matches(stored: tuple[int, str, str], data: memoryview, crc: str) -> bool:
+        """Whether a stored part holds exactly `data`."""
+        size, etag, stored_crc = stored
+        if size != len(data):
+            return False
+        if stored_crc:
+            return stored_crc == crc
+        return etag == hashlib.md5(data, usedforsecurity=False).hexdigest()
+
+    def keep(self, number: int, stored: tuple[int, str, str], crc: str) -> None:
+        with self._lock:
+            self._parts[number] = (stored[1], crc)
+
+    # -- writing ----------------------------------------------------------------------------
+    def write(self, number: int, data: memoryview, crc: str) -> None:
+        """Upload part `number` (1-based); a file that fits one part is kept for complete()."""
+        if not self.multipart:
+            self._single = (data, crc)
+            return
+        upload_id = self._ensure_upload()
+        try:
+            response = self.place.client.upload_part(
+                Bucket=self.place.bucket, Key=self.place.key(self.path), UploadId=upload_id,
+                PartNumber=number, Body=body_of(data), ChecksumCRC32=crc)
+        except botocore.exceptions.ClientError as exc:
+            raise mapped_error(exc, self.place.url_of(self.path)) from None
+        with self._lock:
+            self._parts[number] = (response["ETag"].strip('"'), crc)
+
+    def _ensure_upload(self) -> str:
+        with self._lock:
+            if self.upload_id is None:
+                try:
+                    self.upload_id = self.place.client.create_multipart_upload(
+                        Bucket=self.place.bucket, Key=self.place.key(self.path),
+                        ChecksumAlgorithm="CRC32")["UploadId"]
+                except botocore.exceptions.ClientError as exc:
+                    raise mapped_error(exc, self.place.url_of(self.path)) from None
+            return self.upload_id
+
+    def complete(self, sha256_b64: str = "") -> None:
+        """Make the object visible: the single PUT (carrying the file's SHA-256, base64), or
+        CompleteMultipartUpload."""
+        if not self.multipart:
+            data = body_of(self._single[0]) if self._single else b""
+            self.place.put(self.path, data, sha256_b64=sha256_b64)
+            return
+        parts = [{"PartNumber": n, "ETag": f'"{etag}"', "ChecksumCRC32": crc}
+                 for n, (etag, crc) in sorted(self._parts.items())]
+        try:
+            self.place.client.complete_multipart_upload(
+                Bucket=self.place.bucket, Key=self.place.key(self.path), UploadId=self._ensure_upload(),
+                MultipartUpload={"Parts": parts})
+        except botocore.exceptions.ClientError as exc:
+            raise mapped_error(exc, self.place.url_of(self.path)) from None
+
+    def abort(self) -> None:
+        if self.upload_id is not None:
+            self.place.abort(Upload(self.path, self.upload_id, 0.0))
+
+
+def _fits(parts: dict[int, tuple[int, str, str]], size: int, part_size: int) -> bool:
+    """Stored parts can be reused only if they cut the file where we cut it."""
+    count = -(-size // part_size)
+    for number, (psize, _, _) in parts.items():
+        want = part_size if number < count else size - part_size * (count - 1)
+        if not 1 <= number <= count or psize != want:
+            return False
+    return True
+
+
+def server_copy(src: S3Place, src_path: str, size: int, dst: S3Place, dst_path: str,
+                pool: Executor) -> str:
+    """Copy an object inside the object store; returns the copy's SHA-256 (hex) when the
+    server computed it, else ''. SourceChanged when the source is not what was listed."""
+    etag = src.version(src_path)
+    source = {"Bucket": src.bucket, "Key": src.key(src_path)}
+    try:
+        if size <= COPY_OBJECT_LIMIT:
+            result = dst.client.copy_object(
+                Bucket=dst.bucket, Key=dst.key(dst_path), CopySource=source, ChecksumAlgorithm="SHA256",
+                **({"CopySourceIfMatch": etag} if etag else {}))["CopyObjectResult"]
+            digest = result.get("ChecksumSHA256", "")
+        else:
+            _part_copy(src, source, etag, size, dst, dst_path, pool)
+            digest = ""
+    except botocore.exceptions.ClientError as exc:
+        if error_code(exc) in ("PreconditionFailed", "412"):
+            raise SourceChanged(f"{src.url_of(src_path)} changed since it was listed") from None
+        raise mapped_error(exc, dst.url_of(dst_path)) from None
+    _check_unchanged(src, src_path, etag, size, dst, dst_path)
+    return base64.b64decode(digest).hex() if digest and "-" not in digest else ""
+
+
+def _part_copy(src: S3Place, source: dict, etag: str, size: int, dst: S3Place, dst_path: str,
+               pool: Executor) -> None:
+    client, key = dst.client, dst.key(dst_path)
+    upload_id = client.create_multipart_upload(Bucket=dst.bucket, Key=key)["UploadId"]
+    condition = {"CopySourceIfMatch": etag} if etag else {}
+
+    def part(number: int, start: int) -> dict:
+        end = min(size, start + COPY_PART) - 1
+        r = client.upload_part_copy(Bucket=dst.bucket, Key=key, UploadId=upload_id, PartNumber=number,
+                                    CopySource=source, CopySourceRange=f"bytes={start}-{end}", **condition)
+        return {"PartNumber": number, "ETag": r["CopyPartResult"]["ETag"]}
+
+    try:
+        futures = [pool.submit(part, i + 1, start) for i, start in enumerate(range(0, size, COPY_PART))]
+        parts = [f.result() for f in futures]
+        client.complete_multipart_upload(Bucket=dst.bucket, Key=key, UploadId=upload_id,
+                                         MultipartUpload={"Parts": parts})
+    except BaseException:
+        dst.abort(Upload(dst_path, upload_id, 0.0))
+        raise
+
+
+def _check_unchanged(src: S3Place, src_path: str, etag: str, size: int, dst: S3Place, dst_path: str) -> None:
+    """Some servers ignore CopySourceIfMatch: compare the source's ETag after the copy, and
+    the copy's size, so a checkpoint replaced during the copy is never published."""
+    now = src.head(src_path)
+    copied = dst.head(dst_path)
+    if now is None or (etag and now[1] != etag) or now[0] != size:
+        dst.delete(dst_path)
+        raise SourceChanged(f"{src.url_of(src_path)} changed during the copy")
+    if copied is None or copied[0] != size:
+        raise OSError(f"{dst.url_of(dst_path)}: copy has {copied[0] if copied else 'no'} bytes, expected {size}")
