@@ -163,6 +163,32 @@ def _restore_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--identity", metavar="FILE", help="age identity file for secret content "
                    "(default: the file named by the plan's identity_env variable)")
     p.add_argument("--lock-wait", type=float, default=0.0, metavar="SECONDS")
+    p.add_argument("--namespace-map", action="append", metavar="OLD=NEW",
+                   help="kubernetes: restore namespace OLD as NEW (repeatable)")
+    p.add_argument("--run", metavar="RUN", help="checkpoints: the training run to restore")
+    p.add_argument("--step", metavar="N|latest", help="checkpoints: the step to restore (default latest)")
+    p.add_argument("--remap", action="append", metavar="KEY=VALUE",
+                   help="an exporter remap key (docs/restore.md lists them), repeatable")
+
+
+def _remaps(args: argparse.Namespace) -> dict[str, str]:
+    """Single-source remaps from the convenience flags and --remap KEY=VALUE."""
+    remap: dict[str, str] = {}
+    for pair in args.namespace_map or []:
+        old, sep, new = pair.partition("=")
+        if not (sep and old and new):
+            raise UsageError(f"--namespace-map: expected OLD=NEW, found '{pair}'")
+        remap[f"namespace:{old}"] = new
+    for pair in args.remap or []:
+        key, sep, value = pair.partition("=")
+        if not (sep and key):
+            raise UsageError(f"--remap: expected KEY=VALUE, found '{pair}'")
+        remap[key] = value
+    if args.run:
+        remap["run"] = args.run
+    if args.step:
+        remap["step"] = args.step
+    return remap
 
 
 def _single_destination(args: argparse.Namespace) -> str | None:
@@ -177,6 +203,9 @@ def _single_destination(args: argparse.Namespace) -> str | None:
 
 
 def restore(args: argparse.Namespace, out: Output) -> int:
+    if args.source is None and (args.namespace_map or args.run or args.step or args.remap):
+        raise UsageError("--namespace-map, --run, --step and --remap apply to one source: add --source "
+                         "(a whole-plan restore takes its remaps from the plan's restore section)")
     if args.source is None:
         from dr.cli.recovery_commands import restore_plan
 
@@ -189,7 +218,7 @@ def restore(args: argparse.Namespace, out: Output) -> int:
     to = _single_destination(args)
     identities = encryption.load_identities(args.identity) if args.identity else \
         encryption.identities_from_env(plan.spec.encryption.identity_env)
-    request = RestoreRequest(to=to, dry_run=args.dry_run, overwrite=args.overwrite)
+    request = RestoreRequest(to=to, dry_run=args.dry_run, overwrite=args.overwrite, remap=_remaps(args))
     result = run_restore(plan, registry, args.source, args.snapshot, request=request,
                          identities=identities, target_name=args.target, lock_wait=args.lock_wait)
     verb = "would restore" if args.dry_run else "restored"

@@ -11,6 +11,7 @@ class Exit(IntEnum):
     BLOCKERS = 4  # the audit found blockers (recovery needs something from a failed domain)
     LOCKED = 5  # the repository is locked by another dr process
     INTEGRITY = 6  # stored data is damaged or missing (verify or restore refused it)
+    RPO_BREACH = 7  # dr status: a source or training run is older than its RPO objective
     INTERRUPTED = 130  # interrupted (Ctrl-C / SIGINT); nothing half-written is visible
 
 
@@ -22,5 +23,6 @@ MEANINGS = {
     Exit.BLOCKERS: "the audit found blockers",
     Exit.LOCKED: "the repository is locked by another dr process",
     Exit.INTEGRITY: "damaged or missing data in the repository",
+    Exit.RPO_BREACH: "an RPO objective is breached (dr status)",
     Exit.INTERRUPTED: "interrupted; nothing half-written is visible",
 }

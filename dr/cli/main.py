@@ -8,6 +8,7 @@ import sys
 from dr import __version__
 from dr.cli import commands
 from dr.cli.audit_command import AUDIT
+from dr.cli.status_command import STATUS
 from dr.cli.exitcodes import Exit
 from dr.cli.output import Output
 from dr.cli.recovery_commands import DRILL
@@ -19,7 +20,7 @@ from dr.repository.repositories import IntegrityError, RepositoryError
 from dr.repository.stores.base import StoreError
 
 
-ALL_COMMANDS = [*commands.COMMANDS, AUDIT, DRILL]
+ALL_COMMANDS = [*commands.COMMANDS, AUDIT, DRILL, STATUS]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
         spec.arguments(command)
         command.add_argument("--json", action="store_true", help="machine-readable output on stdout")
         command.add_argument("-q", "--quiet", action="store_true", help="no progress or notes on stderr")
-        command.set_defaults(run=spec.run)
+        command.set_defaults(handler=spec.run)
     return parser
 
 
@@ -40,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = Output(as_json=args.json, quiet=args.quiet)
     try:
-        return int(args.run(args, out))
+        return int(args.handler(args, out))
     except PlanError as exc:
         out.error(f"the plan is not valid ({len(exc.problems)} problem{'s' * (len(exc.problems) != 1)}):")
         for problem in exc.problems:
