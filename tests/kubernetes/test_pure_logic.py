@@ -188,3 +188,11 @@ def test_include_status_keeps_status_in_the_backup_but_never_in_what_is_created(
     kept = strip_runtime(dict(obj), include_status=True)
     assert kept["status"] == obj["status"]
     assert "status" not in normalized(rtype, kept)
+
+
+def test_the_continue_token_is_read_from_the_head_of_a_list_only_when_certain():
+    from dr.exporters.kubernetes.requesting import early_token
+    assert early_token(b'{"kind":"L","metadata":{"resourceVersion":"5","continue":"abc-_="},"items":[]}') == "abc-_="
+    assert early_token(b'{"kind": "L", "metadata": {"resourceVersion": "5"}, "items": []}') == ""
+    assert early_token(b'{"items":[{"metadata":{"continue":"x"}}],"metadata":{"continue":"y"}}') is None
+    assert early_token(b'{"metadata":{"continue":"a\\\\u0026b"},"items":[]}') is None  # escaped: parse it instead

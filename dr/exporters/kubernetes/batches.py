@@ -37,8 +37,7 @@ class Batch:
 
     def add(self, line: bytes, version_key: str, dependencies: list[Dependency], provides: list[str],
             workload: bool) -> None:
-        self._spool.write(line)
-        self._spool.write(b"\n")
+        self._spool.write(line + b"\n")
         self._hash.update(version_key.encode() + b"\n")
         self.count += 1
         self.dependencies.update(dict.fromkeys(dependencies))

@@ -31,6 +31,8 @@ RUNTIME_ANNOTATIONS = {
     "kubectl.kubernetes.io/last-applied-configuration":
         "kubectl's copy of the whole object: doubles the size, and stale after any other writer",
 }
+_RUNTIME_KEYS = frozenset(RUNTIME_METADATA)
+_RUNTIME_ANNOTATION_KEYS = frozenset(RUNTIME_ANNOTATIONS)
 
 # (group, plural, path, reason): removed before create, ignored when comparing.
 ASSIGNED: list[tuple[str, str, tuple[str, ...], str]] = [
@@ -72,11 +74,12 @@ def strip_runtime(obj: dict, *, include_status: bool = False,
                   keep_owner: Callable[[dict], bool] = lambda ref: True) -> dict:
     """Remove RUNTIME fields (in place) and ownerReferences whose owner is not in the backup."""
     meta = obj.setdefault("metadata", {})
-    for key in RUNTIME_METADATA:
-        meta.pop(key, None)
-    annotations = meta.get("annotations") or {}
-    for key in RUNTIME_ANNOTATIONS:
-        annotations.pop(key, None)
+    for key in _RUNTIME_KEYS & meta.keys():
+        del meta[key]
+    annotations = meta.get("annotations")
+    if annotations:
+        for key in _RUNTIME_ANNOTATION_KEYS & annotations.keys():
+            del annotations[key]
     if "ownerReferences" in meta:
         meta["ownerReferences"] = [ref for ref in meta["ownerReferences"] if keep_owner(ref)]
     _drop_empty(meta, "annotations", "ownerReferences")

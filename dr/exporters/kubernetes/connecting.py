@@ -8,11 +8,14 @@ that times out must fail loudly rather than be retried in the dark.
 from __future__ import annotations
 
 import os
+import socket
 
 import kubernetes.client
 import kubernetes.config
 import kubernetes.dynamic
+from kubernetes.utils.keepalive import tcp_keepalive_socket_options
 
+RECEIVE_BUFFER = 4 << 20  # capped by net.core.rmem_max
 
 class ConnectionFailure(Exception):
     """No usable credentials for the cluster (a permanent error: retrying will not help)."""
@@ -40,6 +43,10 @@ def api_client(kubeconfig: str | None, context: str | None, *, pool_size: int) -
         raise ConnectionFailure(f"cannot load Kubernetes credentials from {where}: {exc}") from None
     configuration.retries = False
     configuration.connection_pool_maxsize = max(pool_size, 4)
+    # A receive buffer that holds a whole page: the server hands page n+1 over while this
+    # process still works on page n (requesting.Api.pages), instead of stalling on our reads.
+    configuration.socket_options = list(tcp_keepalive_socket_options()) + [
+        (socket.SOL_SOCKET, socket.SO_RCVBUF, RECEIVE_BUFFER)]
     return kubernetes.client.ApiClient(configuration)
 
 

@@ -13,6 +13,7 @@ the request. Errors carry their retry intent in their type (kopf's habit):
 from __future__ import annotations
 
 import json
+import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterator
 
@@ -97,16 +98,33 @@ class Api:
                 query: list[tuple[str, Any]] = (), timeout: float | None = None,
                 content_type: str | None = None, parse: bool = True) -> Any:
         seconds = timeout or self.timeout
+        response = self.send(method, path, what=what, body=body, query=query, timeout=seconds,
+                             content_type=content_type)
+        data = self.read(response, what=what, timeout=seconds)
+        if not parse:
+            return data
+        return json.loads(data) if data else {}
+
+    def send(self, method: str, path: str, *, what: str, body: Any = None, query: list[tuple[str, Any]] = (),
+             timeout: float, content_type: str | None = None):
+        """Send a request and wait for the answer's status and headers; the body is not read yet."""
         extra = {"content_type": content_type} if content_type else {}
         try:
-            response = self.call(lambda: self.dynamic.request(
+            return self.call(lambda: self.dynamic.request(
                 method, path, body=body, query_params=list(query), serialize=False,
-                _request_timeout=(min(seconds, 10.0), seconds), **extra), what=what)
+                _request_timeout=(min(timeout, 10.0), timeout), **extra), what=what)
         except RequestTimeout:
-            raise RequestTimeout(0, "Timeout", f"{what}: no answer within {seconds:g} s") from None
-        if not parse:
+            raise RequestTimeout(0, "Timeout", f"{what}: no answer within {timeout:g} s") from None
+
+    @staticmethod
+    def read(response, *, what: str, timeout: float) -> bytes:
+        """The body of a sent request (a stalled body is a timeout like a stalled answer)."""
+        try:
             return response.data
-        return json.loads(response.data) if response.data else {}
+        except (urllib3.exceptions.ReadTimeoutError, TimeoutError):
+            raise RequestTimeout(0, "Timeout", f"{what}: no answer within {timeout:g} s") from None
+        except urllib3.exceptions.ProtocolError as exc:
+            raise KubeError(0, "ConnectionError", f"{what}: connection lost while reading: {exc}") from None
 
     @staticmethod
     def _once(fn: Callable[[], Any], what: str) -> Any:
@@ -131,20 +149,45 @@ class Api:
     def pages(self, path: str, *, what: str, limit: int, timeout: float) -> Iterator[dict]:
         """Each page of a paginated list (limit/continue), as the server answers it.
 
-        The next page is fetched while the caller works on this one: the server renders page
-        n+1 while we process page n, so a list costs about the slower of the two, not their sum.
-        At most two pages are held at once.
+        Pipelined: the request for page n+1 goes out, on a helper thread, as soon as page n's
+        continue token is known -- read from the head of the body before the body is parsed
+        (early_token) -- so the server renders page n+1 while this thread parses and the caller
+        works on page n. The helper only sends and waits for the headers; bodies are read here,
+        from a receive buffer sized to hold a page (connecting.py): a helper that needed the GIL
+        more would wait for it while the caller computes. At most two pages are held at once.
         """
-        def fetch(token: str | None) -> bytes:
+        def send(token: str | None):
             query = [("limit", limit)] + ([("continue", token)] if token else [])
-            return self.request("get", path, what=what, query=query, timeout=timeout, parse=False)
+            return self.send("get", path, what=what, query=query, timeout=timeout)
         ahead = ThreadPoolExecutor(1, thread_name_prefix="kube-page")
         try:
-            future = ahead.submit(fetch, None)
+            future = ahead.submit(send, None)
             while future is not None:
-                page = json.loads(future.result())  # here: the fetching thread needs the GIL least
-                token = (page.get("metadata") or {}).get("continue")
-                future = ahead.submit(fetch, token) if token else None
+                data = self.read(future.result(), what=what, timeout=timeout)
+                early = early_token(data)
+                future = ahead.submit(send, early) if early else None
+                page = json.loads(data)
+                token = (page.get("metadata") or {}).get("continue") or ""
+                if early is None and token:
+                    future = ahead.submit(send, token)
+                elif early is not None and early != token:
+                    raise KubeError(0, "BadList", f"{what}: continue token read early differs from the parsed one")
                 yield page
         finally:
             ahead.shutdown(wait=False, cancel_futures=True)
+
+
+_CONTINUE = re.compile(rb'"continue"\s*:\s*"([^"\\]*)"')
+
+
+def early_token(data: bytes) -> str | None:
+    """The list's continue token ('' on the last page) when its metadata precedes its items
+    (as a real API server writes it: TypeMeta, ListMeta, items); None when unsure."""
+    items = data.find(b'"items"')
+    head = data[:items] if items >= 0 else b""
+    if b'"metadata"' not in head:
+        return None
+    if b'"continue"' not in head:
+        return ""
+    found = _CONTINUE.search(head)
+    return found.group(1).decode() if found else None  # an escaped token: let the parser read it

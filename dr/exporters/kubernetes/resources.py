@@ -8,27 +8,30 @@ prefers). Artifacts are named after it: `<plural>[.<group>]` for a cluster-scope
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 
 @dataclass(frozen=True)
 class ResourceType:
+    """Hashable and immutable; the derived names are computed once (they are asked per object)."""
+
     group: str  # "" for the core group
     version: str
     plural: str
     kind: str
     namespaced: bool
 
-    @property
+    @cached_property
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 
-    @property
+    @cached_property
     def qualified(self) -> str:
         """kubectl's unambiguous name: `configmaps`, `clusterqueues.kueue.x-k8s.io`."""
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
-    @property
+    @cached_property
     def key(self) -> tuple[str, str]:
         """(group, plural): what ordering and selection rules match, whatever the version."""
         return (self.group, self.plural)

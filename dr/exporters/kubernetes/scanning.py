@@ -15,6 +15,7 @@ the snapshot itself restores.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Iterator
 
 from dr.model.artifacts import Dependency
@@ -22,10 +23,13 @@ from dr.model.artifacts import Dependency
 CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
 # Where the walk does not go, and why: nothing there is a reference, and it is large.
 _NOT_WALKED = {"Secret": "data", "ConfigMap": "data", "CustomResourceDefinition": "spec"}
+# Object metadata and status never hold a pod spec or a reference worth recording.
+_NEVER_REFERENCES = frozenset({"metadata", "status"})
 # Keys of an external-secrets provider block that name the store's endpoint.
 _STORE_ENDPOINT_KEYS = ("server", "url", "vaultUrl", "endpoint", "host", "address")
 
 
+@lru_cache(maxsize=4096)  # objects of one type repeat the same few paths
 def _path(parts: tuple) -> str:
     return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts)
 
@@ -108,7 +112,7 @@ class Scanner:
         else:
             return
         for key, value in children:
-            if type(value) is dict or type(value) is list:
+            if (type(value) is dict and key not in _NEVER_REFERENCES) or type(value) is list:
                 path.append(key)
                 self._visit(value, path, state)
                 path.pop()

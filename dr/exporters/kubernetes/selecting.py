@@ -43,28 +43,30 @@ NEVER: dict[tuple[str, str], str] = {
 
 
 def _skip_root_ca(obj: dict) -> bool:
-    return obj.get("kind") == "ConfigMap" and obj["metadata"].get("name") == "kube-root-ca.crt"
+    return obj["metadata"].get("name") == "kube-root-ca.crt"
 
 
 def _skip_token(obj: dict) -> bool:
-    return obj.get("kind") == "Secret" and obj.get("type") == "kubernetes.io/service-account-token"
+    return obj.get("type") == "kubernetes.io/service-account-token"
 
 
 def _skip_bootstrap_rbac(obj: dict) -> bool:
-    labels = obj["metadata"].get("labels") or {}
-    return obj.get("kind", "").startswith("Cluster") and labels.get("kubernetes.io/bootstrapping") == "rbac-defaults"
+    return (obj["metadata"].get("labels") or {}).get("kubernetes.io/bootstrapping") == "rbac-defaults"
 
 
-SKIPPED: list[tuple[Callable[[dict], bool], str]] = [
-    (_skip_root_ca, "kube-root-ca.crt is published into every namespace by each cluster, with its own CA"),
-    (_skip_token, "service account tokens are signed by the source cluster's key; the destination "
-                  "issues its own"),
-    (_skip_bootstrap_rbac, "default RBAC that every API server reconciles itself"),
-]
+# Kind -> (predicate, reason): checked only for objects of that kind.
+SKIPPED: dict[str, list[tuple[Callable[[dict], bool], str]]] = {
+    "ConfigMap": [(_skip_root_ca, "kube-root-ca.crt is published into every namespace by each cluster, "
+                                  "with its own CA")],
+    "Secret": [(_skip_token, "service account tokens are signed by the source cluster's key; the "
+                             "destination issues its own")],
+    "ClusterRole": [(_skip_bootstrap_rbac, "default RBAC that every API server reconciles itself")],
+    "ClusterRoleBinding": [(_skip_bootstrap_rbac, "default RBAC that every API server reconciles itself")],
+}
 
 
 def skip_reason(obj: dict) -> str | None:
-    for matches, reason in SKIPPED:
+    for matches, reason in SKIPPED.get(obj.get("kind", ""), ()):
         if matches(obj):
             return reason
     return None
