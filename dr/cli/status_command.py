@@ -63,13 +63,22 @@ def _checkpoint_rows(plan, registry, source) -> list[dict]:
     context = ExportContext(source.name, plan.options[source.name], plan.base_dir, source.sensitivity)
     exporter = registry.get(source.type)(context)
     objective = source.rpo_delta
+    # Milestone archive tiers lag by design: judged for presence in the report, never as a breach.
+    archive = {t.name for t in exporter.options.effective_tiers() if getattr(t, "milestones_only", False)}
     rows = []
     for row in rpo_report(exporter):
         data = row.to_json()
-        lagging = row.rpo_seconds is None or (objective is not None and row.rpo_seconds > objective.total_seconds())
-        data["breach"] = bool(objective is not None and lagging)
+        data["breach"] = objective is not None and row.tier not in archive and _lagging(row, objective)
         rows.append(data)
     return rows
+
+
+def _lagging(row, objective) -> bool:
+    if row.copy_step is None:
+        return row.source_step is not None  # a complete checkpoint exists and none is copied
+    if row.rpo_seconds is None:
+        return False  # the source has no complete checkpoint left; the copy is what remains
+    return row.rpo_seconds > objective.total_seconds()
 
 
 def _ago(seconds: float | None) -> str:
