@@ -34,7 +34,8 @@ to a new remote; the kubernetes exporter lists `secret:<ns>/<name>`, `configmap:
 Always checked, whatever the catalog says (dr.audit.essentials): a target outside the lost
 domains, the audited target itself, each surviving target's credentials_location, the
 decryption key's location (when anything is encrypted or the plan has recipients), and dr's
-own image (dr_image). None of these can be covered by the snapshot. Staleness
+own image (dr_image). With live (dr audit --live), coverage (dr.audit.coverage): what each
+source's exporter discovers now but the snapshot does not hold. None of these can be covered by the snapshot. Staleness
 (dr.audit.staleness): the newest snapshot holding each source, against its RPO.
 
 Every finding has a code, a severity, what to do, and a runbook at runbooks/<code>.md. Any

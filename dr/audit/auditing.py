@@ -4,7 +4,7 @@ The flow: pick the snapshot (latest by default) in the audited target, stream it
 once into a dependency index (dr.audit.gathering), place every distinct reference once
 (cached), then for each scenario judge the essentials (dr.audit.essentials) and the
 dependencies (dr.audit.judging). Staleness and placement gaps hold in every scenario and are
-reported once. Nothing is written to the repository: the audit needs read access only, and
+reported once. With live (dr audit --live), coverage too (dr.audit.coverage). Nothing is written to the repository: the audit needs read access only, and
 never the private key (catalogs are not encrypted).
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from dr.audit.audits import AuditReport, ScenarioResult, SnapshotInfo
+from dr.audit.coverage import ExporterLookup, HeldIdentities, coverage_findings
 from dr.audit.essentials import essentials, judge_essentials, unknown_findings
 from dr.audit.gathering import DependencyIndex, Provider, gather
 from dr.audit.judging import DependencyJudge, Placements, count_verdicts
@@ -37,17 +38,26 @@ def choose_audited_target(plan: Plan, scenarios: list[Scenario], name: str | Non
 
 def run_audit(plan: Plan, repo: Repository, target: TargetSpec, scenarios: list[Scenario], *,
               snapshot_ref: str = "latest", strict: bool = False,
-              now: datetime | None = None) -> AuditReport:
+              now: datetime | None = None, live: ExporterLookup | None = None) -> AuditReport:
+    """live: the exporter registry, to compare what the sources hold now with the snapshot
+    (dr.audit.coverage); None (the default) runs no exporter at all."""
     now = now or datetime.now(timezone.utc)
     snapshots = repo.snapshots()
     snapshot = _select(repo, snapshots, snapshot_ref)
-    index = gather(read_catalog(repo, snapshot.catalog)) if snapshot else DependencyIndex()
+    held = HeldIdentities()
+    if snapshot:
+        artifacts = read_catalog(repo, snapshot.catalog)
+        index = gather(held.record(artifacts) if live is not None else artifacts)
+    else:
+        index = DependencyIndex()
     placements = Placements(plan)
     judge = DependencyJudge(index, placements, lambda p: _intact(repo, p), strict)
     needs_key = bool(plan.spec.encryption.recipients) or index.encrypted > 0
     items = essentials(plan, placements, needs_key)
     findings = (judge.unknown_findings() + unknown_findings(items, placements, strict)
                 + stale_findings(plan, target, snapshots, now))
+    if live is not None and snapshot is not None:
+        findings += coverage_findings(plan, target, held, snapshot.source_names(), live, strict)
     results = []
     for scenario in scenarios:
         states = judge_essentials(items, scenario, target.name, placements)

@@ -62,6 +62,12 @@ _CODES = [
     Code("unknown-location", "Nothing in the plan says where a reference lives",
          "Add a location or a placement rule to the plan that places this reference in its failure "
          "domain; until then the audit cannot tell whether it survives."),
+    Code("not-backed-up", "Something exists at a source now but the audited snapshot does not hold it",
+         "Run dr backup --source NAME so the next snapshot holds it; if a backup would still leave it "
+         "out, add it to a source in the plan, then back up and audit again."),
+    Code("coverage-unknown", "The audit could not list what exists at a source (dr audit --live)",
+         "Fix what discover() reported (credentials, kubeconfig context, a missing path, the network) "
+         "and run dr audit --live again; until then, what is not backed up there is unknown."),
     Code("dependency-remapped", "A lost dependency can be rebuilt from the snapshot's own copy",
          "During the restore, restore the providing artifact to a new location first and point the "
          "dependents at it (dr restore --source ... --to NEW-LOCATION)."),

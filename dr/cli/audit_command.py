@@ -6,7 +6,9 @@ blocker was found, 0 otherwise, 2 for a usage error (an unknown --failed domain 
 the nearest valid one).
 
 The plan is loaded without exporter plugins: the audit reads catalogs, never runs an
-exporter, so it works on a recovery laptop where the plugins are not installed.
+exporter, so it works on a recovery laptop where the plugins are not installed. With --live it
+loads them, and each source's exporter discovers what exists now: what the snapshot lacks is a
+`not-backed-up` finding (dr.audit.coverage).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dr.audit.reports_md import render_markdown
 from dr.cli.commands import CommandSpec, UsageError
 from dr.cli.exitcodes import Exit
 from dr.cli.output import Output
+from dr.exporters.registry import Registry
 from dr.model.plan_loading import load_plan
 from dr.repository.targets import open_target
 
@@ -37,13 +40,19 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=sorted(RENDERERS), help="report format (default md; json with --json)")
     p.add_argument("--out", metavar="FILE", help="write the report here instead of stdout")
     p.add_argument("--strict", action="store_true",
-                   help="a reference nothing places is a blocker, not a warning")
+                   help="a reference nothing places, or something not backed up (--live), is a "
+                        "blocker, not a warning")
+    p.add_argument("--live", action="store_true",
+                   help="also run each source's exporter discovery and report what exists now but "
+                        "is not in the snapshot (needs the exporter plugins and access to the sources)")
     p.add_argument("--target", metavar="NAME", help="read the snapshot from this target (default: the "
                    "first that survives every scenario)")
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
-    plan = load_plan(args.plan)
+    live = getattr(args, "live", False)
+    registry = Registry() if live else None
+    plan = load_plan(args.plan, registry) if live else load_plan(args.plan)
     try:
         scenarios = scenarios_for(plan, args.failed)
     except UnknownDomain as exc:
@@ -55,7 +64,8 @@ def run(args: argparse.Namespace, out: Output) -> int:
         raise UsageError(f"--target: no target '{args.target}' in {args.plan} (targets: {names})") from None
     repo = open_target(plan, target)
     repo.open()
-    report = run_audit(plan, repo, target, scenarios, snapshot_ref=args.snapshot, strict=args.strict)
+    report = run_audit(plan, repo, target, scenarios, snapshot_ref=args.snapshot, strict=args.strict,
+                       live=registry)
     fmt = args.format or ("json" if getattr(args, "json", False) else "md")
     text = RENDERERS[fmt](report)
     if args.out:

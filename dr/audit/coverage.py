@@ -1,0 +1,113 @@
+"""Coverage (`dr audit --live`): what exists at the sources now but the audited snapshot lacks.
+
+For each plan source backed up to the audited target and held by the audited snapshot, dr
+builds the source's exporter and calls discover(): what exists now, without reading content.
+A discovered item is held by the snapshot when an artifact of the same source has
+  - the same kind and identity (files: one per path, git: one per repository name,
+    kubernetes: one per type/namespace batch and per Helm release, exactly as export writes
+    them, since the kubernetes exporter discovers by running its export into a recorder), or
+  - the discovered identity in meta['provides'] (checkpoints: the DR copy record provides the
+    checkpoint's source URL), compared as dr.audit.gathering.normalize compares.
+Anything else is `not-backed-up` (a warning, a blocker under strict). A source whose exporter
+cannot be built or whose discover() raises is `coverage-unknown` (a warning, the error
+redacted). A source the snapshot does not hold is left to staleness (`stale-backup`).
+Findings hold in every scenario (scenario None). At most MAX_PER_SOURCE findings per source;
+the rest are folded into one finding that counts them and names a few examples.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator, Protocol
+
+from dr.audit.findings import BLOCKER, WARNING, Finding
+from dr.audit.gathering import normalize
+from dr.exporters.contract import Discovered, ExportContext, Exporter
+from dr.model.artifacts import Artifact
+from dr.model.plans import Plan, TargetSpec
+
+MAX_PER_SOURCE = 50
+EXAMPLES = 5
+
+
+class ExporterLookup(Protocol):
+    """What coverage needs from dr.exporters.registry.Registry."""
+
+    def get(self, name: str) -> type[Exporter]: ...
+
+
+@dataclass
+class HeldIdentities:
+    """What one snapshot holds, per source: (kind, identity) pairs and provided references."""
+
+    items: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
+    provided: dict[str, set[str]] = field(default_factory=dict)
+
+    def record(self, artifacts: Iterable[Artifact]) -> Iterator[Artifact]:
+        """Pass artifacts through (to dr.audit.gathering.gather), remembering what they are."""
+        for artifact in artifacts:
+            self.items.setdefault(artifact.source, set()).add((artifact.kind, artifact.identity))
+            provided = artifact.meta.get("provides") if artifact.meta else None
+            refs = [provided] if isinstance(provided, str) else provided
+            if isinstance(refs, (list, tuple)):
+                held = self.provided.setdefault(artifact.source, set())
+                held.update(normalize(r) for r in refs if isinstance(r, str) and r.strip())
+            yield artifact
+
+    def holds(self, source: str, item: Discovered) -> bool:
+        return ((item.kind, item.identity) in self.items.get(source, ())
+                or normalize(item.identity) in self.provided.get(source, ()))
+
+
+def coverage_findings(plan: Plan, target: TargetSpec, held: HeldIdentities, snapshot_sources: list[str],
+                      exporters: ExporterLookup, strict: bool = False) -> list[Finding]:
+    findings: list[Finding] = []
+    severity = BLOCKER if strict else WARNING
+    for source in plan.spec.sources:
+        if source.targets and target.name not in source.targets:
+            continue  # backed up to other targets only
+        if source.name not in snapshot_sources:
+            continue  # nothing of it in the snapshot: stale-backup says so
+        try:
+            context = ExportContext(source.name, plan.options.get(source.name), plan.base_dir,
+                                    source.sensitivity)
+            exporter = exporters.get(source.type)(context)
+            discovered = list(exporter.discover())
+        except Exception as exc:  # any failure: coverage of this source is unknown, not fatal
+            findings.append(Finding(
+                "coverage-unknown", WARNING,
+                f"source {source.name} ({source.type}): discover() failed, so the audit cannot tell "
+                f"what exists there but is not backed up: {type(exc).__name__}: {exc}",
+                kind="source", reference=source.name, sources=[source.name]))
+            continue
+        missing = [item for item in discovered if not held.holds(source.name, item)]
+        findings += _missing_findings(source.name, missing, severity)
+    return findings
+
+
+def _action(source: str) -> str:
+    return (f"Run dr backup --plan PLAN --source {source} so the next snapshot holds it; if a backup "
+            f"would still leave it out (a path, namespace or repository outside the source's options), "
+            f"add it to source {source} or to another source in the plan, then back up and audit again.")
+
+
+def _missing_findings(source: str, missing: list[Discovered], severity: str) -> list[Finding]:
+    shown, rest = missing[:MAX_PER_SOURCE], missing[MAX_PER_SOURCE:]
+    findings = []
+    for item in shown:
+        detail = f" ({item.detail})" if item.detail else ""
+        findings.append(Finding(
+            "not-backed-up", severity,
+            f"{item.kind} {item.identity}{detail} exists at source {source} now, but the audited "
+            f"snapshot does not hold it: a restore would not bring it back",
+            kind=item.kind, reference=item.identity, artifact=f"{source}/{item.kind}/{item.identity}",
+            sources=[source], action=_action(source)))
+    if rest:
+        findings.append(Finding(
+            "not-backed-up", severity,
+            f"{len(rest)} more item(s) exist at source {source} now but are not in the audited "
+            f"snapshot (only the first {MAX_PER_SOURCE} are listed one by one)",
+            kind="source", reference=f"{source}: {len(rest)} more", artifacts_affected=len(rest),
+            examples=[f"{source}/{i.kind}/{i.identity}" for i in rest[:EXAMPLES]],
+            sources=[source], action=_action(source)))
+    return findings
