@@ -92,6 +92,10 @@ class NeedJudge:
             if not unit.to:
                 continue
             j = self.judge.judge(unit.to)
+            if j.placement.domain is None and not unit.to.endswith("/"):
+                # a folder the step writes into is where what it holds is placed: a location
+                # with the prefix "<dir>/" holds "<dir>" as a destination too
+                j = self.judge.judge(unit.to + "/")
             if j.placement.domain is None:
                 continue  # a local folder or a context name: where the restore runs, not placed
             if is_lost(j.placement.domain, self.judge.lost):
