@@ -37,6 +37,15 @@ def _plan(args: argparse.Namespace) -> tuple[Plan, Registry]:
     return load_plan(args.plan, registry), registry
 
 
+def _open_repository(args: argparse.Namespace):
+    """(plan, its chosen target, that target's opened repository) for the repository commands."""
+    plan, _ = _plan(args)
+    target = choose_target(plan, args.target)
+    repo = open_target(plan, target)
+    repo.open()
+    return plan, target, repo
+
+
 def _plan_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plan", required=True, metavar="FILE", help="the DR plan (YAML)")
 
@@ -99,10 +108,7 @@ def _snapshots_args(p: argparse.ArgumentParser) -> None:
 
 
 def snapshots(args: argparse.Namespace, out: Output) -> int:
-    plan, _ = _plan(args)
-    target = choose_target(plan, args.target)
-    repo = open_target(plan, target)
-    repo.open()
+    _, target, repo = _open_repository(args)
     snaps = repo.snapshots()
     out.say(f"{len(snaps)} snapshots in {repo.description} (target {target.name})")
     for snap in snaps:
@@ -123,9 +129,7 @@ def _verify_args(p: argparse.ArgumentParser) -> None:
 
 
 def verify(args: argparse.Namespace, out: Output) -> int:
-    plan, _ = _plan(args)
-    repo = open_target(plan, choose_target(plan, args.target))
-    repo.open()
+    _, _, repo = _open_repository(args)
     with Lock(repo, exclusive=False, command="dr verify").acquire():
         ids = [repo.find_snapshot(args.snapshot).id] if args.snapshot else None
         with out.progress("verify") as advance:
@@ -242,9 +246,7 @@ def _prune_args(p: argparse.ArgumentParser) -> None:
 
 
 def prune(args: argparse.Namespace, out: Output) -> int:
-    plan, _ = _plan(args)
-    repo = open_target(plan, choose_target(plan, args.target))
-    repo.open()
+    plan, _, repo = _open_repository(args)
     with Lock(repo, exclusive=True, command="dr prune").acquire():
         snaps = repo.snapshots()
         policies = [(s.name, plan.retention_for(s).model_dump()) for s in plan.spec.sources]
@@ -275,9 +277,7 @@ def _unlock_args(p: argparse.ArgumentParser) -> None:
 
 
 def unlock(args: argparse.Namespace, out: Output) -> int:
-    plan, _ = _plan(args)
-    repo = open_target(plan, choose_target(plan, args.target))
-    repo.open()
+    _, _, repo = _open_repository(args)
     removed = remove_locks(repo, all_locks=args.remove_all)
     out.say(f"removed {len(removed)} lock(s)" + "".join(f"\n  {r}" for r in removed))
     out.document({"removed": removed})
