@@ -2,7 +2,8 @@
 
 The client's own retries are switched off (urllib3 would silently retry a 429 or a timed-out
 read): retrying, with backoff that honours Retry-After, is requesting.py's job, and a list
-that times out must fail loudly rather than be retried in the dark.
+that times out must fail loudly rather than be retried in the dark. Sockets get a receive
+buffer that holds a whole list page, for the pipelined lists of requesting.Api.pages.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import kubernetes.dynamic
 from kubernetes.utils.keepalive import tcp_keepalive_socket_options
 
 RECEIVE_BUFFER = 4 << 20  # capped by net.core.rmem_max
+
 
 class ConnectionFailure(Exception):
     """No usable credentials for the cluster (a permanent error: retrying will not help)."""

@@ -22,7 +22,6 @@ from dr.exporters.kubernetes.resources import ResourceType, provides_ref
 from dr.exporters.kubernetes.scanning import Scanner
 from dr.exporters.kubernetes.selecting import CRD_KEY, group_selected, skip_reason
 
-
 _ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode  # built once: per object
 
 
