@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 
+from dr.cli.demo_checkpoints import loads_equal, save_run, torch_available
 from dr.cli.exitcodes import Exit
 from dr.cli.output import Output
 from dr.repository.encryption import generate_identity
@@ -35,7 +36,7 @@ failure_domains:
 locations:
   - {{name: platform-git, domain: cluster-a, kind: git, prefixes: ["{root}/platform"]}}
   - {{name: offline-keys, domain: region-b, kind: key-store, prefixes: ["{root}/keys"]}}
-  - {{name: dr-site-disk, domain: region-b, kind: repository, prefixes: ["{root}/repository"]}}
+  - {{name: dr-site-disk, domain: region-b, kind: repository, prefixes: ["{root}/repository", "{root}/dr-site"]}}
 placement_rules:
   - {{match: "*.svc.cluster.local", domain: cluster-a, reason: in-cluster service DNS}}
 protects_against: [cluster-a, region-a]
@@ -69,6 +70,15 @@ sources:
 """
 
 
+CHECKPOINTS_SOURCE = """\
+  - name: training
+    type: checkpoints
+    rpo: 1h
+    roots: ["{root}/platform/checkpoints"]
+    dr_copy: "{root}/dr-site/checkpoints"
+    settle_seconds: 0
+"""
+
 KUBERNETES_SOURCE = """\
   - name: cluster-a-config
     type: kubernetes
@@ -85,6 +95,7 @@ def run_demo(directory: str, out: Output, kubeconfig: str | None = None) -> int:
     if os.path.exists(root):
         shutil.rmtree(root)
     plan_path, identity_path = build_stand_ins(root, kubeconfig)
+    saved = _training_run(root, plan_path, out)
     steps = [
         ("Back up every source (the repository is created on first use)", ["backup"]),
         ("Back up again: nothing changed, so no data is uploaded", ["backup"]),
@@ -98,6 +109,9 @@ def run_demo(directory: str, out: Output, kubeconfig: str | None = None) -> int:
          ["restore", "--source", "platform-secrets", "--to", f"{root}/restored/files",
           "--identity", identity_path]),
     ]
+    if saved:
+        steps.append(("Restore the newest complete checkpoint where a trainer will look",
+                      ["restore", "--source", "training", "--to", f"{root}/restored/checkpoints"]))
     if kubeconfig:
         steps.append(("Restore the cluster's objects into the empty recovery cluster, in dependency order",
                       ["restore", "--source", "cluster-a-config", "--to", "recovery", "--identity", identity_path]))
@@ -106,8 +120,19 @@ def run_demo(directory: str, out: Output, kubeconfig: str | None = None) -> int:
         if code != Exit.OK:
             out.error(f"demo step failed with exit code {code}")
             return code
-    compared = _compare(root, out)
+    compared = _compare(root, out, saved)
     return compared if compared != Exit.OK else _audit(main, root, plan_path, out)
+
+
+def _training_run(root: str, plan_path: str, out: Output) -> dict | None:
+    """Real DCP checkpoints of a tiny model, and a `checkpoints` source in the plan (needs torch)."""
+    if not torch_available():
+        out.note("torch is not installed: the demo skips its training checkpoints (pip install '.[demo]')")
+        return None
+    saved = save_run(f"{root}/platform/checkpoints")
+    with open(plan_path, "a", encoding="utf-8") as handle:
+        handle.write(CHECKPOINTS_SOURCE.format(root=root))
+    return saved
 
 
 def _step(main, title: str, argv: list[str], plan_path: str, out: Output) -> int:
@@ -174,7 +199,7 @@ def _make_git_remote(platform: str) -> None:
     shutil.rmtree(work)
 
 
-def _compare(root: str, out: Output) -> int:
+def _compare(root: str, out: Output, saved: dict | None = None) -> int:
     pairs = [(f"{root}/platform/config", f"{root}/restored/files/config"),
              (f"{root}/platform/secrets", f"{root}/restored/files/secrets")]
     for original, restored in pairs:
@@ -186,7 +211,11 @@ def _compare(root: str, out: Output) -> int:
     if refs[0] != refs[1]:
         out.error(f"restored Git refs differ: {refs[0]} != {refs[1]}")
         return Exit.FAILURE
-    out.say(f"\nRestored trees and Git refs are identical to the originals. Everything is under {root}.")
+    if saved and not loads_equal(f"{root}/restored/checkpoints/run-a/step-200", saved):
+        out.error("the restored checkpoint does not load with the saved tensors")
+        return Exit.FAILURE
+    loaded = " The restored checkpoint loads with dcp.load and its tensors equal the saved ones." if saved else ""
+    out.say(f"\nRestored trees and Git refs are identical to the originals.{loaded} Everything is under {root}.")
     return Exit.OK
 
 
