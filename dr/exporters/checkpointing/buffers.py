@@ -10,9 +10,10 @@ pool (max_buffer) plus interpreter and library overhead, whatever is copied.
 
 from __future__ import annotations
 
-import io
 import threading
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+
+from dr.exporters.checkpointing.tree import SeekableReader
 
 
 class BufferPool:
@@ -43,27 +44,13 @@ class BufferPool:
             self._cond.notify()
 
 
-class ViewBody(io.RawIOBase):
+class ViewBody(SeekableReader):
     """A seekable, read-only file over a memoryview: the body of a request whose bytes are
     only part of a pooled buffer (a file's last part), sent without copying them first."""
 
     def __init__(self, view: memoryview) -> None:
-        super().__init__()
-        self._view, self._pos = view, 0
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: len(self._view)}[whence]
-        self._pos = min(max(0, base + offset), len(self._view))
-        return self._pos
+        super().__init__(len(view))
+        self._view = view
 
     def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
         n = min(len(buffer), len(self._view) - self._pos)

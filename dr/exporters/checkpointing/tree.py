@@ -93,13 +93,13 @@ def listing(tree: FileTree, prefix: str) -> dict[str, FileStat]:
     return {f.path[cut:]: f for f in tree.list_files(prefix)}
 
 
-class RangeFile(io.RawIOBase):
-    """A seekable read-only file over tree.read, so `zipfile` can read a central directory
-    from an object store without downloading the archive."""
+class SeekableReader(io.RawIOBase):
+    """Position bookkeeping for a read-only, seekable raw file of known size; subclasses
+    implement readinto from self._pos. Seeks are clamped to [0, size]."""
 
-    def __init__(self, tree: FileTree, path: str, size: int) -> None:
+    def __init__(self, size: int) -> None:
         super().__init__()
-        self._tree, self._path, self._size, self._pos = tree, path, size, 0
+        self._size, self._pos = size, 0
 
     def readable(self) -> bool:
         return True
@@ -112,8 +112,17 @@ class RangeFile(io.RawIOBase):
 
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
         base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}[whence]
-        self._pos = max(0, base + offset)
+        self._pos = min(max(0, base + offset), self._size)
         return self._pos
+
+
+class RangeFile(SeekableReader):
+    """A seekable read-only file over tree.read, so `zipfile` can read a central directory
+    from an object store without downloading the archive."""
+
+    def __init__(self, tree: FileTree, path: str, size: int) -> None:
+        super().__init__(size)
+        self._tree, self._path = tree, path
 
     def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
         want = min(len(buffer), max(0, self._size - self._pos))
