@@ -83,6 +83,12 @@ def backup(args: argparse.Namespace, out: Output) -> int:
     return Exit.PARTIAL if failed else Exit.OK
 
 
+def _transferred(stats: dict) -> str:
+    """Checkpoint DR copies are written by the exporter, not through the repository."""
+    copied = stats.get("bytes_transferred", 0)
+    return f", {human_size(copied)} written to DR copies outside the repository" if copied else ""
+
+
 def _print_backup(out: Output, result) -> None:
     snap = result.snapshot
     if snap is None:
@@ -92,7 +98,7 @@ def _print_backup(out: Output, result) -> None:
         out.say(f"{result.target}: snapshot {snap.short_id} written to {result.repository}: "
                 f"{stats['artifacts']} artifacts, {human_size(stats['bytes_read'])} read, "
                 f"{human_size(stats['bytes_uploaded'])} uploaded in {stats['blobs_uploaded']} new blobs, "
-                f"{stats['artifacts_reused']} unchanged artifacts reused")
+                f"{stats['artifacts_reused']} unchanged artifacts reused{_transferred(stats)}")
     for source in result.sources:
         state = "ok" if source.ok else f"FAILED: {source.error}"
         out.say(f"  {source.name} ({source.exporter}): {source.artifacts} artifacts, "

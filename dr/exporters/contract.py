@@ -49,6 +49,12 @@ class ArtifactSink(Protocol):
         """
         ...
 
+    def transferred(self, nbytes: int) -> None:
+        """Count bytes this source copied to DR storage outside the repository (a checkpoint's
+        DR copy). They go into the snapshot's `bytes_transferred`, so restore planning's
+        measured throughput includes them (the run's wall time does already)."""
+        ...
+
 
 class ContentReader(Protocol):
     """How restore() reads content: every blob verified, secret content decrypted."""

@@ -47,7 +47,7 @@ class SnapshotWriter:
         self._catalog = CatalogBuilder()
         self._started = time.monotonic()  # duration_seconds: restore estimates bytes_read / it
         self.stats = {"bytes_read": 0, "bytes_uploaded": 0, "blobs_uploaded": 0,
-                      "artifacts": 0, "artifacts_reused": 0}
+                      "artifacts": 0, "artifacts_reused": 0, "bytes_transferred": 0}
 
     # -- the blob set ---------------------------------------------------------------------
     def _known_blobs(self) -> set[str]:
@@ -184,6 +184,10 @@ class SourceSink:
                             digest, encrypted, list(dependencies), meta)
         self._record(artifact)
         return artifact
+
+    def transferred(self, nbytes: int) -> None:
+        with self._writer._lock:
+            self._writer.stats["bytes_transferred"] += nbytes
 
     def _reuse(self, kind: str, identity: str, token: str, sensitivity: Sensitivity) -> Artifact | None:
         """The parent's artifact when the exporter says nothing changed and its blobs exist."""

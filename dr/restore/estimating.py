@@ -9,9 +9,10 @@ Parts and where each number comes from:
   image warm-up:        image bytes (image artifacts in the snapshot, plus restore.rto.image_bytes)
   data warm-up:         the other artifacts' bytes
   checkpoint download:  the bytes of the checkpoints the restore reads (the newest step of each run)
-      each divided by the throughput measured during backups: the sum of bytes_read over the
-      sum of duration_seconds of the newest backups that read anything (snapshot stats). Only
-      when no backup measured one is restore.rto.throughput used.
+      each divided by the throughput measured during backups: the sum of bytes moved
+      (bytes_read + bytes_transferred, the latter being checkpoint DR copies) over the sum of
+      duration_seconds of the newest backups that moved anything (snapshot stats). Only when
+      no backup measured one is restore.rto.throughput used.
 A part whose figure is missing is reported as unknown, and the total then says "at least".
 Only steps that will run count.
 """
@@ -84,16 +85,22 @@ def show(seconds: float) -> str:
     return f"{seconds:.1f}s" if seconds < 60 else format_duration(timedelta(seconds=round(seconds)))
 
 
+def moved(snapshot: Snapshot) -> int:
+    """Bytes a backup moved: read from sources, plus copied by exporters outside the
+    repository (checkpoint DR copies), which took part of the same wall time."""
+    return int(snapshot.stats.get("bytes_read", 0)) + int(snapshot.stats.get("bytes_transferred", 0))
+
+
 def measured_throughput(snapshots: list[Snapshot]) -> tuple[float | None, str]:
-    """bytes/s over the newest backups that read something and recorded their duration."""
-    usable = [s for s in snapshots if s.stats.get("bytes_read", 0) > 0 and s.stats.get("duration_seconds", 0) > 0]
+    """bytes/s over the newest backups that moved something and recorded their duration."""
+    usable = [s for s in snapshots if moved(s) > 0 and s.stats.get("duration_seconds", 0) > 0]
     usable = sorted(usable, key=lambda s: s.time)[-MEASURED_BACKUPS:]
     if not usable:
-        return None, "no backup recorded bytes_read and duration_seconds"
-    read = sum(s.stats["bytes_read"] for s in usable)
+        return None, "no backup recorded bytes moved and duration_seconds"
+    total = sum(moved(s) for s in usable)
     seconds = sum(float(s.stats["duration_seconds"]) for s in usable)
-    return read / seconds, (f"measured: {human_size(read)} read in {seconds:.1f}s over the newest "
-                            f"{len(usable)} backup{'s' * (len(usable) != 1)}")
+    return total / seconds, (f"measured: {human_size(total)} moved in {seconds:.1f}s over the newest "
+                             f"{len(usable)} backup{'s' * (len(usable) != 1)}")
 
 
 def byte_parts(steps: list[Step]) -> dict[str, int]:

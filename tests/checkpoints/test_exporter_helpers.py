@@ -96,9 +96,13 @@ class NullSink:
 
     def __init__(self) -> None:
         self.written: list[tuple[str, str]] = []
+        self.bytes_transferred = 0
 
     def write(self, kind: str, identity: str, content, **kwargs):
         self.written.append((kind, identity))
+
+    def transferred(self, nbytes: int) -> None:
+        self.bytes_transferred += nbytes
 
 
 # -- checkpoints ------------------------------------------------------------------------------

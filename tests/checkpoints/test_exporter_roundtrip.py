@@ -45,6 +45,8 @@ def test_copies_are_plain_checkpoints_with_manifest_and_marker(two_domains):
     assert {f["path"]: (f["size"], f["sha256"]) for f in manifest["files"]} == \
         {k: (len(v), hashlib.sha256(v).hexdigest()) for k, v in source.items()}
     assert json.loads(copy[MARKER])["manifest_sha256"] == hashlib.sha256(copy[MANIFEST]).hexdigest()
+    every_step = bucket_files(env["a"], env["src"], "runs/llama")
+    assert backup.stats["bytes_transferred"] == sum(len(v) for v in every_step.values()) > 0
 
 
 def test_snapshot_record_is_small_and_names_source_and_copy(two_domains):
@@ -65,7 +67,7 @@ def test_unchanged_copies_reuse_their_records(two_domains):
     env["repo"].backup(make_exporter(env["options"]))
     second = env["repo"].backup(make_exporter(env["options"]))
     assert second.log == [] and len(second.artifacts) == 3  # nothing copied, nothing pruned
-    assert second.stats["artifacts_reused"] == 3
+    assert second.stats["artifacts_reused"] == 3 and second.stats["bytes_transferred"] == 0
 
 
 def test_load_in_place_from_the_dr_bucket(two_domains):

@@ -10,6 +10,7 @@ def test_demo_backs_up_verifies_and_restores(tmp_path, capsys):
     out = capsys.readouterr().out
     assert re.search(r"0 B uploaded in 0 new blobs, 1\d unchanged artifacts reused", out)
     assert "its tensors equal the saved ones" in out  # a real DCP checkpoint restored and loaded
+    assert re.search(r"\d KiB written to DR copies outside the repository", out)  # the checkpoint
     assert "no problems found" in out
     assert "identical to the originals" in out
     assert "AGE-SECRET-KEY" not in out

@@ -73,3 +73,13 @@ def test_throughput_uses_backups_that_measured_and_the_plan_only_as_a_fallback()
     assert result.throughput == 50 << 20 and "restore.rto.throughput" in result.throughput_basis
     images = next(p for p in result.parts if p.name == "image_warmup")
     assert images.seconds == pytest.approx(2.0)
+
+
+def test_checkpoint_copies_made_outside_the_repository_count_as_moved():
+    """A backup that spent its time copying checkpoints (bytes_transferred) read almost nothing
+    through the repository; without its copies, its throughput would look a thousand times lower."""
+    copying = _snapshot(10, {"bytes_read": 1 << 20, "bytes_transferred": 599 << 20, "duration_seconds": 6.0})
+    only_copies = _snapshot(5, {"bytes_read": 0, "bytes_transferred": 400 << 20, "duration_seconds": 4.0})
+    assert measured_throughput([copying])[0] == pytest.approx(100 << 20)
+    assert measured_throughput([copying, only_copies])[0] == pytest.approx(100 << 20)
+    assert "moved" in measured_throughput([only_copies])[1]

@@ -36,6 +36,7 @@ class CopyStats:
     bytes_uploaded: int = 0
     bytes_reused: int = 0  # parts kept from an interrupted upload
     server_side: int = 0  # files copied inside the object store
+    bytes_copied: int = 0  # the copied files' sizes, however they were copied
     uploaded_paths: list[str] = field(default_factory=list)
 
 
@@ -93,6 +94,7 @@ def _copy_phase(ck: Checkpoint, dst: Place, layout: Layout, transfer: Transfer, 
         stats.bytes_uploaded += d.uploaded
         stats.bytes_reused += d.reused
         stats.server_side += d.server_side
+        stats.bytes_copied += d.job.size
         stats.uploaded_paths.append(d.job.dst_path)
     if failed:
         names = ", ".join(f"{by_src[p]} ({type(e).__name__}: {e})" for p, e in sorted(failed.items())[:5])

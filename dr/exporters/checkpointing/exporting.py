@@ -134,6 +134,7 @@ class ExportRun:
             return
         inv.copies[ck.path] = result.state
         s = result.stats
+        self.sink.transferred(s.bytes_copied)
         self.ctx.log(f"tier {tier.name}: {ck.url} -> {place.url_of(layout.key)}: {s.files_copied} files "
                      f"({s.bytes_uploaded} bytes sent, {s.bytes_reused} reused, {s.server_side} server-side, "
                      f"{s.files_skipped} already done) in {time.monotonic() - started:.1f}s")
