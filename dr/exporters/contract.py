@@ -19,6 +19,12 @@ from typing import Any, BinaryIO, Callable, ClassVar, Iterable, Iterator, Protoc
 from pydantic import BaseModel, ConfigDict
 
 from dr.model.artifacts import Artifact, Dependency, Sensitivity
+from dr.repository.encryption import EncryptionError
+from dr.repository.repositories import IntegrityError
+
+__all__ = ["CONTRACT_VERSION", "ArtifactSink", "Content", "ContentReader", "Discovered", "EncryptionError",
+           "ExportContext", "Exporter", "ExporterOptions", "IntegrityError", "Outcome", "OutcomeStatus",
+           "RestoreRequest"]
 
 CONTRACT_VERSION = 1
 
@@ -60,11 +66,13 @@ class ContentReader(Protocol):
     """How restore() reads content: every blob verified, secret content decrypted."""
 
     def open(self, artifact: Artifact) -> BinaryIO:
-        """A stream of the artifact's plaintext; raises if any blob fails its digest."""
+        """A stream of the artifact's plaintext. Reading raises IntegrityError when a blob is
+        missing or fails its digest (or the length or whole digest is wrong), EncryptionError
+        when secret content cannot be decrypted (no matching identity)."""
         ...
 
     def read(self, artifact: Artifact) -> bytes:
-        """The whole plaintext (for small artifacts)."""
+        """The whole plaintext (for small artifacts); raises as open() does."""
         ...
 
 
@@ -135,8 +143,9 @@ class Exporter(ABC):
     summary: ClassVar[str]
     #: the pydantic model of the source's options (subclass ExporterOptions)
     Options: ClassVar[type[ExporterOptions]]
-    #: the contract version implemented
-    contract_version: ClassVar[int] = CONTRACT_VERSION
+    #: the contract version implemented; no default, so a class that does not say which
+    #: version it implements is refused rather than taken to speak whatever dr runs
+    contract_version: ClassVar[int]
 
     def __init__(self, context: ExportContext) -> None:
         self.context = context

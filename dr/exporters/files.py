@@ -94,6 +94,7 @@ def _mode(st: Stat) -> str:
 
 class FilesExporter(Exporter):
     type_name = "files"
+    contract_version = 1
     summary = "Local directories and files, with modes, mtimes, empty directories and symlinks"
 
     class Options(ExporterOptions):

@@ -161,6 +161,7 @@ def _clobbered(current: dict[str, str], wanted: dict[str, str]) -> list[str]:
 
 class GitExporter(Exporter):
     type_name = "git"
+    contract_version = 1
     summary = "Git repositories (every branch, tag, note and ref) as verified git bundles"
 
     class Options(ExporterOptions):

@@ -64,7 +64,12 @@ class Registry:
             raise PluginError(f"exporter '{ep.name}' ({ep.value}) is not a dr Exporter subclass")
         if cls.type_name != ep.name:
             raise PluginError(f"exporter '{ep.name}' declares type_name '{cls.type_name}'")
-        if cls.contract_version != CONTRACT_VERSION:
-            raise PluginError(f"exporter '{ep.name}' implements contract v{cls.contract_version}; "
+        version = getattr(cls, "contract_version", None)
+        if version is None:
+            raise PluginError(f"exporter '{ep.name}' ({ep.value}) does not declare contract_version: set "
+                              f"`contract_version = {CONTRACT_VERSION}` in the class once it implements "
+                              f"contract v{CONTRACT_VERSION} (docs/exporters.md)")
+        if version != CONTRACT_VERSION:
+            raise PluginError(f"exporter '{ep.name}' implements contract v{version}; "
                               f"this dr speaks v{CONTRACT_VERSION}")
         return cls

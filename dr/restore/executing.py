@@ -21,6 +21,7 @@ from typing import Callable
 from dr.exporters.contract import ExportContext, Outcome, OutcomeStatus, RestoreRequest
 from dr.exporters.registry import Registry
 from dr.model.plans import Plan
+from dr.repository.encryption import EncryptionError
 from dr.repository.reading import ArtifactReader
 from dr.repository.repositories import IntegrityError
 from dr.restore.journals import STEP, JournalWriter
@@ -63,6 +64,8 @@ class StepRunner:
                 outcomes.extend(exporter.restore(unit.artifacts, self.reader, request))
         except IntegrityError as exc:
             outcomes.append(Outcome(step.name, OutcomeStatus.FAILED, f"integrity: {exc}"))
+        except EncryptionError as exc:  # secret content and no identity that opens it
+            outcomes.append(Outcome(step.name, OutcomeStatus.FAILED, f"decryption: {exc}"))
         except Exception as exc:  # one step's failure is its outcome, never the end of the restore
             outcomes.append(Outcome(step.name, OutcomeStatus.FAILED, f"{type(exc).__name__}: {exc}"))
         finally:

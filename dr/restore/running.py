@@ -15,6 +15,7 @@ from dr.exporters.registry import Registry
 from dr.model.plans import Plan
 from dr.model.snapshots import Snapshot
 from dr.repository.catalogs import read_catalog
+from dr.repository.encryption import EncryptionError
 from dr.repository.locks import Lock
 from dr.repository.reading import ArtifactReader
 from dr.repository.repositories import IntegrityError
@@ -61,4 +62,6 @@ def run_restore(plan: Plan, registry: Registry, source_name: str, snapshot_ref: 
             result.outcomes.extend(exporter.restore(artifacts, reader, request))
         except IntegrityError as exc:
             result.outcomes.append(Outcome(source_name, OutcomeStatus.FAILED, f"integrity: {exc}"))
+        except EncryptionError as exc:  # secret content and no identity that opens it
+            result.outcomes.append(Outcome(source_name, OutcomeStatus.FAILED, f"decryption: {exc}"))
         return result

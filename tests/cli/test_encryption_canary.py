@@ -57,6 +57,15 @@ def test_no_canary_reaches_a_local_repository(tmp_path, capsys):
     assert main(["restore", "--plan", plan, "--source", "vault-keys", "--to", str(tmp_path / "out2"),
                  "--identity", identity]) == 0
     assert CANARIES[1] in (tmp_path / "out2" / "secrets" / "nested" / "s1.txt").read_bytes()
+    capsys.readouterr()
+    (tmp_path / "other").mkdir()
+    other_identity, _ = key_pair(tmp_path / "other")  # a key the content was not encrypted to
+    assert main(["restore", "--plan", plan, "--source", "vault-keys", "--to", str(tmp_path / "out3"),
+                 "--identity", other_identity]) == 3  # partial: the directories, none of the files
+    output = capsys.readouterr()
+    assert "none of the given identities is a recipient" in output.out + output.err
+    assert "Traceback" not in output.err
+    assert not [p for p in (tmp_path / "out3").rglob("*") if p.is_file()]  # nothing half-restored
 
 
 def test_no_canary_reaches_an_s3_repository(tmp_path, s3_bucket, moto_endpoint):

@@ -1,0 +1,72 @@
+"""Loading exporters through the entry-point registry: what a plugin must declare."""
+
+from __future__ import annotations
+
+from importlib.metadata import EntryPoint
+from typing import Iterator
+
+import pytest
+
+from dr.exporters.contract import CONTRACT_VERSION, Exporter, ExporterOptions
+from dr.exporters.registry import PluginError, Registry
+
+
+class _Plugin(Exporter):
+    summary = "test plugin"
+    Options = ExporterOptions
+
+    def discover(self) -> Iterator:
+        return iter(())
+
+    def export(self, sink) -> None:
+        pass
+
+    def restore(self, artifacts, reader, request) -> Iterator:
+        return iter(())
+
+
+class Unversioned(_Plugin):
+    """Written without saying which contract it implements."""
+
+    type_name = "unversioned"
+
+
+class Future(_Plugin):
+    type_name = "future"
+    contract_version = CONTRACT_VERSION + 1
+
+
+class Current(_Plugin):
+    type_name = "current"
+    contract_version = CONTRACT_VERSION
+
+
+def _registry(name: str, cls: str) -> Registry:
+    return Registry([EntryPoint(name, f"{__name__}:{cls}", "dr.exporters")])
+
+
+def test_a_plugin_that_does_not_declare_its_contract_version_is_refused_with_the_fix():
+    with pytest.raises(PluginError) as err:
+        _registry("unversioned", "Unversioned").get("unversioned")
+    message = str(err.value)
+    assert "does not declare contract_version" in message
+    assert f"contract_version = {CONTRACT_VERSION}" in message and "Unversioned" in message
+
+
+def test_a_plugin_for_another_contract_version_is_refused_and_dr_plugins_says_why():
+    registry = _registry("future", "Future")
+    with pytest.raises(PluginError, match=f"implements contract v{CONTRACT_VERSION + 1}"):
+        registry.get("future")
+    (info,) = registry.info()
+    assert info.error and "future" in info.error
+
+
+def test_a_plugin_that_declares_the_current_version_loads():
+    assert _registry("current", "Current").get("current") is Current
+
+
+def test_every_installed_exporter_declares_the_current_version():
+    registry = Registry()
+    assert {"git", "files", "kubernetes", "checkpoints"} <= set(registry.names())
+    for name in registry.names():
+        assert registry.get(name).contract_version == CONTRACT_VERSION
