@@ -31,11 +31,22 @@ CHUNK_SIZE = 8 << 20  # bounded memory per in-flight upload; large enough for fe
 Content = Union[bytes, Callable[[], BinaryIO]]
 
 
+#: meta key of secret artifacts: which recipients their chunks are encrypted to (section 11)
+RECIPIENTS_KEY = "recipients"
+
+
+def recipients_fingerprint(recipients: list[str]) -> str:
+    """A short, order-free name for a set of recipients (public keys: nothing secret)."""
+    canonical = "\n".join(sorted({r.strip() for r in recipients}))
+    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
 class SnapshotWriter:
     def __init__(self, repo: Repository, recipients: list[str], *, workers: int = 8,
                  chunk_size: int = CHUNK_SIZE, on_progress: Callable[[int], None] | None = None):
         self.repo = repo
         self.recipients = encryption.parse_recipients(recipients) if recipients else []
+        self.recipients_id = recipients_fingerprint(recipients)
         self.chunk_size = chunk_size
         self.on_progress = on_progress or (lambda n: None)
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="upload")
@@ -170,7 +181,9 @@ class SourceSink:
               dependencies: Iterable[Dependency] = (), meta: dict | None = None,
               change_token: str = "") -> Artifact:
         meta = dict(meta or {})
-        reused = self._reuse(kind, identity, change_token, sensitivity)
+        if sensitivity == Sensitivity.SECRET:
+            meta[RECIPIENTS_KEY] = self._writer.recipients_id
+        reused = self._reuse(kind, identity, change_token, sensitivity, meta.get(RECIPIENTS_KEY))
         if reused is not None:
             chunks, digest, size, encrypted = reused.chunks, reused.digest, reused.size, reused.encrypted
             with self._writer._lock:
@@ -189,11 +202,15 @@ class SourceSink:
         with self._writer._lock:
             self._writer.stats["bytes_transferred"] += nbytes
 
-    def _reuse(self, kind: str, identity: str, token: str, sensitivity: Sensitivity) -> Artifact | None:
-        """The parent's artifact when the exporter says nothing changed and its blobs exist."""
+    def _reuse(self, kind: str, identity: str, token: str, sensitivity: Sensitivity,
+               recipients: str | None) -> Artifact | None:
+        """The parent's artifact when the exporter says nothing changed and its blobs exist, and
+        secret content was encrypted to today's recipients (after a rotation it is read and
+        encrypted again, so snapshots stop depending on the old keys)."""
         previous = self._parent.get((kind, identity))
         if (not token or previous is None or previous.meta.get("change_token") != token
-                or previous.sensitivity != sensitivity or not self._writer.has_blobs(previous.chunks)):
+                or previous.sensitivity != sensitivity or previous.meta.get(RECIPIENTS_KEY) != recipients
+                or not self._writer.has_blobs(previous.chunks)):
             return None
         return previous
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 
+import pyrage
 import pytest
 
 from dr.model.artifacts import Sensitivity
 from dr.repository import checking, layout, pruning
 from dr.repository.catalogs import read_catalog
+from dr.repository.encryption import generate_identity
 from dr.repository.reading import ArtifactReader
 from dr.repository.repositories import IntegrityError, Repository, RepositoryError
 from dr.repository.stores.counting import CountingStore
@@ -173,3 +175,30 @@ def test_short_reads_are_not_mistaken_for_the_end(repo):
     writer.close()
     assert art.size == 5000 and len(art.chunks) == 5
     assert ArtifactReader(repo).read(art) == data
+
+
+def test_secret_content_is_encrypted_again_after_the_recipients_change(repo):
+    """Reuse keeps unchanged secret chunks only while they are encrypted to today's recipients:
+    after a rotation, the next backup reads the content again, so no new snapshot depends on
+    the old key (docs/format.md section 11)."""
+    (old_id, old_r), (new_id, new_r) = generate_identity(), generate_identity()
+
+    def backup(recipients, parent=()):
+        writer = SnapshotWriter(repo, recipients)
+        sink = writer.source("vault", "files", parent)
+        sink.write("file", "unseal-keys", b"k1 k2 k3", sensitivity=Sensitivity.SECRET, change_token="t1")
+        snapshot = writer.finish("plan", [sink.commit()])
+        writer.close()
+        return list(read_catalog(repo, snapshot.catalog)), writer.stats
+
+    first, _ = backup([old_r])
+    same, stats = backup([old_r], first)
+    assert stats["artifacts_reused"] == 1 and stats["bytes_read"] == 0 and same[0].chunks == first[0].chunks
+    rotated, stats = backup([new_r], same)
+    assert stats["artifacts_reused"] == 0 and stats["bytes_read"] == len(b"k1 k2 k3")
+    assert rotated[0].meta["recipients"] != first[0].meta["recipients"]
+    assert ArtifactReader(repo, [pyrage.x25519.Identity.from_str(new_id)]).read(rotated[0]) == b"k1 k2 k3"
+    with pytest.raises(Exception, match="recipient"):
+        ArtifactReader(repo, [pyrage.x25519.Identity.from_str(old_id)]).read(rotated[0])
+    again, stats = backup([new_r], rotated)
+    assert stats["artifacts_reused"] == 1 and again[0].chunks == rotated[0].chunks
