@@ -8,7 +8,6 @@ catalog cannot be read, pruning stops before deleting anything.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
 from dr.repository import layout
@@ -64,18 +63,5 @@ def prune(repo: Repository, forget_ids: list[str], dry_run: bool = False) -> Pru
         if not dry_run:
             repo.store.delete(layout.blob_key(digest))
     if not dry_run:
-        report.staging_removed = _clear_staging(repo)
+        report.staging_removed = repo.store.clear_staging()
     return report
-
-
-def _clear_staging(repo: Repository) -> int:
-    leftovers = getattr(repo.store, "staging_leftovers", None)
-    if leftovers is None:
-        return 0
-    paths = leftovers()
-    for path in paths:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
-    return len(paths)

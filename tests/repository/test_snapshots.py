@@ -202,3 +202,16 @@ def test_secret_content_is_encrypted_again_after_the_recipients_change(repo):
         ArtifactReader(repo, [pyrage.x25519.Identity.from_str(old_id)]).read(rotated[0])
     again, stats = backup([new_r], rotated)
     assert stats["artifacts_reused"] == 1 and again[0].chunks == rotated[0].chunks
+
+
+def test_prune_clears_what_a_crashed_writer_staged_even_through_a_wrapped_store(repo, tmp_path):
+    """A put killed between writing its staging file and linking it leaves a file under tmp/,
+    never an object. Prune removes it, also when the local store is wrapped (the fixture
+    counts requests), and a dry run removes nothing."""
+    snapshot, _ = _backup(repo, {"kept": b"kept content"})
+    staging = tmp_path / "repo" / "tmp"
+    (staging / "blobs-ab-crashed.part").write_bytes(b"half of a blob")
+    assert pruning.prune(repo, [], dry_run=True).staging_removed == 0 and len(list(staging.iterdir())) == 1
+    assert pruning.prune(repo, []).staging_removed == 1
+    assert list(staging.iterdir()) == []
+    assert [a.identity for a in read_catalog(repo, repo.load_snapshot(snapshot.id).catalog)] == ["kept"]

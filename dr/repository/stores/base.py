@@ -17,6 +17,9 @@ Contract, for every method:
 - list(prefix) yields (key, size) for every object whose key starts with prefix, in no
   particular order, each exactly once, and is complete: it pages through everything.
 - delete(key) removes the object; deleting a missing key is not an error.
+- clear_staging() removes what crashed writers left in the store's private staging area
+  (never visible as objects) and returns how many it removed; prune calls it under the
+  exclusive lock. Stores whose put needs no staging (S3) keep the default: nothing, 0.
 - Errors worth retrying (throttling, timeouts, 5xx) raise TransientStoreError; everything
   else is permanent (StoreError and subclasses).
 - Implementations are safe to call from several threads at once.
@@ -82,6 +85,10 @@ class Store(ABC):
     @abstractmethod
     def delete(self, key: str) -> None:
         """Remove the object; no error if it is absent."""
+
+    def clear_staging(self) -> int:
+        """Remove crashed writers' staging leftovers; how many. The default stages nothing."""
+        return 0
 
     def close(self) -> None:
         """Release connections; the default has nothing to release."""

@@ -71,6 +71,9 @@ class CountingStore(Store):
         self._add(deletes=1)
         self.inner.delete(key)
 
+    def clear_staging(self) -> int:
+        return self.inner.clear_staging()
+
     def close(self) -> None:
         self.inner.close()
 

@@ -79,9 +79,14 @@ class LocalStore(Store):
     def delete(self, key: str) -> None:
         _unlink_quietly(self._path(key))
 
-    def staging_leftovers(self) -> list[str]:
-        """Files a crashed writer left under tmp/ (never visible as objects)."""
-        return [os.path.join(self.root, TMP_DIR, n) for n in os.listdir(os.path.join(self.root, TMP_DIR))]
+    def clear_staging(self) -> int:
+        """Files a crashed writer left under tmp/ (never visible as objects). Only called
+        under the repository's exclusive lock, so no live writer is staging."""
+        staging = os.path.join(self.root, TMP_DIR)
+        names = os.listdir(staging)
+        for name in names:
+            _unlink_quietly(os.path.join(staging, name))
+        return len(names)
 
 
 def _fsync_dir(path: str) -> None:

@@ -74,5 +74,8 @@ class RetryingStore(Store):
     def delete(self, key: str) -> None:
         self._call(lambda: self.inner.delete(key))
 
+    def clear_staging(self) -> int:
+        return self.inner.clear_staging()
+
     def close(self) -> None:
         self.inner.close()
