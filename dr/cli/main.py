@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import atexit
+import os
 import sys
 
 from dr import __version__
@@ -68,7 +70,21 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entry() -> None:
-    sys.exit(main())
+    code = main()
+    _exit_now(code)
+
+
+def _exit_now(code: int) -> None:
+    """Exit without tearing the interpreter down. By now every file is written and closed and
+    every worker has finished; what remains is freeing the heap of boto3's and pydantic's
+    models, which measured ~0.2 s of each run (a fifth of a small backup's fixed cost). The
+    exit hooks still run (logging flushes, temporary files and directories are removed)."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        atexit._run_exitfuncs()
+    finally:
+        os._exit(code)
 
 
 if __name__ == "__main__":
