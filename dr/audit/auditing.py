@@ -22,7 +22,7 @@ from dr.audit.staleness import stale_findings
 from dr.model.plans import Plan, TargetSpec
 from dr.model.snapshots import Snapshot
 from dr.repository import layout
-from dr.repository.catalogs import read_catalog
+from dr.repository.catalogs import read_catalog_records
 from dr.repository.repositories import Repository
 
 
@@ -46,8 +46,8 @@ def run_audit(plan: Plan, repo: Repository, target: TargetSpec, scenarios: list[
     snapshot = _select(repo, snapshots, snapshot_ref)
     held = HeldIdentities()
     if snapshot:
-        artifacts = read_catalog(repo, snapshot.catalog)
-        index = gather(held.record(artifacts) if live is not None else artifacts)
+        records = read_catalog_records(repo, snapshot.catalog)
+        index = gather(held.record(records) if live is not None else records)
     else:
         index = DependencyIndex()
     placements = Placements(plan)

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Protocol
 
 from dr.audit.findings import BLOCKER, WARNING, Finding
-from dr.audit.gathering import normalize
+from dr.audit.gathering import Record, normalize
 from dr.exporters.contract import Discovered, ExportContext, Exporter
-from dr.model.artifacts import Artifact
 from dr.model.plans import Plan, TargetSpec
+from dr.model.recovery import provided_in
 
 MAX_PER_SOURCE = 50
 EXAMPLES = 5
@@ -43,16 +43,15 @@ class HeldIdentities:
     items: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
     provided: dict[str, set[str]] = field(default_factory=dict)
 
-    def record(self, artifacts: Iterable[Artifact]) -> Iterator[Artifact]:
-        """Pass artifacts through (to dr.audit.gathering.gather), remembering what they are."""
-        for artifact in artifacts:
-            self.items.setdefault(artifact.source, set()).add((artifact.kind, artifact.identity))
-            provided = artifact.meta.get("provides") if artifact.meta else None
-            refs = [provided] if isinstance(provided, str) else provided
-            if isinstance(refs, (list, tuple)):
-                held = self.provided.setdefault(artifact.source, set())
-                held.update(normalize(r) for r in refs if isinstance(r, str) and r.strip())
-            yield artifact
+    def record(self, records: Iterable[Record]) -> Iterator[Record]:
+        """Pass catalog lines through (to dr.audit.gathering.gather), remembering what they are."""
+        for record in records:
+            source = record["source"]
+            self.items.setdefault(source, set()).add((record["kind"], record["identity"]))
+            provided = provided_in(record.get("meta"))
+            if provided:
+                self.provided.setdefault(source, set()).update(map(normalize, provided))
+            yield record
 
     def holds(self, source: str, item: Discovered) -> bool:
         return ((item.kind, item.identity) in self.items.get(source, ())

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Iterable
+from typing import Any, Iterable
 
-from dr.model.artifacts import Artifact
+from dr.model.recovery import provided_in
 from dr.model.redaction import redact
+
+Record = dict[str, Any]  # one parsed catalog line (docs/format.md, "The catalog")
 
 EXAMPLES = 5  # example artifacts kept per distinct reference
 PROVIDERS = 3  # providing artifacts kept per provided reference
@@ -65,47 +67,50 @@ class DependencyIndex:
         return self.provides.get(normalize(reference), [])
 
 
-def artifact_name(artifact: Artifact) -> str:
-    return f"{artifact.source}/{artifact.kind}/{artifact.identity}"
+def artifact_name(record: Record) -> str:
+    return f"{record['source']}/{record['kind']}/{record['identity']}"
 
 
-def gather(artifacts: Iterable[Artifact]) -> DependencyIndex:
+def gather(records: Iterable[Record]) -> DependencyIndex:
+    """The index of a catalog's lines, as dr.repository.catalogs.read_catalog_records yields them.
+
+    Lines, not Artifact objects: building one Dependency per reference cost more than this
+    whole pass, which keeps only the distinct ones.
+    """
     index = DependencyIndex()
-    uses = index.uses
-    sources = index.sources
-    for artifact in artifacts:
+    for record in records:
         index.artifacts += 1
-        index.encrypted += artifact.encrypted
-        source = artifact.source
-        sources.add(source)
-        deps = artifact.dependencies
-        index.references += len(deps)
-        name = None
-        for dep in deps:
-            key = (dep.kind, dep.reference)
-            use = uses.get(key)
-            if use is None:
-                use = uses[key] = DependencyUse(dep.kind, dep.reference, 0, set(), [], dep.detail)
-            use.count += 1
-            use.sources.add(source)
-            examples = use.examples
-            if len(examples) < EXAMPLES:
-                name = name or artifact_name(artifact)
-                if not examples or examples[-1] != name:
-                    examples.append(name)
-        provided = artifact.meta.get("provides") if artifact.meta else None
+        index.encrypted += bool(record.get("encrypted", False))
+        index.sources.add(record["source"])
+        _add_uses(index.uses, record)
+        provided = provided_in(record.get("meta"))
         if provided:
-            _add_provider(index, artifact, provided)
+            _add_provider(index, record, provided)
+    index.references = sum(use.count for use in index.uses.values())  # each counted in one use
     return index
 
 
-def _add_provider(index: DependencyIndex, artifact: Artifact, provided: object) -> None:
-    refs = [provided] if isinstance(provided, str) else provided
-    if not isinstance(refs, (list, tuple)):
-        return  # malformed meta: ignore rather than fail the audit; it simply covers nothing
-    provider = Provider(artifact_name(artifact), artifact.source, tuple(artifact.chunks))
-    for ref in refs:
-        if isinstance(ref, str) and ref.strip():
-            found = index.provides.setdefault(normalize(ref), [])
-            if len(found) < PROVIDERS:
-                found.append(provider)
+def _add_uses(uses: dict[tuple[str, str], DependencyUse], record: Record) -> None:
+    """Count the line's references into uses; the inner loop of the audit, so kept lean."""
+    source = record["source"]
+    name = None
+    for dep in record.get("dependencies", []):
+        key = (dep["kind"], dep["reference"])
+        use = uses.get(key)
+        if use is None:
+            use = uses[key] = DependencyUse(key[0], key[1], 0, set(), [], dep.get("detail", ""))
+        use.count += 1
+        use.sources.add(source)
+        examples = use.examples
+        if len(examples) < EXAMPLES:
+            name = name or artifact_name(record)
+            if not examples or examples[-1] != name:
+                examples.append(name)
+
+
+def _add_provider(index: DependencyIndex, record: Record, provided: list[str]) -> None:
+    provider = Provider(artifact_name(record), record["source"], tuple(record.get("chunks", [])))
+    for ref in provided:
+        found = index.provides.setdefault(normalize(ref), [])
+        if len(found) < PROVIDERS:
+            found.append(provider)

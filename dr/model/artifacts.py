@@ -101,3 +101,23 @@ class Artifact:
             dependencies=[Dependency.from_json(d) for d in data.get("dependencies", [])],
             meta=dict(data.get("meta", {})),
         )
+
+    @staticmethod
+    def check_json(data: dict[str, Any]) -> dict[str, Any]:
+        """data itself, once it passed the checks from_json makes (same KeyError, ValueError).
+
+        For readers that use the parsed catalog line as it is, without building the objects
+        (dr.repository.catalogs.read_catalog_records).
+        """
+        for name in ("source", "exporter", "kind", "identity"):
+            data[name]  # a missing member raises KeyError, as in from_json
+        int(data["size"])
+        if data["sensitivity"] not in _SENSITIVITIES:  # the Enum call costs more than the test
+            Sensitivity(data["sensitivity"])
+        for dep in data.get("dependencies", []):
+            dep["kind"], dep["reference"]
+        return data
+
+
+# A tuple, not a set: an unhashable value must reach Sensitivity() and raise its ValueError.
+_SENSITIVITIES = tuple(s.value for s in Sensitivity)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from dr.model.artifacts import Artifact
 from dr.model.domains import DomainTree
@@ -88,7 +88,12 @@ class Copy:
 
 def provided_by(artifact: Artifact) -> list[str]:
     """The references an artifact's meta['provides'] lists; malformed meta provides nothing."""
-    provided = artifact.meta.get("provides") if artifact.meta else None
+    return provided_in(artifact.meta)
+
+
+def provided_in(meta: dict[str, Any] | None) -> list[str]:
+    """The references meta['provides'] lists, from an artifact or a raw catalog line."""
+    provided = meta.get("provides") if meta else None
     refs = [provided] if isinstance(provided, str) else provided
     if not isinstance(refs, (list, tuple)):
         return []

@@ -199,8 +199,8 @@ def test_gathering_counts_repeats_once_per_distinct_reference():
                         dependencies=[Dependency("image", r) for r in refs],
                         meta={"provides": provides} if provides else {})
 
-    index = gather([artifact(i, ["a:1", "b:1"]) for i in range(10)]
-                   + [artifact(99, [], provides="https://h/x.git/")])
+    artifacts = [artifact(i, ["a:1", "b:1"]) for i in range(10)] + [artifact(99, [], provides="https://h/x.git/")]
+    index = gather(a.to_json() for a in artifacts)  # the catalog lines, as the audit reads them
     assert (index.artifacts, index.references, len(index.uses)) == (11, 20, 2)
     use = index.uses[("image", "a:1")]
     assert use.count == 10 and len(use.examples) == 5 and use.sources == {"src"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import pyrage
@@ -9,7 +10,7 @@ import pytest
 
 from dr.model.artifacts import Sensitivity
 from dr.repository import checking, layout, pruning
-from dr.repository.catalogs import read_catalog
+from dr.repository.catalogs import CatalogBuilder, read_catalog, read_catalog_records
 from dr.repository.encryption import generate_identity
 from dr.repository.reading import ArtifactReader
 from dr.repository.repositories import IntegrityError, Repository, RepositoryError
@@ -215,3 +216,33 @@ def test_prune_clears_what_a_crashed_writer_staged_even_through_a_wrapped_store(
     assert pruning.prune(repo, []).staging_removed == 1
     assert list(staging.iterdir()) == []
     assert [a.identity for a in read_catalog(repo, repo.load_snapshot(snapshot.id).catalog)] == ["kept"]
+
+
+GOOD_LINE = {"source": "s", "exporter": "files", "kind": "file", "identity": "a", "size": 1,
+             "sensitivity": "internal", "dependencies": [{"kind": "image", "reference": "r:1"}]}
+
+
+def _catalog(repo: Repository, lines: list[dict]) -> str:
+    builder = CatalogBuilder()
+    builder.add_lines(json.dumps(line).encode() + b"\n" for line in lines)
+    return repo.put_blob(builder.finish())
+
+
+def test_catalog_records_are_the_lines_read_catalog_builds_artifacts_from(repo):
+    snapshot, _ = _backup(repo, {"a": b"x", "b": b"y"})
+    records = list(read_catalog_records(repo, snapshot.catalog))
+    assert records == [a.to_json() for a in read_catalog(repo, snapshot.catalog)]
+
+
+@pytest.mark.parametrize("change", [
+    {"size": None}, {"size": "many"}, {"sensitivity": "top"}, {"sensitivity": ["secret"]},
+    {"identity": None}, {"dependencies": [{"kind": "image"}]},
+])
+def test_catalog_records_refuse_what_read_catalog_refuses(repo, change):
+    line = {k: v for k, v in {**GOOD_LINE, **change}.items() if v is not None}
+    digest = _catalog(repo, [GOOD_LINE, line])
+    with pytest.raises(IntegrityError) as built:
+        list(read_catalog(repo, digest))
+    with pytest.raises(IntegrityError) as records:
+        list(read_catalog_records(repo, digest))
+    assert str(records.value) == str(built.value)
