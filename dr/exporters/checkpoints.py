@@ -26,6 +26,7 @@ from dr.exporters.checkpointing.discovery import discover as discover_candidates
 from dr.exporters.checkpointing.exporting import KIND, ExportRun
 from dr.exporters.checkpointing.options import CheckpointsOptions, Tier
 from dr.exporters.checkpointing.places import Place, open_place
+from dr.exporters.checkpointing.s3place import Sessions
 from dr.exporters.checkpointing.restoring import REMAP_KEYS, restore_copies
 from dr.exporters.checkpointing.scanning import ListedTree
 from dr.exporters.checkpointing.status import CopyCheck, RunRPO, rpo_report, verify_copies
@@ -52,16 +53,21 @@ class CheckpointsExporter(Exporter):
         self._roots: list[Place] | None = None
         self._tiers: dict[str, Place] = {}
         self._transfers: dict[tuple[int, str], Transfer] = {}
+        self._sessions = Sessions()
 
     # -- places -----------------------------------------------------------------------------
+    def open(self, location) -> Place:
+        """A place the plan or a record names, sharing this run's S3 sessions."""
+        return open_place(location, self.context.base_dir, self._sessions)
+
     def roots(self) -> list[Place]:
         if self._roots is None:
-            self._roots = [open_place(r, self.context.base_dir) for r in self.options.roots]
+            self._roots = [self.open(r) for r in self.options.roots]
         return self._roots
 
     def tier_place(self, tier: Tier) -> Place:
         if tier.name not in self._tiers:
-            self._tiers[tier.name] = open_place(tier.to, self.context.base_dir)
+            self._tiers[tier.name] = self.open(tier.to)
         return self._tiers[tier.name]
 
     def transfer(self, root: int, tier: Tier) -> Transfer:

@@ -22,18 +22,19 @@ from urllib.parse import urlsplit
 
 from dr.exporters.checkpointing.dcp_metadata import check_relative_path
 from dr.exporters.checkpointing.options import Location
-from dr.exporters.checkpointing.s3place import S3Place, SourceChanged, Upload
+from dr.exporters.checkpointing.s3place import S3Place, Sessions, SourceChanged, Upload
 from dr.exporters.checkpointing.tree import FileStat, LocalTree
 
 PARTIAL = ".dr-partial-"
 
-def open_place(location: Location | dict, base_dir: str = ".") -> "LocalPlace | S3Place":
+def open_place(location: Location | dict, base_dir: str = ".",
+               sessions: Sessions | None = None) -> "LocalPlace | S3Place":
     """The place a plan (or a recorded manifest) names; relative directories: the plan's folder."""
     loc = location if isinstance(location, Location) else Location.model_validate(location)
     if loc.is_s3:
         parts = urlsplit(loc.url)
         return S3Place(parts.netloc, parts.path.strip("/"), endpoint_url=loc.endpoint_url,
-                       region=loc.region, profile=loc.profile)
+                       region=loc.region, profile=loc.profile, sessions=sessions)
     return LocalPlace(os.path.normpath(os.path.join(base_dir, loc.url)))
 
 

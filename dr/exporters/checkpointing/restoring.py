@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 from dr.exporters.checkpointing.copies import Layout
 from dr.exporters.checkpointing.exporting import KIND
 from dr.exporters.checkpointing.options import Location
-from dr.exporters.checkpointing.places import Place, open_place
+from dr.exporters.checkpointing.places import Place
 from dr.exporters.checkpointing.transfer import DigestMismatch, FileJob, Transfer, hash_file
 from dr.exporters.checkpointing.tree import parent_of
 from dr.exporters.checkpointing.verifying import check_copy
@@ -180,7 +180,7 @@ def _copy_place(x: "CheckpointsExporter", record: dict) -> Place:
     for tier in x.options.effective_tiers():
         if tier.to is not None and tier.to.url.rstrip("/") == record["location"]["url"].rstrip("/"):
             return x.tier_place(tier)
-    return open_place(record["location"], x.context.base_dir)
+    return x.open(record["location"])
 
 
 def _destination(x: "CheckpointsExporter", request: RestoreRequest, path: str, is_dir: bool) -> tuple[Place, str]:
@@ -196,7 +196,7 @@ def _destination(x: "CheckpointsExporter", request: RestoreRequest, path: str, i
             if known.is_s3 and urlsplit(known.url).netloc == bucket:
                 loc = known.model_copy(update={"url": loc.url})
                 break
-    return open_place(loc, x.context.base_dir), path if is_dir else parent_of(path)
+    return x.open(loc), path if is_dir else parent_of(path)
 
 
 def _dest_url(record: dict, to: str) -> str:

@@ -67,6 +67,24 @@ def copier_config() -> botocore.config.Config:
     ))
 
 
+class Sessions:
+    """boto3 sessions by (profile, region), shared by the places of one exporter run. A client
+    made from a session that already made one costs ~7 ms instead of ~90 ms (the S3 service
+    model is loaded once per session), and a run opens a client per root and per tier. Scoped
+    to one run, not the process: a session keeps the credentials it first resolved."""
+
+    def __init__(self) -> None:
+        self._sessions: dict[tuple[str | None, str | None], boto3.session.Session] = {}
+        self._lock = threading.Lock()
+
+    def get(self, profile: str | None, region: str | None) -> boto3.session.Session:
+        with self._lock:
+            key = (profile, region)
+            if key not in self._sessions:
+                self._sessions[key] = boto3.session.Session(profile_name=profile, region_name=region)
+            return self._sessions[key]
+
+
 def crc32_b64(data: bytes | memoryview) -> str:
     return base64.b64encode(zlib.crc32(data).to_bytes(4, "big")).decode()
 
@@ -77,11 +95,12 @@ class S3Place:
     is_s3 = True
 
     def __init__(self, bucket: str, prefix: str, *, endpoint_url: str | None = None,
-                 region: str | None = None, profile: str | None = None, client=None) -> None:
+                 region: str | None = None, profile: str | None = None, client=None,
+                 sessions: "Sessions | None" = None) -> None:
         self.bucket, self.prefix = bucket, prefix.strip("/")
         self.endpoint_url, self.region, self.profile = endpoint_url, region, profile
         if client is None:
-            session = boto3.session.Session(profile_name=profile, region_name=region)
+            session = (sessions or Sessions()).get(profile, region)
             client = session.client("s3", endpoint_url=endpoint_url, config=copier_config())
         self.client = client
         self._etags: dict[str, str] = {}
