@@ -186,6 +186,4 @@ def remove(place: Place, layout: Layout, listing: list[str]) -> None:
     rest of the deletion does), then the manifest, then everything else it owns."""
     place.delete(layout.marker)
     place.delete(layout.manifest)
-    for path in listing:
-        if layout.owns(path) and path not in (layout.marker, layout.manifest):
-            place.delete(path)
+    place.delete_many([p for p in listing if layout.owns(p) and p not in (layout.marker, layout.manifest)])

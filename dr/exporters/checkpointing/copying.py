@@ -138,5 +138,4 @@ def _files_of(raw: bytes) -> bytes:
 def _drop_journal(dst: Place, layout: Layout) -> None:
     """The manifest now holds everything the journal did."""
     journal = layout.journal.rstrip("/")
-    for f in list(dst.list_files(journal)):
-        dst.delete(f.path)
+    dst.delete_many([f.path for f in dst.list_files(journal)])

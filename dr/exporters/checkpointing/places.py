@@ -121,6 +121,10 @@ class LocalPlace:
         except FileNotFoundError:
             pass
 
+    def delete_many(self, paths: list[str]) -> None:
+        for path in paths:
+            self.delete(path)
+
     def _temp(self, final: Path) -> Path:
         final.parent.mkdir(parents=True, exist_ok=True)
         return final.parent / f".{final.name}{PARTIAL}{secrets.token_hex(4)}"

@@ -217,6 +217,19 @@ class S3Place:
             if error_code(exc) not in _MISSING:
                 raise mapped_error(exc, self.url_of(path)) from None
 
+    def delete_many(self, paths: list[str]) -> None:
+        """DeleteObjects, 1,000 keys a request (S3's limit): a copy's journal or a pruned copy
+        is one request instead of one per file."""
+        for start in range(0, len(paths), 1000):
+            batch = [{"Key": self.key(p)} for p in paths[start:start + 1000]]
+            try:
+                result = self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": batch, "Quiet": True})
+            except botocore.exceptions.ClientError as exc:
+                raise mapped_error(exc, self.url) from None
+            failed = [e for e in result.get("Errors", ()) if e.get("Code") not in _MISSING]
+            if failed:
+                raise OSError(f"{self.url}: could not delete {failed[0].get('Key')}: {failed[0].get('Message')}")
+
     # -- multipart uploads ------------------------------------------------------------------
     def pending_uploads(self, prefix: str = "") -> list[Upload]:
         """Multipart uploads under `prefix` (a path, or a directory ending in '/')."""

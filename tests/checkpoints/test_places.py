@@ -1,0 +1,30 @@
+"""The two kinds of place a checkpoint copy lives in, where their behaviour differs from the
+obvious: batch deletion (S3 DeleteObjects takes at most 1,000 keys a request)."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from dr.exporters.checkpointing.places import LocalPlace
+from dr.exporters.checkpointing.s3place import S3Place
+from tests.fixtures_s3 import s3_client
+
+
+def test_s3_delete_many_crosses_the_1000_key_batch_and_ignores_absent_keys(s3_bucket, moto_endpoint):
+    bucket = s3_bucket()
+    place = S3Place(bucket, "copies/run", endpoint_url=moto_endpoint, region="us-east-1")
+    paths = [f"dr-journal/f{i:04}.json" for i in range(1003)]
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda p: place.put(p, b"{}"), paths))
+    place.put("keep.distcp", b"data")
+    place.delete_many(paths + ["dr-journal/never-written.json"])
+    left = [o["Key"] for o in s3_client(moto_endpoint).list_objects_v2(Bucket=bucket).get("Contents", [])]
+    assert left == ["copies/run/keep.distcp"]
+
+
+def test_local_delete_many(tmp_path):
+    place = LocalPlace(tmp_path)
+    for name in ("a", "b", "c"):
+        place.put(name, b"x")
+    place.delete_many(["a", "c", "absent"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b"]
