@@ -2,7 +2,16 @@
 
 1. across endpoints (source on one moto server, target on another: two failure domains):
    `dr backup` (checkpoints exporter, streamed copy with SHA-256) vs `rclone copy --checksum`;
-2. one endpoint: dr's server-side copy (CopyObject with SHA-256) vs `s5cmd cp 's3://src/*' s3://dst/`;
+2. one endpoint: dr's server-side copy (CopyObject with SHA-256) vs `s5cmd cp 's3://src/*' s3://dst/`,
+   and, in the same rounds, the floor of any copier on that server: boto3 CopyObject of the same
+   files, 8 at a time, plain (what s5cmd asks) and with ChecksumAlgorithm=SHA256 (what dr asks:
+   the copy's SHA-256 without its bytes passing through the client). moto computes that
+   checksum in Python on the machine's own cores; real S3 computes it inside the service.
+   The peer that asks for the same SHA-256 is the AWS CLI: `aws s3 cp --recursive
+   --checksum-algorithm SHA256` (installed on first run into bench/out/awscli-venv: its
+   botocore pin conflicts with dr's), run twice: with its defaults (multipart copies of 8 MiB
+   parts above 8 MiB) and with `multipart_threshold = 5GB`, so that it sends the same
+   CopyObject requests as dr;
 3. dr's peak RSS (os.wait4 of the `dr backup` child) copying the --size-gib checkpoint and,
    unless --big-gib 0, a second one of --big-gib.
 
@@ -11,7 +20,7 @@ one .distcp file per thread, plus .metadata) from random tensors, then uploaded 
 bucket. Every tool runs with its defaults. Rounds alternate the order of the tools; the target
 is emptied after each run. Medians and dr/peer ratios are printed at the end (JSON with --json).
 
-Run: .venv/bin/python bench/bench_checkpoints.py [--size-gib 2] [--big-gib 8] [--rounds 3]
+Run: .venv/bin/python bench/bench_checkpoints.py [--size-gib 2] [--big-gib 8] [--rounds 3] [--one-endpoint]
 Needs: rclone (apt), s5cmd (the test extra), moto; disk for the checkpoint three times over
 (local staging, source server, target server: see `df -h /tmp`).
 """
@@ -22,10 +31,12 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -115,6 +126,34 @@ class Bench:
         empty(self.s3[self.b], "dst", f"{tag}/")
         return {"seconds": run.seconds, "rss_mb": run.peak_rss_mb}
 
+    def awscli(self, tag: str, files: int, single_copy: bool) -> dict:
+        argv = [awscli(), "--endpoint-url", self.a, "s3", "cp", "--recursive", "--only-show-errors",
+                "--checksum-algorithm", "SHA256", f"s3://src/{CKPT}/", f"s3://dst-a/{tag}/"]
+        env = dict(self.env)
+        if single_copy:  # one CopyObject per file, as dr sends (S3's limit for it: 5 GiB)
+            config = os.path.join(self.work, "aws-config")
+            with open(config, "w") as handle:
+                handle.write("[default]\ns3 =\n  multipart_threshold = 5GB\n")
+            env["AWS_CONFIG_FILE"] = config
+        run = measure(argv, env=env)
+        assert len(keys(self.s3[self.a], "dst-a", f"{tag}/")) == files
+        empty(self.s3[self.a], "dst-a", f"{tag}/")
+        return {"seconds": run.seconds, "rss_mb": run.peak_rss_mb}
+
+    def raw_copy(self, tag: str, files: int, checksum: bool) -> dict:
+        """CopyObject of every source file into dst-a, 8 at a time, timed in this process."""
+        s3 = self.s3[self.a]
+        names = keys(s3, "src", f"{CKPT}/")
+        extra = {"ChecksumAlgorithm": "SHA256"} if checksum else {}
+        started = time.perf_counter()
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda n: s3.copy_object(Bucket="dst-a", Key=f"{tag}/{n}", **extra,
+                                                   CopySource={"Bucket": "src", "Key": f"{CKPT}/{n}"}), names))
+        seconds = time.perf_counter() - started
+        assert len(keys(s3, "dst-a", f"{tag}/")) == files
+        empty(s3, "dst-a", f"{tag}/")
+        return {"seconds": seconds, "rss_mb": 0.0}
+
     def s5cmd(self, tag: str, files: int) -> dict:
         s5 = os.path.join(os.path.dirname(sys.executable), "s5cmd")
         argv = [s5, "--endpoint-url", self.a, "cp", f"s3://src/{CKPT}/*", f"s3://dst-a/{tag}/"]
@@ -122,6 +161,16 @@ class Bench:
         assert len(keys(self.s3[self.a], "dst-a", f"{tag}/")) == files
         empty(self.s3[self.a], "dst-a", f"{tag}/")
         return {"seconds": run.seconds, "rss_mb": run.peak_rss_mb}
+
+
+def awscli() -> str:
+    """The AWS CLI (v1, from PyPI) in its own venv under bench/out/, made once."""
+    venv = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out", "awscli-venv")
+    aws = os.path.join(venv, "bin", "aws")
+    if not os.path.exists(aws):
+        subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+        subprocess.run([os.path.join(venv, "bin", "pip"), "install", "-q", "awscli"], check=True)
+    return aws
 
 
 def stage(bench: Bench, work: str, gib: float, shards: int) -> tuple[int, int]:
@@ -138,16 +187,23 @@ def stage(bench: Bench, work: str, gib: float, shards: int) -> tuple[int, int]:
     return files, size
 
 
-def run_rounds(bench: Bench, files: int, rounds: int) -> dict[str, list[dict]]:
-    results: dict[str, list[dict]] = {"dr_cross": [], "rclone": [], "dr_same": [], "s5cmd": []}
+def run_rounds(bench: Bench, files: int, rounds: int, cross: bool) -> dict[str, list[dict]]:
+    """Each round runs every tool of a group back to back, in an order that rotates per round."""
+    groups = [[("dr_same", lambda r: bench.dr_copy(bench.a, "dst-a", f"dr-s{r}")),
+               ("s5cmd", lambda r: bench.s5cmd(f"s5cmd{r}", files)),
+               ("awscli_sha256", lambda r: bench.awscli(f"aws{r}", files, single_copy=False)),
+               ("awscli_sha256_copyobject", lambda r: bench.awscli(f"awsc{r}", files, single_copy=True)),
+               ("copyobject", lambda r: bench.raw_copy(f"plain{r}", files, checksum=False)),
+               ("copyobject_sha256", lambda r: bench.raw_copy(f"sha{r}", files, checksum=True))]]
+    if cross:
+        groups.insert(0, [("dr_cross", lambda r: bench.dr_copy(bench.b, "dst", f"dr-x{r}")),
+                          ("rclone", lambda r: bench.rclone(f"rclone{r}", files))])
+    results: dict[str, list[dict]] = {name: [] for group in groups for name, _ in group}
     for r in range(rounds):
-        pairs = [(("dr_cross", lambda: bench.dr_copy(bench.b, "dst", f"dr-x{r}")),
-                  ("rclone", lambda: bench.rclone(f"rclone{r}", files))),
-                 (("dr_same", lambda: bench.dr_copy(bench.a, "dst-a", f"dr-s{r}")),
-                  ("s5cmd", lambda: bench.s5cmd(f"s5cmd{r}", files)))]
-        for pair in pairs:
-            for name, run in pair if r % 2 == 0 else reversed(pair):
-                results[name].append(run())
+        for group in groups:
+            shift = r % len(group)
+            for name, run in group[shift:] + group[:shift]:
+                results[name].append(run(r))
                 print(f"round {r + 1} {name}: {results[name][-1]}", flush=True)
     return results
 
@@ -156,9 +212,15 @@ def summarize(results: dict[str, list[dict]], size: int) -> dict:
     med = {k: {m: median([x[m] for x in v]) for m in ("seconds", "rss_mb")} for k, v in results.items() if v}
     for stats in med.values():
         stats["mb_per_s"] = size / 1e6 / stats["seconds"]
-    return {"medians": med,
-            "dr/rclone time (across endpoints)": med["dr_cross"]["seconds"] / med["rclone"]["seconds"],
-            "dr/s5cmd time (one endpoint)": med["dr_same"]["seconds"] / med["s5cmd"]["seconds"]}
+    t = {k: v["seconds"] for k, v in med.items()}
+    ratios = {"dr/s5cmd time (one endpoint)": t["dr_same"] / t["s5cmd"],
+              "dr/aws s3 cp --checksum-algorithm SHA256 time (one endpoint)": t["dr_same"] / t["awscli_sha256"],
+              "dr/the same, one CopyObject per file": t["dr_same"] / t["awscli_sha256_copyobject"],
+              "dr/CopyObject+SHA-256 time (one endpoint, same server work)": t["dr_same"] / t["copyobject_sha256"],
+              "CopyObject+SHA-256/plain time (moto's checksum cost)": t["copyobject_sha256"] / t["copyobject"]}
+    if "dr_cross" in t:
+        ratios["dr/rclone time (across endpoints)"] = t["dr_cross"] / t["rclone"]
+    return {"medians": med, "ratios": ratios}
 
 
 def main() -> None:
@@ -167,6 +229,7 @@ def main() -> None:
     parser.add_argument("--big-gib", type=float, default=8.0, help="memory run size; 0 skips it")
     parser.add_argument("--shards", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--one-endpoint", action="store_true", help="skip the across-endpoints rounds")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     creds = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1"}
@@ -180,7 +243,7 @@ def main() -> None:
             for endpoint, bucket in ((a, "src"), (b, "dst"), (a, "dst-a")):
                 bench.s3[endpoint].create_bucket(Bucket=bucket)
             files, size = stage(bench, work, args.size_gib, args.shards)
-            results = run_rounds(bench, files, args.rounds)
+            results = run_rounds(bench, files, args.rounds, cross=not args.one_endpoint)
             summary = summarize(results, size) | {"checkpoint_gib": size / 2**30, "files": files}
             if args.big_gib:
                 _, big = stage(bench, work, args.big_gib, args.shards)
@@ -195,9 +258,9 @@ def report(s: dict) -> str:
     lines = [f"\ncheckpoint {s['checkpoint_gib']:.2f} GiB in {s['files']} files; medians:",
              f"{'':28}{'seconds':>10}{'MB/s':>10}{'peak RSS MB':>14}"]
     for name, m in s["medians"].items():
-        lines.append(f"{name:28}{m['seconds']:>10.2f}{m['mb_per_s']:>10.1f}{m['rss_mb']:>14.1f}")
-    lines.append(f"dr/rclone time, across endpoints: {s['dr/rclone time (across endpoints)']:.2f}")
-    lines.append(f"dr/s5cmd time, one endpoint:      {s['dr/s5cmd time (one endpoint)']:.2f}")
+        rss = f"{m['rss_mb']:>14.1f}" if m["rss_mb"] else f"{'(in bench)':>14}"
+        lines.append(f"{name:28}{m['seconds']:>10.2f}{m['mb_per_s']:>10.1f}{rss}")
+    lines += [f"{name}: {ratio:.2f}" for name, ratio in s["ratios"].items()]
     if "big" in s:
         g = s["big"]
         lines.append(f"dr across endpoints, {g['checkpoint_gib']:.2f} GiB: {g['seconds']:.1f}s "
