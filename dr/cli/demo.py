@@ -34,7 +34,7 @@ failure_domains:
       - name: region-b
         kind: region
 locations:
-  - {{name: platform-git, domain: cluster-a, kind: git, prefixes: ["{root}/platform"]}}
+  - {{name: cluster-a-storage, domain: cluster-a, kind: volume, prefixes: ["{root}/platform"]}}
   - {{name: offline-keys, domain: region-b, kind: key-store, prefixes: ["{root}/keys"]}}
   - {{name: dr-site-disk, domain: region-b, kind: repository, prefixes: ["{root}/repository", "{root}/dr-site"]}}
 placement_rules:
