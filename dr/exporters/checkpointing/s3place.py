@@ -71,18 +71,19 @@ class Sessions:
     """boto3 sessions by (profile, region), shared by the places of one exporter run. A client
     made from a session that already made one costs ~7 ms instead of ~90 ms (the S3 service
     model is loaded once per session), and a run opens a client per root and per tier. Scoped
-    to one run, not the process: a session keeps the credentials it first resolved."""
+    to one run, not the process: a session keeps the credentials it first resolved. Sessions
+    are not thread-safe, so clients are made under a lock; the clients themselves are."""
 
     def __init__(self) -> None:
         self._sessions: dict[tuple[str | None, str | None], boto3.session.Session] = {}
         self._lock = threading.Lock()
 
-    def get(self, profile: str | None, region: str | None) -> boto3.session.Session:
+    def client(self, profile: str | None, region: str | None, endpoint_url: str | None):
         with self._lock:
             key = (profile, region)
             if key not in self._sessions:
                 self._sessions[key] = boto3.session.Session(profile_name=profile, region_name=region)
-            return self._sessions[key]
+            return self._sessions[key].client("s3", endpoint_url=endpoint_url, config=copier_config())
 
 
 def crc32_b64(data: bytes | memoryview) -> str:
@@ -99,10 +100,7 @@ class S3Place:
                  sessions: "Sessions | None" = None) -> None:
         self.bucket, self.prefix = bucket, prefix.strip("/")
         self.endpoint_url, self.region, self.profile = endpoint_url, region, profile
-        if client is None:
-            session = (sessions or Sessions()).get(profile, region)
-            client = session.client("s3", endpoint_url=endpoint_url, config=copier_config())
-        self.client = client
+        self.client = client or (sessions or Sessions()).client(profile, region, endpoint_url)
         self._etags: dict[str, str] = {}
         self._lock = threading.Lock()
 
