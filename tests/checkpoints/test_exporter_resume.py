@@ -28,14 +28,14 @@ from tests.servers import moto_server
 
 CHILD = """
 import json, sys, time
-from dr.exporters.checkpointing import s3writing
+from dr.exporters.checkpointing import {module}
 from tests.checkpoints.test_exporter_helpers import NullSink, make_exporter
 
-write = s3writing.S3Writer.write
-def slow(self, number, *args, **kwargs):  # a slow link, so the parent can kill us mid-file
+write = {module}.{writer}.write
+def slow(self, number, *args, **kwargs):  # a slow link or disk, so the parent can kill us mid-file
     time.sleep(0.2 if number == 1 else 2.0)
     return write(self, number, *args, **kwargs)
-s3writing.S3Writer.write = slow
+{module}.{writer}.write = slow
 make_exporter(json.load(open(sys.argv[1]))).export(NullSink())
 """
 
@@ -97,7 +97,8 @@ def test_sigkill_mid_copy_then_rerun(tmp_path, aws_env, moto_endpoint, logged_mo
                "dr_copy": {"url": f"s3://{dr}/copies", "endpoint_url": b_endpoint},
                "settle_seconds": 0, "part_size_mib": 5, "max_buffer_mib": 16, "parallel_files": 1}
     (tmp_path / "options.json").write_text(json.dumps(options))
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(tmp_path / "options.json")], env=env_for_child(),
+    child = subprocess.Popen([sys.executable, "-c", CHILD.format(module="s3writing", writer="S3Writer"),
+                              str(tmp_path / "options.json")], env=env_for_child(),
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         done_before = _wait_until_half_done(client, dr, time.monotonic() + 120)
@@ -127,3 +128,55 @@ def test_sigkill_mid_copy_then_rerun(tmp_path, aws_env, moto_endpoint, logged_mo
         published = [r for r in _uploads_of(lines, f"{prefix}/{rel}") if "partNumber=" not in r[1]]
         assert len(published) == 1, (rel, published)
     assert client.list_multipart_uploads(Bucket=dr).get("Uploads", []) == []
+
+
+
+
+def _wait_until_part_written(copy_dir: Path, source_dir: Path, deadline: float) -> set[str]:
+    """Poll the copy until one file is journaled and ANOTHER one's partial holds its first part."""
+    while time.monotonic() < deadline:
+        journal = copy_dir / "dr-journal"
+        journaled = {p.name[:-5] for p in journal.glob("*.json")} if journal.is_dir() else set()
+        for partial in copy_dir.glob(".*.dr-partial-*"):
+            name = partial.name[1:partial.name.index(".dr-partial-")]
+            head = (source_dir / name).read_bytes()[:1 << 20]
+            if journaled and name not in journaled and partial.read_bytes()[:len(head)] == head:
+                return journaled
+        time.sleep(0.05)
+    raise AssertionError("the copier never got half-way")
+
+
+def test_sigkill_mid_copy_to_a_directory_then_rerun_resumes_the_file(tmp_path):
+    """The same on a local (or shared) filesystem target: the killed file's partial is kept,
+    compared with the source part by part on the rerun, and only the differing parts written."""
+    runs = _checkpoint(tmp_path)
+    target = tmp_path / "dr"
+    options = {"roots": [str(runs)], "dr_copy": str(target), "settle_seconds": 0, "part_size_mib": 5,
+               "max_buffer_mib": 16, "parallel_files": 1}
+    (tmp_path / "options.json").write_text(json.dumps(options))
+    child = subprocess.Popen([sys.executable, "-c", CHILD.format(module="places", writer="LocalWriter"),
+                              str(tmp_path / "options.json")],
+                             env=env_for_child(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    copy_dir = target / "ckpts" / "r1" / "step-7"
+    try:
+        done_before = _wait_until_part_written(copy_dir, runs / "r1" / "step-7", time.monotonic() + 120)
+    finally:
+        os.kill(child.pid, signal.SIGKILL)  # our own child, by its pid
+        output = child.communicate()[0].decode(errors="replace")
+    assert child.returncode == -signal.SIGKILL, output
+    assert not (copy_dir / MARKER).exists()
+    finished = {rel: (copy_dir / rel).stat() for rel in done_before}
+
+    backup = Repo(tmp_path / "repo").backup(make_exporter(options))
+    assert backup.findings == [] and list(backup.by_identity()) == ["near/r1/step-7"]
+    (line,) = [ln for ln in backup.log if "already done" in ln]
+    assert int(re.search(r"(\d+) already done", line).group(1)) == len(done_before), line
+    assert int(re.search(r"(\d+) reused", line).group(1)) >= 5 << 20, line  # the killed file's first part
+
+    source = {p.name: p.read_bytes() for p in (runs / "r1" / "step-7").iterdir()}
+    copy = {p.name: p.read_bytes() for p in copy_dir.iterdir() if p.is_file()}
+    assert {k: v for k, v in copy.items() if k not in (MANIFEST, MARKER)} == source  # no partial left
+    assert make_exporter(options).verify(read_data=True)[0].ok
+    for rel, before in finished.items():  # complete before the kill: not written again
+        after = (copy_dir / rel).stat()
+        assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns), rel

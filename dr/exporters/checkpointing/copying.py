@@ -9,7 +9,8 @@ Resuming: each file gets a write-once journal entry (size, SHA-256, the source v
 was copied from) once its bytes are stored and verified and just BEFORE it is made visible
 (CompleteMultipartUpload, the PUT, the rename). A rerun skips every file whose entry matches
 the source's current version and whose copy is stored with that size, so a completed file is
-never uploaded twice; a file interrupted mid-way continues from its stored parts (s3writing);
+never uploaded twice; a file interrupted mid-way continues from its stored parts (s3writing's
+pending multipart upload, or a directory's partial file: places.LocalWriter);
 a file visible without a valid entry can only be stale, and is deleted before it is copied.
 """
 

@@ -13,6 +13,7 @@ taken); a crash leaves only a `.dr-partial-*` file, which listings skip.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import secrets
 import stat as stat_mod
@@ -26,6 +27,7 @@ from dr.exporters.checkpointing.s3place import S3Place, Sessions, SourceChanged,
 from dr.exporters.checkpointing.tree import FileStat, LocalTree
 
 PARTIAL = ".dr-partial-"
+RESUMABLE = "resume"  # the suffix of a copy's partial file, kept across runs to resume from
 
 def open_place(location: Location | dict, base_dir: str = ".",
                sessions: Sessions | None = None) -> "LocalPlace | S3Place":
@@ -131,10 +133,26 @@ class LocalPlace:
 
     # -- uploads ----------------------------------------------------------------------------
     def pending_uploads(self, prefix: str = "") -> list[Upload]:
-        return []  # a directory has no multipart uploads; crashed writes are .dr-partial files
+        """A directory's analogue of multipart uploads: the partial files copies left (a run
+        killed mid-file keeps its partial to resume from), so that old ones are aborted."""
+        base = self._abs(prefix.rstrip("/"))
+        if not base.is_dir():
+            return []
+        out = []
+        for dirpath, _, names in os.walk(base):
+            for name in names:
+                if PARTIAL in name and name.startswith("."):
+                    full = Path(dirpath) / name
+                    final = full.parent / name[1:name.index(PARTIAL)]
+                    try:
+                        mtime = full.lstat().st_mtime
+                    except FileNotFoundError:
+                        continue
+                    out.append(Upload(str(final.relative_to(self.root)), name, mtime))
+        return out
 
     def abort(self, upload: Upload) -> None:
-        pass
+        (self._abs(upload.path).parent / upload.upload_id).unlink(missing_ok=True)
 
     def writer(self, path: str, size: int, part_size: int) -> "LocalWriter":
         return LocalWriter(self, path, size, part_size)
@@ -167,19 +185,42 @@ class LocalReader:
 
 
 class LocalWriter:
-    """A file written by parts at their offsets (pwrite: any order, any thread), fsynced and
-    renamed into place on complete(). Local copies restart a file rather than resume it."""
+    """A file written by parts at their offsets (pwrite: any order, any thread) into a partial
+    file of a fixed name beside it, fsynced and renamed into place on complete().
+
+    Resuming: a run killed mid-file leaves the partial. The next run re-reads the source (as
+    for S3) and compares each part with the partial's bytes at that offset: equal parts are
+    kept, others written. No record of which parts were written is needed, and none can be
+    wrong: a part cut short by the kill, or never written (zeros), simply differs. A partial
+    from an older version of the file is corrected the same way. An exclusive flock keeps a
+    second copier off the same partial."""
 
     multipart = True
+    resumable = True
 
     def __init__(self, place: LocalPlace, path: str, size: int, part_size: int) -> None:
         self.final = place._abs(path)
-        self.tmp = place._temp(self.final)
-        self.part_size = part_size
-        self._fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        self.final.parent.mkdir(parents=True, exist_ok=True)
+        self.tmp = self.final.parent / f".{self.final.name}{PARTIAL}{RESUMABLE}"
+        self.size, self.part_size = size, part_size
+        self._fd = os.open(self.tmp, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._fd)
+            raise OSError(f"{self.final}: another copier is writing it now") from None
+        self._found = os.fstat(self._fd).st_size  # bytes a killed run left, 0 for a new file
+        os.ftruncate(self._fd, size)
 
-    def resumable_parts(self) -> dict:
-        return {}
+    def resumable_parts(self) -> dict[int, tuple[int, int]]:
+        """Every part the partial holds bytes for: (length, offset); matches() decides."""
+        count = -(-self.size // self.part_size)
+        out = {}
+        for number in range(1, count + 1):
+            offset = (number - 1) * self.part_size
+            if offset < self._found:
+                out[number] = (min(self.part_size, self.size - offset), offset)
+        return out
 
     def write(self, number: int, data: memoryview, crc: str = "") -> None:
         offset = (number - 1) * self.part_size
@@ -188,12 +229,12 @@ class LocalWriter:
             written = os.pwrite(self._fd, view, offset)
             view, offset = view[written:], offset + written
 
-    @staticmethod
-    def matches(stored: tuple, data: memoryview, crc: str) -> bool:
-        return False
+    def matches(self, stored: tuple[int, int], data: memoryview, crc: str) -> bool:
+        length, offset = stored
+        return length == len(data) and os.pread(self._fd, length, offset) == data
 
     def keep(self, number: int, stored: tuple, crc: str) -> None:
-        raise AssertionError("local copies are not resumed part by part")
+        pass  # the bytes are already where they belong
 
     def complete(self, sha256_b64: str = "") -> None:
         os.fsync(self._fd)
@@ -201,11 +242,14 @@ class LocalWriter:
         self._fd = -1
         _publish(self.tmp, self.final, create_only=False)
 
-    def abort(self) -> None:
+    def abort(self, keep_for_resume: bool = False) -> None:
+        """Stop writing; the partial stays when the next run may resume from it (it is
+        compared with the source part by part then, and aborted by age if never resumed)."""
         if self._fd >= 0:
-            os.close(self._fd)
+            if not keep_for_resume:
+                self.tmp.unlink(missing_ok=True)
+            os.close(self._fd)  # releases the flock
             self._fd = -1
-        self.tmp.unlink(missing_ok=True)
 
 
 def _publish(tmp: Path, final: Path, create_only: bool) -> bool:

@@ -114,8 +114,14 @@ class S3Writer:
         except botocore.exceptions.ClientError as exc:
             raise mapped_error(exc, self.place.url_of(self.path)) from None
 
-    def abort(self) -> None:
-        if self.upload_id is not None:
+    @property
+    def resumable(self) -> bool:
+        return self.multipart
+
+    def abort(self, keep_for_resume: bool = False) -> None:
+        """Abort the multipart upload, unless the next run may resume it (its stored parts
+        are compared with the source then; aborted by age if never resumed)."""
+        if self.upload_id is not None and not (keep_for_resume and self.multipart):
             self.place.abort(Upload(self.path, self.upload_id, 0.0))
 
 

@@ -146,8 +146,7 @@ class Transfer:
             raise
         except BaseException:
             parts.cancel()
-            if not (writer.multipart and self.dst.is_s3):
-                writer.abort()  # an S3 multipart upload stays: the next run resumes it
+            writer.abort(keep_for_resume=True)  # stored parts stay: the next run resumes from them
             raise
         finally:
             parts.finish()
