@@ -238,9 +238,11 @@ class LocalWriter:
 
     def complete(self, sha256_b64: str = "") -> None:
         os.fsync(self._fd)
-        os.close(self._fd)
-        self._fd = -1
-        _publish(self.tmp, self.final, create_only=False)
+        try:
+            _publish(self.tmp, self.final, create_only=False)  # still holding the flock
+        finally:
+            os.close(self._fd)
+            self._fd = -1
 
     def abort(self, keep_for_resume: bool = False) -> None:
         """Stop writing; the partial stays when the next run may resume from it (it is
