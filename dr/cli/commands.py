@@ -152,6 +152,8 @@ def verify(args: argparse.Namespace, out: Output) -> int:
 
 # -- restore -----------------------------------------------------------------------------------
 def _restore_args(p: argparse.ArgumentParser) -> None:
+    p.epilog = RESTORE_EPILOG
+    p.set_defaults(accepts_exporter_options=True)  # the source's exporter parses what is left
     _plan_arg(p)
     _target_arg(p)
     p.add_argument("--snapshot", default="latest", metavar="ID", help="id prefix or 'latest' (default)")
@@ -173,31 +175,50 @@ def _restore_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--identity", metavar="FILE", help="age identity file for secret content "
                    "(default: the file named by the plan's identity_env variable)")
     p.add_argument("--lock-wait", type=float, default=0.0, metavar="SECONDS")
-    p.add_argument("--namespace-map", action="append", metavar="OLD=NEW",
-                   help="kubernetes: restore namespace OLD as NEW (repeatable)")
-    p.add_argument("--run", metavar="RUN", help="checkpoints: the training run to restore")
-    p.add_argument("--step", metavar="N|latest", help="checkpoints: the step to restore (default latest)")
     p.add_argument("--remap", action="append", metavar="KEY=VALUE",
                    help="an exporter remap key (docs/restore.md lists them), repeatable")
 
 
-def _remaps(args: argparse.Namespace) -> dict[str, str]:
-    """Single-source remaps from the convenience flags and --remap KEY=VALUE."""
+RESTORE_EPILOG = ("With --source, the source's exporter may declare restore options of its own (for "
+                  "example --namespace-map OLD=NEW); `dr plugins` lists every installed exporter's restore "
+                  "options and the remap kinds it applies.")
+
+
+def exporter_options(cls: type, source: str, extra: list[str]) -> dict[str, str]:
+    """RestoreRequest.remap entries from the options the source's exporter declares
+    (contract v2 restore_options), parsed from what the restore parser did not know."""
+    parser = argparse.ArgumentParser(prog=f"dr restore --source {source}", add_help=False,
+                                     exit_on_error=False)
+    for option in cls.restore_options:
+        parser.add_argument(f"--{option.flag}", dest=option.flag, metavar=option.metavar, help=option.help,
+                            action="append" if option.pairs else "store")
+    try:
+        parsed, unknown = parser.parse_known_args(extra)
+    except argparse.ArgumentError as exc:
+        raise UsageError(f"{exc}") from None
+    if unknown:
+        known = ", ".join(f"--{o.flag} {o.metavar}" for o in cls.restore_options) or "none"
+        raise UsageError(f"unrecognized arguments: {' '.join(unknown)} (options of the {cls.type_name} "
+                         f"exporter: {known})")
     remap: dict[str, str] = {}
-    for pair in args.namespace_map or []:
-        old, sep, new = pair.partition("=")
-        if not (sep and old and new):
-            raise UsageError(f"--namespace-map: expected OLD=NEW, found '{pair}'")
-        remap[f"namespace:{old}"] = new
+    for option in cls.restore_options:
+        value = getattr(parsed, option.flag)
+        for item in (value if option.pairs else [value]) if value is not None else []:
+            old, sep, new = item.partition("=")
+            if option.pairs and not (sep and old and new):
+                raise UsageError(f"--{option.flag}: expected OLD=NEW, found '{item}'")
+            remap.update({f"{option.key}{old}": new} if option.pairs else {option.key: item})
+    return remap
+
+
+def _remaps(args: argparse.Namespace, cls: type) -> dict[str, str]:
+    """Single-source remaps from the exporter's own options and --remap KEY=VALUE."""
+    remap = exporter_options(cls, args.source, args.extra)
     for pair in args.remap or []:
         key, sep, value = pair.partition("=")
         if not (sep and key):
             raise UsageError(f"--remap: expected KEY=VALUE, found '{pair}'")
         remap[key] = value
-    if args.run:
-        remap["run"] = args.run
-    if args.step:
-        remap["step"] = args.step
     return remap
 
 
@@ -213,8 +234,9 @@ def _single_destination(args: argparse.Namespace) -> str | None:
 
 
 def restore(args: argparse.Namespace, out: Output) -> int:
-    if args.source is None and (args.namespace_map or args.run or args.step or args.remap):
-        raise UsageError("--namespace-map, --run, --step and --remap apply to one source: add --source "
+    if args.source is None and (args.extra or args.remap):
+        given = " ".join(a for a in [*args.extra, *(["--remap"] if args.remap else [])] if a.startswith("--"))
+        raise UsageError(f"{given}: an exporter's options and --remap apply to one source: add --source "
                          "(a whole-plan restore takes its remaps from the plan's restore section)")
     if args.source is None:
         from dr.cli.recovery_commands import restore_plan
@@ -228,7 +250,8 @@ def restore(args: argparse.Namespace, out: Output) -> int:
     to = _single_destination(args)
     identities = encryption.load_identities(args.identity) if args.identity else \
         encryption.identities_from_env(plan.spec.encryption.identity_env)
-    request = RestoreRequest(to=to, dry_run=args.dry_run, overwrite=args.overwrite, remap=_remaps(args))
+    cls = registry.get(plan.source(args.source).type)
+    request = RestoreRequest(to=to, dry_run=args.dry_run, overwrite=args.overwrite, remap=_remaps(args, cls))
     result = run_restore(plan, registry, args.source, args.snapshot, request=request,
                          identities=identities, target_name=args.target, lock_wait=args.lock_wait)
     verb = "would restore" if args.dry_run else "restored"
@@ -272,6 +295,10 @@ def plugins(args: argparse.Namespace, out: Output) -> int:
     for info in infos:
         state = f"ERROR: {info.error}" if info.error else info.summary
         out.say(f"{info.name:<14} contract v{info.contract_version}  {info.value}\n{'':<14} {state}")
+        for option in info.restore_options:
+            out.say(f"{'':<14} restore option {option}")
+        if info.remap_kinds:
+            out.say(f"{'':<14} remap kinds: {', '.join(info.remap_kinds)}")
     out.document([info.__dict__ for info in infos])
     return Exit.FAILURE if any(i.error for i in infos) else Exit.OK
 

@@ -58,7 +58,7 @@ def restore_plan(args: argparse.Namespace, out: Output) -> int:
     repo.open()
     with Lock(repo, exclusive=False, command=f"dr restore --plan {plan.name}").acquire(args.lock_wait):
         try:
-            prepared = prepare(plan, repo, target, snapshot_ref=args.snapshot, failed=failed,
+            prepared = prepare(plan, repo, target, registry, snapshot_ref=args.snapshot, failed=failed,
                                destinations=destinations, force=args.force)
         except (UnknownDomain, RestoreUsageError) as exc:
             raise UsageError(str(exc)) from None

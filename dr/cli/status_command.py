@@ -1,9 +1,10 @@
 """`dr status`: how much would be lost now (RPO), per source and per training run.
 
 Per source: the age of the newest snapshot holding it, against the source's `rpo` objective.
-Per training run (checkpoints sources): the newest complete checkpoint at the source against
-the newest complete, verified DR copy in each tier (dr.exporters.checkpointing.status). Exit 7
-when any objective is breached, so a cron job or an alert can gate on it.
+Then whatever each source's exporter keeps outside the repository and reports itself
+(contract v2 rpo_report): for checkpoints, per training run and tier, the newest complete
+checkpoint at the source against the newest complete, verified DR copy. Exit 7 when any
+objective is breached, so a cron job or an alert can gate on it.
 """
 
 from __future__ import annotations
@@ -35,15 +36,13 @@ def run(args: argparse.Namespace, out: Output) -> int:
         snapshots = []  # nothing backed up yet: every source with an objective is in breach
     now = datetime.now(timezone.utc)
     rows = [_source_row(source, snapshots, now) for source in plan.spec.sources]
-    runs = [row for source in plan.spec.sources if source.type == "checkpoints"
-            for row in _checkpoint_rows(plan, registry, source)]
+    runs = [row for source in plan.spec.sources for row in _exporter_rows(plan, registry, source)]
     for row in rows:
         age = "never backed up" if row["age_seconds"] is None else f"{_ago(row['age_seconds'])} ago"
         out.say(f"{row['source']:<24} newest snapshot {age}; rpo {row['rpo'] or '-'}"
                 + ("  BREACH" if row["breach"] else ""))
     for row in runs:
-        out.say(f"  run {row['run']} tier {row['tier']}: source step {row['source_step']}, DR copy step "
-                f"{row['copy_step']}, rpo {_ago(row['rpo_seconds'])}" + ("  BREACH" if row["breach"] else ""))
+        out.say(f"  {row['subject']}: {row['detail']}" + ("  BREACH" if row["breach"] else ""))
     out.document({"sources": rows, "runs": runs})
     return Exit.RPO_BREACH if any(r["breach"] for r in rows + runs) else Exit.OK
 
@@ -57,28 +56,10 @@ def _source_row(source, snapshots, now) -> dict:
             "age_seconds": age, "rpo": source.rpo, "breach": breach}
 
 
-def _checkpoint_rows(plan, registry, source) -> list[dict]:
-    from dr.exporters.checkpointing.status import rpo_report
-
+def _exporter_rows(plan, registry, source) -> list[dict]:
     context = ExportContext(source.name, plan.options[source.name], plan.base_dir, source.sensitivity)
     exporter = registry.get(source.type)(context)
-    objective = source.rpo_delta
-    # Milestone archive tiers lag by design: judged for presence in the report, never as a breach.
-    archive = {t.name for t in exporter.options.effective_tiers() if getattr(t, "milestones_only", False)}
-    rows = []
-    for row in rpo_report(exporter):
-        data = row.to_json()
-        data["breach"] = objective is not None and row.tier not in archive and _lagging(row, objective)
-        rows.append(data)
-    return rows
-
-
-def _lagging(row, objective) -> bool:
-    if row.copy_step is None:
-        return row.source_step is not None  # a complete checkpoint exists and none is copied
-    if row.rpo_seconds is None:
-        return False  # the source has no complete checkpoint left; the copy is what remains
-    return row.rpo_seconds > objective.total_seconds()
+    return [{"source": source.name, **row.to_json()} for row in exporter.rpo_report(source.rpo_delta)]
 
 
 def _ago(seconds: float | None) -> str:

@@ -32,6 +32,7 @@ from dr.repository.locks import Lock
 from dr.repository.targets import open_target
 from dr.restore import Prepared, RestoreRun, prepare, run_plan_restore
 from dr.restore.destinations import scratch_destinations
+from dr.restore.planning import planning_exporters
 from dr.restore.executing import Event
 from dr.restore.journals import utc
 
@@ -49,9 +50,9 @@ class Stopwatch:
             self.phases[name] = round(time.monotonic() - started, 3)
 
 
-def destinations_for(plan: Plan, scratch: str | None, explicit: dict[str, str]) -> dict[str, str]:
-    exporters = {s.name: s.type for s in plan.spec.sources}
-    found = scratch_destinations(scratch, exporters) if scratch else {}
+def destinations_for(plan: Plan, registry: Registry, scratch: str | None,
+                     explicit: dict[str, str]) -> dict[str, str]:
+    found = scratch_destinations(scratch, planning_exporters(plan, registry)) if scratch else {}
     return {**found, **explicit}
 
 
@@ -73,8 +74,8 @@ def run_drill(plan: Plan, registry: Registry, *, failed: list[str], scratch: str
         with clock.phase("audit"):
             report = run_audit(plan, repo, target, scenarios, snapshot_ref=snapshot.id)
         with clock.phase("plan"):
-            prepared = prepare(plan, repo, target, snapshot_ref=snapshot.id, failed=failed, force=force,
-                               destinations=destinations_for(plan, scratch, destinations or {}))
+            prepared = prepare(plan, repo, target, registry, snapshot_ref=snapshot.id, failed=failed, force=force,
+                               destinations=destinations_for(plan, registry, scratch, destinations or {}))
         on_plan(prepared)
         with clock.phase("restore"):
             run = run_plan_restore(prepared, registry, identities=identities, parallel=parallel, new=True,

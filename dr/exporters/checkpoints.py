@@ -24,6 +24,7 @@ from typing import Iterator
 
 from dr.exporters.checkpointing.discovery import discover as discover_candidates
 from dr.exporters.checkpointing.exporting import KIND, ExportRun
+from dr.exporters.checkpointing import planning
 from dr.exporters.checkpointing.options import CheckpointsOptions, Tier
 from dr.exporters.checkpointing.places import Place, open_place
 from dr.exporters.checkpointing.s3place import Sessions
@@ -31,9 +32,11 @@ from dr.exporters.checkpointing.restoring import REMAP_KEYS, restore_copies
 from dr.exporters.checkpointing.scanning import ListedTree
 from dr.exporters.checkpointing.status import CopyCheck, RunRPO, rpo_report, verify_copies
 from dr.exporters.checkpointing.transfer import Transfer
-from dr.exporters.contract import (ArtifactSink, ContentReader, Discovered, ExportContext, Exporter, Outcome,
-                                   RestoreRequest)
+from dr.exporters.contract import (AnyOf, ArtifactSink, ContentReader, Destination, Discovered, ExportContext,
+                                   Exporter, Ordering, OrderingRule, Outcome, RemapKind, RestoreOption,
+                                   RestoreRequest, Rewriter, RpoRow)
 from dr.model.artifacts import Artifact
+from datetime import timedelta
 
 __all__ = ["CheckpointsExporter", "CopyCheck", "KIND", "REMAP_KEYS", "RunRPO", "rpo_report", "verify_copies"]
 
@@ -42,8 +45,21 @@ class CheckpointsExporter(Exporter):
     type_name = "checkpoints"
     summary = ("Training checkpoints on S3 or shared filesystems: complete ones copied, verified and "
                "loadable in place, to tiered DR targets")
-    contract_version = 1
+    contract_version = 2
     Options = CheckpointsOptions
+    # the checkpoints step writes the checkpoint under the new bucket (its destination)
+    remap_kinds = (RemapKind("bucket", frozenset({"bucket", "path"}), "old: the source root "
+                             "(s3://bucket/prefix or a directory); new: where the restore writes instead"),)
+    origin_kinds = frozenset({"bucket", "path"})
+    ordering = Ordering(frozenset({"checkpoints"}), (OrderingRule(
+        "role:checkpoints", "@workloads",
+        "checkpoints before training jobs: a job Kueue admits resumes from the newest checkpoint "
+        "it finds; if it is not back yet the job starts again from step 0, burning GPU hours, and "
+        "its keep-last rotation can delete older checkpoints"),))
+    restore_options = (
+        RestoreOption("run", "RUN", "the training run to restore", "run"),
+        RestoreOption("step", "N|latest", "the step to restore (default latest)", "step"),
+    )
 
     def __init__(self, context: ExportContext) -> None:
         super().__init__(context)
@@ -104,6 +120,19 @@ class CheckpointsExporter(Exporter):
     def restore(self, artifacts: list[Artifact], reader: ContentReader,
                 request: RestoreRequest) -> Iterator[Outcome]:
         yield from restore_copies(self, artifacts, reader, request)
+
+    # -- contract v2: planning and status -----------------------------------------------------
+    def destinations(self, artifacts: list[Artifact], rewrite: Rewriter) -> list[Destination]:
+        return planning.default_destinations(self, artifacts, rewrite)
+
+    def restore_needs(self, artifacts: list[Artifact]) -> list[AnyOf]:
+        return planning.any_tier_needs(artifacts)
+
+    def restore_bytes(self, artifacts: list[Artifact]) -> dict[str, int]:
+        return planning.restore_bytes(artifacts)
+
+    def rpo_report(self, objective: timedelta | None) -> list[RpoRow]:
+        return planning.rpo_rows(self, objective)
 
     # -- beyond the contract ----------------------------------------------------------------
     def rpo(self, now: float | None = None) -> list[RunRPO]:

@@ -1,4 +1,4 @@
-"""The exporter contract, version 1. Documented in docs/exporters.md; a test keeps them in step.
+"""The exporter contract, version 2. Documented in docs/exporters.md; a test keeps them in step.
 
 An exporter is a class registered under the `dr.exporters` entry-point group. dr builds one
 instance per plan source and calls, depending on the command:
@@ -7,6 +7,12 @@ instance per plan source and calls, depending on the command:
   restore()   put artifacts back, one outcome (with a reason) per item.
 An exporter never touches the repository: it writes through an ArtifactSink and reads
 through a ContentReader, both handed to it by dr.
+
+Version 2 adds what the restore planner, the audit, drills and `dr status` need to know about
+an exporter, declared as data on the class (remap kinds, origin dependency kinds, ordering
+roles and rules, CLI restore options) or answered by methods with safe defaults (default
+destinations, scratch destinations for drills, any-of needs, RTO byte parts, RPO reports).
+The core asks every exporter alike and names none: a built-in has no private path.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from enum import Enum
+from datetime import timedelta
 from typing import Any, BinaryIO, Callable, ClassVar, Iterable, Iterator, Protocol, Union
 
 from pydantic import BaseModel, ConfigDict
@@ -22,11 +29,15 @@ from dr.model.artifacts import Artifact, Dependency, Sensitivity
 from dr.repository.encryption import EncryptionError
 from dr.repository.repositories import IntegrityError
 
-__all__ = ["CONTRACT_VERSION", "ArtifactSink", "Content", "ContentReader", "Discovered", "EncryptionError",
-           "ExportContext", "Exporter", "ExporterOptions", "IntegrityError", "Outcome", "OutcomeStatus",
-           "RestoreRequest"]
+__all__ = ["CONTRACT_VERSION", "SUPPORTED_VERSIONS", "AnyOf", "ArtifactSink", "Content", "ContentReader",
+           "Destination", "Discovered", "EncryptionError", "ExportContext", "Exporter", "ExporterOptions",
+           "IntegrityError", "NoDestination", "Ordering", "OrderingRule", "Outcome", "OutcomeStatus",
+           "RemapKind", "RestoreOption", "RestoreRequest", "Rewrite", "Rewriter", "RpoRow", "prefix_rewrite"]
 
-CONTRACT_VERSION = 1
+CONTRACT_VERSION = 2
+# Versions dr still loads: the current one natively, older ones through an adapter
+# (dr.exporters.adapters). The deprecation policy is in docs/exporters.md.
+SUPPORTED_VERSIONS = (1, 2)
 
 Content = Union[bytes, Callable[[], BinaryIO]]
 
@@ -134,6 +145,113 @@ class RestoreRequest:
     remap: dict[str, str] = field(default_factory=dict)
 
 
+# -- contract v2: what the core asks of every exporter alike -----------------------------------
+def prefix_rewrite(reference: str, old: str, new: str) -> str | None:
+    """`old` itself, or `old` followed by '/': the leading part is replaced (registries, buckets)."""
+    base = old.rstrip("/")
+    if reference == old or reference == base:
+        return new
+    if reference.startswith(base + "/"):
+        return new.rstrip("/") + reference[len(base):]
+    return None
+
+
+@dataclass(frozen=True)
+class RemapKind:
+    """A kind of plan remap (`restore.remaps[].kind`) that this exporter applies when it restores."""
+
+    name: str  # the plan's `kind:` value
+    rewrites: frozenset[str]  # dependency kinds whose references it rewrites
+    syntax: str  # what `old` and `new` look like, for people (docs, plan errors)
+    request_prefix: str | None = None  # restore() hears it as RestoreRequest.remap[prefix + old] = new
+    rewrite: Callable[[str, str, str], str | None] = prefix_rewrite  # (reference, old, new) -> new or None
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """One plan remap applied to one reference."""
+
+    kind: str
+    old: str  # the reference as recorded
+    new: str  # the reference after the remap
+    remap_old: str  # the remap's `old` and `new`, as the plan wrote them
+    remap_new: str
+    reason: str = ""
+
+    def describe(self) -> str:
+        why = f" ({self.reason})" if self.reason else ""
+        return f"plan remap {self.kind}: {self.old} -> {self.new}{why}"
+
+
+# (dependency kind, reference) -> the first remap of the plan this source's restore applies, or None
+Rewriter = Callable[[str, str], Union[Rewrite, None]]
+
+
+@dataclass
+class Destination:
+    """Where one call of restore() writes: these artifacts, to `to` (None: the exporter decides)."""
+
+    artifacts: list[Artifact]
+    to: str | None
+    how: str  # where `to` comes from, for people
+    label: str = ""  # names the call when a source restores to several destinations
+
+
+class NoDestination(Exception):
+    """No default destination can be chosen; the message says which --to to give."""
+
+
+@dataclass(frozen=True)
+class AnyOf:
+    """A need met when any one of `references` survives (one copy per DR tier, say)."""
+
+    kind: str  # the dependency kind these references have
+    what: str  # for people: "DR copy of run r1 step 200"
+    references: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class OrderingRule:
+    """Steps matching `before` are restored ahead of steps matching `after` (docs/restore.md)."""
+
+    before: str  # a selector: role:<role>, type:<exporter>, kind:<artifact kind>, @workloads, @any ...
+    after: str
+    why: str
+    requires: bool = False  # also hold `after` back when `before` did not succeed
+
+
+@dataclass(frozen=True)
+class Ordering:
+    """An exporter's place in a whole-plan restore."""
+
+    roles: frozenset[str] = frozenset()  # what its steps are, for `role:` selectors
+    rules: tuple[OrderingRule, ...] = ()  # rules it brings, each with its reason
+
+
+@dataclass(frozen=True)
+class RestoreOption:
+    """A command-line option of `dr restore --source NAME` that this exporter declares."""
+
+    flag: str  # "namespace-map" is given as --namespace-map
+    metavar: str
+    help: str
+    key: str  # the RestoreRequest.remap key; with pairs, OLD=NEW becomes remap[key + OLD] = NEW
+    pairs: bool = False  # the value is OLD=NEW and the option repeats
+
+
+@dataclass
+class RpoRow:
+    """One line of `dr status` beyond the per-source snapshot age (a training run's DR copy)."""
+
+    subject: str  # "run r1 tier hot"
+    detail: str  # for people
+    breach: bool
+    data: dict[str, Any] = field(default_factory=dict)  # for --json
+
+    def to_json(self) -> dict[str, Any]:
+        return {"subject": self.subject, "detail": self.detail, "breach": self.breach, **self.data}
+
+
 class Exporter(ABC):
     """Base class of every exporter. Subclasses set the class attributes and the methods."""
 
@@ -163,3 +281,42 @@ class Exporter(ABC):
     def restore(self, artifacts: list[Artifact], reader: ContentReader,
                 request: RestoreRequest) -> Iterator[Outcome]:
         """Restore `artifacts`; yield one Outcome per item, each with a reason."""
+
+    # -- contract v2: declared as data; the defaults fit an exporter that needs none of it ----
+    #: plan remap kinds this exporter applies (restore.remaps[].kind)
+    remap_kinds: ClassVar[tuple[RemapKind, ...]] = ()
+    #: dependency kinds that record where an artifact came from: a restore writes there (or to
+    #: its remap, or to --to) rather than reading from it, so they are judged as destinations
+    origin_kinds: ClassVar[frozenset[str]] = frozenset()
+    #: roles and ordering rules in a whole-plan restore
+    ordering: ClassVar[Ordering] = Ordering()
+    #: options of `dr restore --source NAME` for this exporter's sources
+    restore_options: ClassVar[tuple[RestoreOption, ...]] = ()
+
+    def request_remap(self, kind: str, old: str, new: str) -> dict[str, str]:
+        """RestoreRequest.remap entries for one plan remap that applies to this source."""
+        declared = next((k for k in self.remap_kinds if k.name == kind), None)
+        if declared is None or declared.request_prefix is None:
+            return {}
+        return {f"{declared.request_prefix}{old}": new}
+
+    def destinations(self, artifacts: list[Artifact], rewrite: Rewriter) -> list[Destination]:
+        """Where restore() writes when the operator gave no --to; NoDestination says why none."""
+        return [Destination(artifacts, None, "the exporter's own default")]
+
+    def scratch_destination(self, folder: str) -> str | None:
+        """A drill's destination inside a scratch folder; None when a folder cannot hold it."""
+        return folder
+
+    def restore_needs(self, artifacts: list[Artifact]) -> list[AnyOf]:
+        """Needs met by any one of several references; their dependency kinds are judged only here."""
+        return []
+
+    def restore_bytes(self, artifacts: list[Artifact]) -> dict[str, int]:
+        """Bytes a restore of these artifacts moves, by RTO part (image_warmup, data_warmup,
+        checkpoint_download)."""
+        return {"data_warmup": sum(a.size for a in artifacts)}
+
+    def rpo_report(self, objective: timedelta | None) -> list[RpoRow]:
+        """Recovery points this exporter keeps outside the repository, judged against `objective`."""
+        return []

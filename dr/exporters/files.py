@@ -30,8 +30,8 @@ from typing import Callable, Iterator
 
 from pydantic import Field, field_validator
 
-from dr.exporters.contract import (ArtifactSink, ContentReader, Discovered, Exporter, ExporterOptions,
-                                   Outcome, RestoreRequest)
+from dr.exporters.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter,
+                                   ExporterOptions, NoDestination, Outcome, RestoreRequest, Rewriter)
 from dr.exporters.contract import OutcomeStatus as Status
 from dr.model.artifacts import Artifact, Sensitivity
 
@@ -94,7 +94,7 @@ def _mode(st: Stat) -> str:
 
 class FilesExporter(Exporter):
     type_name = "files"
-    contract_version = 1
+    contract_version = 2
     summary = "Local directories and files, with modes, mtimes, empty directories and symlinks"
 
     class Options(ExporterOptions):
@@ -118,6 +118,14 @@ class FilesExporter(Exporter):
                                      "identities would collide")
                 seen[label] = path
             return paths
+
+    def destinations(self, artifacts: list[Artifact], rewrite: Rewriter) -> list[Destination]:
+        """The folder that held the configured paths, when they share one."""
+        parents = {os.path.dirname(root) for _, root in self._roots()}
+        if len(parents) != 1:
+            raise NoDestination(f"its paths are in {len(parents)} folders: name the destination with "
+                                f"--to {self.context.source}=DIR")
+        return [Destination(artifacts, parents.pop(), "where it came from (the configured paths' folder)")]
 
     # -- walking -------------------------------------------------------------------------
     def _roots(self) -> Iterator[tuple[str, str]]:

@@ -25,9 +25,11 @@ from urllib.parse import unquote, urlparse
 import git
 from pydantic import Field, field_validator
 
-from dr.exporters.contract import (ArtifactSink, ContentReader, Discovered, Exporter, ExporterOptions,
-                                   Outcome, OutcomeStatus, RestoreRequest)
+from dr.exporters.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter, ExporterOptions,
+                                   Ordering, OrderingRule, Outcome, OutcomeStatus, RemapKind, RestoreRequest, Rewriter,
+                                   prefix_rewrite)
 from dr.model.artifacts import Artifact, Dependency, Sensitivity
+from dr.model.recovery import normalize
 
 KIND = "git-bundle"
 # A backup job must fail, not hang, when a remote asks for credentials; C locale for stable text.
@@ -159,10 +161,44 @@ def _clobbered(current: dict[str, str], wanted: dict[str, str]) -> list[str]:
     return sorted(name for name, sha in current.items() if wanted.get(name) != sha)
 
 
+def _remote_rewrite(reference: str, old: str, new: str) -> str | None:
+    """The same remote however it is spelled (a trailing '/' or '.git'), or a path below `old`."""
+    if normalize(reference) == normalize(old):
+        return new
+    return prefix_rewrite(reference, old, new)
+
+
+ORIGIN = "git-remote"  # the dependency that records where a repository came from
+
+
 class GitExporter(Exporter):
     type_name = "git"
-    contract_version = 1
+    contract_version = 2
     summary = "Git repositories (every branch, tag, note and ref) as verified git bundles"
+    # the git step pushes to the new remote (its destination); restore() is told `to` only
+    remap_kinds = (RemapKind("git-remote", frozenset({ORIGIN}), "old: a remote URL (or a prefix of "
+                             "remote URLs); new: the surviving remote the bundles are pushed to",
+                             rewrite=_remote_rewrite),)
+    origin_kinds = frozenset({ORIGIN})
+    ordering = Ordering(frozenset({"declarations"}), (OrderingRule(
+        "role:declarations", "role:cluster-objects",
+        "Git declarations before what is deployed from them: Argo CD / Flux in the restored cluster "
+        "sync from these remotes at once; with a remote missing or empty they fail, or prune what "
+        "was just restored"),))
+
+    def destinations(self, artifacts: list[Artifact], rewrite: Rewriter) -> list[Destination]:
+        """Each repository goes back to its remote, or to that remote's git-remote remap."""
+        groups: dict[str | None, Destination] = {}
+        for artifact in artifacts:
+            origin = next((d.reference for d in artifact.dependencies if d.kind == ORIGIN), None)
+            found = rewrite(ORIGIN, origin) if origin else None
+            dest, how = (found.new, found.describe()) if found else (origin, "its own remote (where it came from)")
+            groups.setdefault(dest, Destination([], dest, how, f"-> {dest}")).artifacts.append(artifact)
+        return list(groups.values())
+
+    def scratch_destination(self, folder: str) -> str | None:
+        """Bare repositories `<folder>/<name>.git` (restore() fills in each repository's name)."""
+        return os.path.join(folder, "{name}.git")
 
     class Options(ExporterOptions):
         repositories: list[RepositorySpec] = Field(min_length=1)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
 
-from dr.exporters.contract import CONTRACT_VERSION, Exporter, ExporterOptions
+from dr.exporters.adapters import ADAPTERS
+from dr.exporters.contract import CONTRACT_VERSION, SUPPORTED_VERSIONS, Exporter, ExporterOptions
 
 GROUP = "dr.exporters"
 
@@ -19,8 +20,10 @@ class PluginInfo:
     name: str
     value: str  # module:Class, where it comes from
     summary: str
-    contract_version: int
+    contract_version: int  # the version the plugin implements (an older one runs through an adapter)
     error: str = ""
+    restore_options: list[str] = field(default_factory=list)  # "--flag METAVAR: help"
+    remap_kinds: list[str] = field(default_factory=list)
 
 
 class Registry:
@@ -44,12 +47,27 @@ class Registry:
     def options_model(self, type_name: str) -> type[ExporterOptions] | None:
         return self.get(type_name).Options if type_name in self._eps else None
 
+    def remap_kinds(self) -> dict[str, list[str]]:
+        """Every remap kind an installed exporter applies -> the exporters that apply it."""
+        kinds: dict[str, list[str]] = {}
+        for name in self.names():
+            try:
+                cls = self.get(name)
+            except PluginError:
+                continue  # a broken plugin is reported by `dr plugins` and by plans that use it
+            for kind in cls.remap_kinds:
+                kinds.setdefault(kind.name, []).append(name)
+        return kinds
+
     def info(self) -> list[PluginInfo]:
         out = []
         for name in self.names():
             try:
                 cls = self.get(name)
-                out.append(PluginInfo(name, self._eps[name].value, cls.summary, cls.contract_version))
+                version = getattr(cls, "adapted_from", cls.contract_version)
+                options = [f"--{o.flag} {o.metavar}: {o.help}" for o in cls.restore_options]
+                out.append(PluginInfo(name, self._eps[name].value, cls.summary, version, "", options,
+                                      [k.name for k in cls.remap_kinds]))
             except PluginError as exc:
                 out.append(PluginInfo(name, self._eps[name].value, "", 0, str(exc)))
         return out
@@ -69,7 +87,8 @@ class Registry:
             raise PluginError(f"exporter '{ep.name}' ({ep.value}) does not declare contract_version: set "
                               f"`contract_version = {CONTRACT_VERSION}` in the class once it implements "
                               f"contract v{CONTRACT_VERSION} (docs/exporters.md)")
-        if version != CONTRACT_VERSION:
+        if version not in SUPPORTED_VERSIONS:
+            supported = ", ".join(f"v{v}" for v in SUPPORTED_VERSIONS)
             raise PluginError(f"exporter '{ep.name}' implements contract v{version}; "
-                              f"this dr speaks v{CONTRACT_VERSION}")
-        return cls
+                              f"this dr speaks {supported}")
+        return cls if version == CONTRACT_VERSION else ADAPTERS[version](cls)

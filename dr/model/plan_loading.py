@@ -27,6 +27,10 @@ class OptionsLookup(Protocol):
 
     def options_model(self, type_name: str) -> "type[BaseModel] | None": ...
 
+    def remap_kinds(self) -> dict[str, list[str]]:
+        """Every remap kind an installed exporter applies -> the exporters that apply it."""
+        ...
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -69,6 +73,8 @@ def parse_plan(text: str, path: str, options_lookup: OptionsLookup | None = None
         if isinstance(data.get("sources"), list) else []
     options, option_problems = _validate_options(raw_sources, path, lines, options_lookup)
     problems += option_problems
+    if checkable is not None and options_lookup is not None:
+        problems += _remap_kind_problems(checkable, path, lines, options_lookup)
     if checkable is not None:
         problems += [Problem(path, p, found, expected, _line(lines, p))
                      for p, found, expected in plan_rules.check(checkable)]
@@ -168,6 +174,26 @@ def _validate_options(raw_sources: list[dict], path: str, lines: dict[str, int],
             problems += _problems_from(exc, raw, path, lines, prefix=("sources", i),
                                        extra_keys=SOURCE_COMMON_KEYS, root=model)
     return options, problems
+
+
+def _remap_kind_problems(spec: PlanSpec, path: str, lines: dict[str, int],
+                         lookup: OptionsLookup) -> list[Problem]:
+    """A remap kind must be one that an exporter of a source it applies to declares."""
+    declared = getattr(lookup, "remap_kinds", lambda: {})()
+    types = {s.name: s.type for s in spec.sources}
+    problems = []
+    for i, remap in enumerate(spec.restore.remaps):
+        scoped = [types[n] for n in remap.sources if n in types] or list(types.values())
+        if any(t in declared.get(remap.kind, ()) for t in scoped):
+            continue
+        usable = sorted(k for k, by in declared.items() if any(t in by for t in scoped))
+        field = f"restore.remaps[{i}].kind"
+        known = ", ".join(f"{k} ({', '.join(declared[k])})" for k in usable) or "none"
+        problems.append(Problem(path, field, f"'{remap.kind}', which no exporter of "
+                                f"{'its sources' if remap.sources else 'the plan'} applies",
+                                f"a remap kind one of them declares: {known} (docs/restore.md)",
+                                _line(lines, field)))
+    return problems
 
 
 def _options_model(lookup: OptionsLookup, type_name: str):

@@ -131,7 +131,6 @@ class SourceSpec(BaseModel):
 
 
 # -- restore: remaps and RTO phase estimates (dr restore, dr drill; docs/restore.md) -------------
-REMAP_KINDS = ("registry", "bucket", "namespace", "storage-class", "git-remote")
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]i?b|b)?\s*$", re.I)
 _SIZE_UNITS = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
                "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
@@ -154,7 +153,9 @@ class RemapSpec(Strict):
     a replicated bucket, a pushed remote); dr judges where `new` is placed, it does not probe it.
     """
 
-    kind: Literal[REMAP_KINDS]  # type: ignore[valid-type]
+    # which kinds exist is the exporters' word (contract v2 remap_kinds), checked when the plan
+    # is loaded with the installed exporters (dr.model.plan_loading)
+    kind: Name
     old: str = Field(min_length=1)
     new: str = Field(min_length=1)
     sources: list[str] = Field(default_factory=list)  # only these sources; empty: every source

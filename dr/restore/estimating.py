@@ -28,8 +28,6 @@ from typing import Any
 from dr.model.durations import format_duration
 from dr.model.plans import RtoSpec, parse_size
 from dr.model.snapshots import Snapshot
-from dr.restore.needs import CHECKPOINT_COPY, newest_checkpoints
-from dr.restore.ordering_rules import IMAGE_KINDS
 from dr.restore.steps import READY, Step
 
 MEASURED_BACKUPS = 10  # the newest backups whose throughput is averaged
@@ -103,18 +101,19 @@ def measured_throughput(snapshots: list[Snapshot]) -> tuple[float | None, str]:
                              f"{len(usable)} backup{'s' * (len(usable) != 1)}")
 
 
+BYTE_PARTS = ("image_warmup", "data_warmup", "checkpoint_download")
+
+
 def byte_parts(steps: list[Step]) -> dict[str, int]:
-    """Bytes each warm-up part moves, over the steps that will run."""
-    out = {"image_warmup": 0, "data_warmup": 0, "checkpoint_download": 0}
+    """Bytes each warm-up part moves, over the steps that will run, as each step's exporter
+    counts them (contract v2 restore_bytes; a part it names that is not one of BYTE_PARTS
+    counts as data warm-up)."""
+    out = dict.fromkeys(BYTE_PARTS, 0)
     for step in (s for s in steps if s.status == READY):
-        newest = {id(a) for copies in newest_checkpoints(step.artifacts).values() for a in copies[:1]}
-        for a in step.artifacts:
-            if a.kind == CHECKPOINT_COPY:
-                out["checkpoint_download"] += int(a.meta.get("bytes", 0)) if id(a) in newest else 0
-            elif a.kind in IMAGE_KINDS:
-                out["image_warmup"] += a.size
-            else:
-                out["data_warmup"] += a.size
+        parts = step.instance.restore_bytes(step.artifacts) if step.instance is not None else \
+            {"data_warmup": step.bytes}
+        for part, size in parts.items():
+            out[part if part in out else "data_warmup"] += int(size)
     return out
 
 

@@ -1,15 +1,17 @@
 """Judging what each step needs in the failure scenario: ok, remapped, blocker or unknown.
 
 Where it sits: the planner calls judge_step() for every step. The verdict rules are
-dr.model.recovery's (the same as the audit's); on top of them the restore knows two things
-the audit does not:
+dr.model.recovery's (the same as the audit's); on top of them the restore knows what each
+step's exporter declares (contract v2):
   * the plan's remaps: a dependency the restore rewrites (an image moved to a surviving
     registry) is judged at its new place, and is `remapped` when that place survives;
-  * destinations: a step writes somewhere. Where an artifact came from (a Git remote, a
-    checkpoint's bucket) is not read during the restore, it is written to, so it is judged as
-    the step's destination; a destination in a lost domain is a blocker.
-For checkpoints only the copies the restore will read count (the newest step of each run),
-and one surviving tier is enough: the exporter falls back from a lost tier to the next.
+  * destinations: a step writes somewhere. Where an artifact came from (the exporter's
+    origin_kinds: a Git remote, a checkpoint's bucket) is not read during the restore, it is
+    written to, so it is judged as the step's destination; a destination in a lost domain is
+    a blocker;
+  * any-of needs (restore_needs): met when one of several references survives (a checkpoint's
+    DR copies in several tiers: the exporter falls back from a lost tier to the next). Their
+    dependency kinds are judged only that way.
 """
 
 from __future__ import annotations
@@ -17,11 +19,9 @@ from __future__ import annotations
 from dr.model.artifacts import Artifact
 from dr.model.plans import Plan, TargetSpec
 from dr.model.recovery import BLOCKED, OK, REMAPPED, UNKNOWN, Judgement, RecoveryJudge, is_lost, normalize
-from dr.restore.destinations import ORIGIN_KINDS
+from dr.exporters.contract import AnyOf
 from dr.restore.remaps import rewrite
 from dr.restore.steps import Need, Step
-
-CHECKPOINT_COPY = "checkpoint-copy"
 
 
 class NeedJudge:
@@ -36,9 +36,11 @@ class NeedJudge:
         return f"{self.plan.domains.path(placement.domain)} (by {how})"
 
     def judge_step(self, step: Step) -> list[Need]:
-        needs = [self._need(step, kind, ref, count) for (kind, ref), count in _distinct(step).items()]
-        if step.exporter == "checkpoints":
-            needs += self._checkpoint_copies(step)
+        any_of = step.instance.restore_needs(step.artifacts) if step.instance is not None else []
+        skip = (step.instance.origin_kinds if step.instance is not None else frozenset()) | \
+            {need.kind for need in any_of}
+        needs = [self._need(step, kind, ref, count) for (kind, ref), count in _distinct(step, skip).items()]
+        needs += [self._any_of(need) for need in any_of]
         needs += self._destinations(step)
         return needs
 
@@ -52,7 +54,7 @@ class NeedJudge:
         if j.verdict in (OK, REMAPPED):
             provider = j.copy.source if j.copy else self.provider(reference)
             return Need(kind, reference, j.verdict, self._covered(step, j), provider, count, relies=bool(j.copy))
-        found = rewrite(self.plan.spec.restore.remaps, step.name, step.exporter, kind, reference)
+        found = rewrite(self.plan.spec.restore.remaps, step.name, step.instance, kind, reference)
         if found is None:
             return Need(kind, reference, j.verdict, self._uncovered(j), self.provider(reference), count)
         k = self.judge.judge(found.new)
@@ -106,50 +108,29 @@ class NeedJudge:
                 needs.append(Need("destination", unit.to, OK, f"writes to {self.where(j)}, which survives"))
         return needs
 
-    def _checkpoint_copies(self, step: Step) -> list[Need]:
-        """One need per checkpoint the restore reads: met when any tier's copy survives."""
-        needs = []
-        for (run, number), copies in newest_checkpoints(step.artifacts).items():
-            refs = [d.reference for a in copies for d in a.dependencies if d.kind == CHECKPOINT_COPY]
-            judged = [(ref, self.judge.judge(ref)) for ref in refs]
-            alive = [(ref, j) for ref, j in judged if j.verdict == OK]
-            what = f"DR copy of run {run} step {number}"
-            if alive:
-                ref, j = alive[0]
-                needs.append(Need(CHECKPOINT_COPY, ref, OK, f"the {what} in {self.where(j) if j.placement.domain else ref} "
-                                  f"survives ({len(alive)} of {len(judged)} tiers)"))
-            elif judged:
-                ref, j = judged[0]
-                verdict = BLOCKED if any(x.verdict == BLOCKED for _, x in judged) else UNKNOWN
-                reason = (f"every {what} is in a domain lost when {self.label}" if verdict == BLOCKED
-                          else f"nothing in the plan places the {what}")
-                needs.append(Need(CHECKPOINT_COPY, ref, verdict, reason))
-        return needs
+    def _any_of(self, need: AnyOf) -> Need:
+        """Met when any one reference survives; a blocker when none does and one is lost."""
+        judged = [(ref, self.judge.judge(ref)) for ref in need.references]
+        alive = [(ref, j) for ref, j in judged if j.verdict == OK]
+        if alive:
+            ref, j = alive[0]
+            where = self.where(j) if j.placement.domain else ref
+            return Need(need.kind, ref, OK, f"the {need.what} in {where} survives ({len(alive)} of {len(judged)})")
+        if not judged:
+            return Need(need.kind, need.what, UNKNOWN, f"the snapshot records no place of the {need.what}")
+        verdict = BLOCKED if any(x.verdict == BLOCKED for _, x in judged) else UNKNOWN
+        reason = (f"every {need.what} is in a domain lost when {self.label}" if verdict == BLOCKED
+                  else f"nothing in the plan places the {need.what}")
+        return Need(need.kind, judged[0][0], verdict, reason)
 
 
-def _distinct(step: Step) -> dict[tuple[str, str], int]:
-    """(kind, reference) -> how many artifacts need it, without origins and checkpoint copies."""
-    skip = ORIGIN_KINDS.get(step.exporter, frozenset()) | {CHECKPOINT_COPY}
+def _distinct(step: Step, skip: frozenset[str] | set[str]) -> dict[tuple[str, str], int]:
+    """(kind, reference) -> how many artifacts need it, without the kinds judged otherwise."""
     found: dict[tuple[str, str], int] = {}
     for artifact in step.artifacts:
         for dep in {(d.kind, d.reference) for d in artifact.dependencies if d.kind not in skip}:
             found[dep] = found.get(dep, 0) + 1
     return found
-
-
-def newest_checkpoints(artifacts: list[Artifact]) -> dict[tuple[str, int], list[Artifact]]:
-    """The copies a default checkpoints restore reads: the newest step of each run, every tier."""
-    newest: dict[str, int] = {}
-    for a in artifacts:
-        if a.kind == CHECKPOINT_COPY and str(a.meta.get("step", "")).isdigit():
-            run = str(a.meta.get("run"))
-            newest[run] = max(newest.get(run, -1), int(a.meta["step"]))
-    out: dict[tuple[str, int], list[Artifact]] = {}
-    for a in artifacts:
-        run = str(a.meta.get("run"))
-        if a.kind == CHECKPOINT_COPY and run in newest and str(a.meta.get("step")) == str(newest[run]):
-            out.setdefault((run, newest[run]), []).append(a)
-    return out
 
 
 def precondition_needs(plan: Plan, judge: RecoveryJudge, target: TargetSpec, label: str) -> list[Need]:

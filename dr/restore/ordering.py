@@ -19,10 +19,21 @@ from dr.restore.steps import Step, matches
 Edges = dict[str, dict[str, tuple[str, str]]]  # after -> {before: (strength, why)}
 
 
+def rules(steps: list[Step]) -> list[tuple[str, str, str, str]]:
+    """The core's rules, then each exporter's own (contract v2 Ordering.rules), once each."""
+    found = list(RULES)
+    for step in steps:
+        for rule in step.instance.ordering.rules if step.instance is not None else ():
+            entry = (rule.before, rule.after, REQUIRES if rule.requires else PRECEDES, rule.why)
+            if entry not in found:
+                found.append(entry)
+    return found
+
+
 def edges(steps: list[Step]) -> Edges:
     names = {s.name for s in steps}
     graph: Edges = {s.name: {} for s in steps}
-    for before, after, strength, why in RULES:
+    for before, after, strength, why in rules(steps):
         if before == "@provider":
             for step in steps:
                 for need in step.needs:

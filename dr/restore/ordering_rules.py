@@ -6,16 +6,23 @@ a level run in parallel. Inside a step, the exporter orders its own items: the k
 exporter restores CRDs first, waits until they are served, then namespaces, RBAC, Secrets and
 ConfigMaps before workloads, and webhooks last (dr.exporters.kubernetes.ordering).
 
+The rules below are the core's, about any exporter; each exporter brings its own rules and
+roles as data (contract v2, Exporter.ordering), e.g. "role:declarations before
+role:cluster-objects" from the git exporter. No exporter is named here.
+
 A rule (before, after, strength, why) orders every step matching `before` ahead of every step
 matching `after` that does not itself match `before` (so two steps of one kind are never
 ordered against each other by a rule about that kind). Selectors:
-  type:<exporter>   steps of that exporter (git, files, kubernetes, checkpoints ...)
+  role:<role>       steps whose exporter declares that role (Ordering.roles); the shared
+                    vocabulary is in docs/exporters.md (declarations, cluster-objects,
+                    checkpoints, images, secret-stores ...)
+  type:<exporter>   steps of that exporter
   kind:<kind>       steps holding an artifact of that kind
   @provider / @dependent   a step whose artifacts provide (meta['provides']) a reference that
                     another step's artifacts depend on: the one rule computed per reference
-  @images           steps that restore container images or charts (an image exporter's kinds)
-  @secret-stores    steps that restore secret stores (Vault/OpenBao raft snapshots,
-                    sealed-secrets keys)
+  @images           role images, or steps holding image or chart artifacts
+  @secret-stores    role secret-stores, or steps holding Vault/OpenBao raft snapshots or
+                    sealed-secrets keys
   @workloads        steps whose artifacts run pods (a pod template, or an image dependency)
   @any              every step
 Strength: REQUIRES also holds the later step back when the earlier one did not succeed
@@ -39,22 +46,12 @@ RULES: list[tuple[str, str, str, str]] = [
     ("@images", "@workloads", PRECEDES,
      "images and charts mirrored before the workloads that pull them: otherwise pods sit in "
      "ImagePullBackOff and Helm/Flux releases fail their chart fetch while the RTO clock runs"),
-    ("type:git", "type:kubernetes", PRECEDES,
-     "Git declarations before what is deployed from them: Argo CD / Flux in the restored cluster "
-     "sync from these remotes at once; with a remote missing or empty they fail, or prune what "
-     "was just restored"),
-    ("type:checkpoints", "@workloads", PRECEDES,
-     "checkpoints before training jobs: a job Kueue admits resumes from the newest checkpoint "
-     "it finds; if it is not back yet the job starts again from step 0, burning GPU hours, and "
-     "its keep-last rotation can delete older checkpoints"),
 ]
 
-# Artifact kinds and exporter types the set selectors stand for. Exporters that do not exist
-# yet are named here on purpose: a plugin that uses these names is ordered correctly at once.
+# Artifact kinds the set selectors stand for besides the roles: a plugin whose artifacts have
+# these kinds is ordered correctly even before it declares a role.
 IMAGE_KINDS = frozenset({"image", "container-image", "oci-image", "oci-artifact", "helm-chart", "chart"})
-IMAGE_TYPES = frozenset({"images", "registry", "oci", "helm-charts", "charts"})
 SECRET_STORE_KINDS = frozenset({"vault-snapshot", "raft-snapshot", "openbao-snapshot",
                                 "sealed-secrets-key", "secret-store"})
-SECRET_STORE_TYPES = frozenset({"vault", "openbao", "sealed-secrets", "secret-stores"})
 # A dependency of this kind means the artifact runs containers.
 WORKLOAD_DEPENDENCY_KINDS = frozenset({"image"})

@@ -18,6 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from pydantic import BaseModel, ValidationError
+
+from dr.exporters.contract import ExportContext, Exporter
+from dr.exporters.registry import PluginError, Registry
 from dr.model.artifacts import Artifact
 from dr.model.plans import Plan, TargetSpec
 from dr.model.recovery import RecoveryJudge, copies_of, copies_survive, lost_domains
@@ -74,10 +78,41 @@ def scenario_label(plan: Plan, failed: tuple[str, ...]) -> str:
     return parts[0] + " fails" if len(parts) == 1 else ", ".join(parts[:-1]) + f" and {parts[-1]} fail"
 
 
+def planning_exporters(plan: Plan, registry: Registry) -> dict[str, Exporter]:
+    """source -> the exporter the planner asks about it (contract v2); a source whose exporter
+    is not installed or does not load is left out, and its step is refused with that reason."""
+    out: dict[str, Exporter] = {}
+    for source in plan.spec.sources:
+        try:
+            cls = registry.get(source.type)
+        except PluginError:
+            continue
+        options = plan.options.get(source.name)
+        if not isinstance(options, BaseModel):  # a plan loaded without the plugins
+            options = _options(cls, options or {})
+        out[source.name] = cls(ExportContext(source.name, options, plan.base_dir, source.sensitivity))
+    return out
+
+
+def _options(cls: type[Exporter], raw: dict) -> BaseModel:
+    """The source's options; unvalidated when they do not validate (a plan loaded without the
+    plugins, read for its declarations only: `dr restore` loads plans with them and fails first)."""
+    try:
+        return cls.Options.model_validate(raw)
+    except ValidationError:
+        return cls.Options.model_construct(**raw)
+
+
 def plan_restore(plan: Plan, snapshot: Snapshot, artifacts: list[Artifact], target: TargetSpec, *,
-                 failed: list[str] | tuple[str, ...] = (), destinations: dict[str, str] | None = None,
-                 force: bool = False, blob_exists: Callable[[str], bool] = lambda digest: True) -> RestorePlan:
-    """Judge, order and decide every step (raises UnknownDomain for a domain not in the plan)."""
+                 exporters: dict[str, Exporter] | None = None, failed: list[str] | tuple[str, ...] = (),
+                 destinations: dict[str, str] | None = None, force: bool = False,
+                 blob_exists: Callable[[str], bool] = lambda digest: True) -> RestorePlan:
+    """Judge, order and decide every step (raises UnknownDomain for a domain not in the plan).
+
+    `exporters`: source -> exporter (default: planning_exporters() over the installed ones);
+    the core asks each one alike."""
+    if exporters is None:
+        exporters = planning_exporters(plan, Registry())
     destinations = dict(destinations or {})
     failed = tuple(dict.fromkeys(failed))
     lost = lost_domains(plan.domains, failed)
@@ -85,7 +120,7 @@ def plan_restore(plan: Plan, snapshot: Snapshot, artifacts: list[Artifact], targ
     judge = RecoveryJudge(plan, lost, copies_of(artifacts), lambda c: all(blob_exists(d) for d in c.chunks),
                           copies_survive(plan, target, lost))
     held = {r.name: r for r in snapshot.sources}
-    steps = group_steps(artifacts, {s.name: s.type for s in plan.spec.sources})
+    steps = group_steps(artifacts, {s.name: s.type for s in plan.spec.sources}, exporters)
     preconditions = precondition_needs(plan, judge, target, label)
     key = key_need(plan, judge, label)
     needs = NeedJudge(plan, judge, label)

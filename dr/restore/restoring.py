@@ -33,7 +33,7 @@ from dr.restore.estimating import RtoEstimate, estimate
 from dr.restore.executing import Event, StepRunner, execute
 from dr.restore.journals import (END, RUN, Journal, JournalError, JournalWriter, newest_unfinished, read_journal,
                                  start_journal)
-from dr.restore.planning import RestorePlan, plan_restore
+from dr.restore.planning import RestorePlan, plan_restore, planning_exporters
 from dr.restore.remaps import unknown_sources
 from dr.restore.steps import StepResult
 
@@ -63,8 +63,8 @@ class Prepared:
         return {**self.restore_plan.to_json(), "rto_estimate": self.estimate.to_json()}
 
 
-def prepare(plan: Plan, repo: Repository, target: TargetSpec, *, snapshot_ref: str = "latest",
-            failed: list[str] = (), destinations: dict[str, str] | None = None,
+def prepare(plan: Plan, repo: Repository, target: TargetSpec, registry: Registry, *,
+            snapshot_ref: str = "latest", failed: list[str] = (), destinations: dict[str, str] | None = None,
             force: bool = False) -> Prepared:
     problems = unknown_sources(plan.spec.restore.remaps, [s.name for s in plan.spec.sources])
     if problems:
@@ -73,8 +73,9 @@ def prepare(plan: Plan, repo: Repository, target: TargetSpec, *, snapshot_ref: s
     snapshot = repo.find_snapshot(snapshot_ref)
     artifacts = list(read_catalog(repo, snapshot.catalog))
     stored = {digest for digest, _ in repo.list_blobs()}
-    restore_plan = plan_restore(plan, snapshot, artifacts, target, failed=list(failed),
-                                destinations=destinations, force=force, blob_exists=stored.__contains__)
+    restore_plan = plan_restore(plan, snapshot, artifacts, target, exporters=planning_exporters(plan, registry),
+                                failed=list(failed), destinations=destinations, force=force,
+                                blob_exists=stored.__contains__)
     return Prepared(plan, repo, target, snapshot, artifacts, restore_plan,
                     estimate(plan.spec.restore.rto, restore_plan.steps, snapshots))
 

@@ -11,11 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from dr.exporters.contract import Outcome
+from dr.exporters.contract import Exporter, Outcome
 from dr.model.artifacts import Artifact
 from dr.model.recovery import worst
-from dr.restore.ordering_rules import (IMAGE_KINDS, IMAGE_TYPES, SECRET_STORE_KINDS, SECRET_STORE_TYPES,
-                                       WORKLOAD_DEPENDENCY_KINDS)
+from dr.restore.ordering_rules import IMAGE_KINDS, SECRET_STORE_KINDS, WORKLOAD_DEPENDENCY_KINDS
 
 READY, REFUSED, HELD = "ready", "refused", "held"
 
@@ -56,8 +55,9 @@ class Unit:
 @dataclass
 class Step:
     name: str  # the source's name
-    exporter: str
+    exporter: str  # its exporter type
     artifacts: list[Artifact]
+    instance: Exporter | None = None  # the exporter the planner asks (None: not installed)
     seq: int = 0  # 1-based position in restore order
     level: int = 0  # 0-based; the steps of a level run in parallel
     after: dict[str, str] = field(default_factory=dict)  # earlier step -> why
@@ -80,6 +80,10 @@ class Step:
     def kinds(self) -> set[str]:
         return {a.kind for a in self.artifacts}
 
+    @property
+    def roles(self) -> frozenset[str]:
+        return self.instance.ordering.roles if self.instance is not None else frozenset()
+
     def blockers(self) -> list[Need]:
         return [n for n in self.needs if n.verdict == "blocker"]
 
@@ -92,13 +96,16 @@ class Step:
                 "destinations": [u.to_json() for u in self.units]}
 
 
-def group_steps(artifacts: list[Artifact], exporters: dict[str, str]) -> list[Step]:
-    """One step per source, in the plan's source order (`exporters`: source -> exporter type)."""
-    by_source: dict[str, list[Artifact]] = {name: [] for name in exporters}
+def group_steps(artifacts: list[Artifact], types: dict[str, str],
+                instances: dict[str, Exporter] | None = None) -> list[Step]:
+    """One step per source, in the plan's source order (`types`: source -> exporter type;
+    `instances`: source -> the exporter the planner asks)."""
+    by_source: dict[str, list[Artifact]] = {name: [] for name in types}
     for artifact in artifacts:
         if artifact.source in by_source:
             by_source[artifact.source].append(artifact)
-    return [Step(name, exporters[name], found) for name, found in by_source.items()]
+    instances = instances or {}
+    return [Step(name, types[name], found, instances.get(name)) for name, found in by_source.items()]
 
 
 def runs_pods(step: Step) -> bool:
@@ -108,14 +115,16 @@ def runs_pods(step: Step) -> bool:
 
 def matches(selector: str, step: Step) -> bool:
     """Whether a step is in the set a rule's selector names (dr.restore.ordering_rules)."""
+    if selector.startswith("role:"):
+        return selector[5:] in step.roles
     if selector.startswith("type:"):
         return step.exporter == selector[5:]
     if selector.startswith("kind:"):
         return selector[5:] in step.kinds()
     if selector == "@images":
-        return step.exporter in IMAGE_TYPES or bool(step.kinds() & IMAGE_KINDS)
+        return "images" in step.roles or bool(step.kinds() & IMAGE_KINDS)
     if selector == "@secret-stores":
-        return step.exporter in SECRET_STORE_TYPES or bool(step.kinds() & SECRET_STORE_KINDS)
+        return "secret-stores" in step.roles or bool(step.kinds() & SECRET_STORE_KINDS)
     if selector == "@workloads":
         return runs_pods(step)
     if selector == "@any":

@@ -70,3 +70,31 @@ def test_every_installed_exporter_declares_the_current_version():
     assert {"git", "files", "kubernetes", "checkpoints"} <= set(registry.names())
     for name in registry.names():
         assert registry.get(name).contract_version == CONTRACT_VERSION
+
+
+class Legacy(_Plugin):
+    """A v1 plugin: no declarations, and it heard every remap as <kind>:<old>."""
+
+    type_name = "legacy"
+    contract_version = 1
+
+
+def test_a_v1_plugin_loads_through_its_adapter_and_keeps_hearing_every_remap():
+    registry = _registry("legacy", "Legacy")
+    cls = registry.get("legacy")
+    assert issubclass(cls, Legacy) and cls.contract_version == CONTRACT_VERSION
+    (info,) = registry.info()
+    assert (info.error, info.contract_version) == ("", 1)  # dr plugins shows the plugin's own version
+    from dr.exporters.contract import ExportContext
+
+    exporter = cls(ExportContext("s", ExporterOptions(), "/"))
+    assert exporter.request_remap("registry", "old.example", "new.example") == {"registry:old.example": "new.example"}
+    # a v2 exporter hears only the kinds it declares
+    assert Current(ExportContext("s", ExporterOptions(), "/")).request_remap("registry", "a", "b") == {}
+    assert exporter.ordering.roles == frozenset() and exporter.scratch_destination("/x") == "/x"
+
+
+def test_remap_kinds_of_the_installed_exporters_name_who_applies_them():
+    kinds = Registry().remap_kinds()
+    assert kinds["namespace"] == ["kubernetes"] and kinds["git-remote"] == ["git"]
+    assert kinds["bucket"] == ["checkpoints"]

@@ -690,3 +690,30 @@ def test_a_misspelt_key_is_reported_with_the_valid_key(tmp_path_factory, case):
         # (the misspelling itself is only an exporter option until the source is valid).
         assert place == ("sources", 1) and key in ("name", "type")
         assert [p.path for p in problems] == [f"sources[1].{key}"]
+
+
+# -- remap kinds come from the exporters (contract v2) --------------------------------------------
+_REMAPS = "retention:\n  keep_last: 3\nrestore:\n  remaps:\n    - kind: {kind}\n      old: a\n      new: b\n{scope}"
+
+
+def test_a_remap_kind_that_an_exporter_of_the_plan_declares_loads(plan_file, registry):
+    plan_file.replace("retention:\n  keep_last: 3\n", _REMAPS.format(kind="git-remote", scope=""))
+    plan = load_plan(plan_file.write(), registry)
+    assert plan.spec.restore.remaps[0].kind == "git-remote"
+
+
+def test_a_remap_kind_no_exporter_of_the_plan_applies_names_the_ones_that_do(plan_file, registry):
+    # kubernetes declares `namespace`, but no source of this plan is a kubernetes source
+    plan_file.replace("retention:\n  keep_last: 3\n", _REMAPS.format(kind="namespace", scope=""))
+    [problem] = plan_file.problems(registry)
+    assert problem.path == "restore.remaps[0].kind" and problem.line == plan_file.line_of("kind: namespace")
+    assert "'namespace', which no exporter of the plan applies" in problem.found
+    assert problem.expected.startswith("a remap kind one of them declares: git-remote (git)")
+
+
+def test_a_remap_scoped_to_sources_is_judged_by_their_exporters(plan_file, registry):
+    scope = "      sources: [config]\n"
+    plan_file.replace("retention:\n  keep_last: 3\n", _REMAPS.format(kind="git-remote", scope=scope))
+    [problem] = plan_file.problems(registry)
+    assert "no exporter of its sources applies" in problem.found and problem.expected.endswith(
+        "none (docs/restore.md)")

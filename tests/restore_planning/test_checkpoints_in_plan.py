@@ -15,6 +15,7 @@ import pytest
 
 from dr.cli.exitcodes import Exit
 from dr.repository.catalogs import read_catalog
+from dr.exporters.checkpoints import CheckpointsExporter
 from dr.restore.ordering_rules import RULES
 from tests.restore_planning.worlds import SURVIVING_REGISTRY, World
 
@@ -205,8 +206,10 @@ def test_checkpoints_are_restored_before_the_training_workloads(with_cluster, ca
     assert steps["training"]["status"] == steps["cluster"]["status"] == "ready"
     assert steps["training"]["level"] < steps["cluster"]["level"]
     why = {a["step"]: a for a in steps["cluster"]["after"]}
-    rule = next(r for r in RULES if r[0] == "type:checkpoints")
-    assert rule[1] == "@workloads" and rule[2] == "precedes"
+    # the rule is the checkpoints exporter's own (contract v2 ordering), not the core's
+    assert not any("checkpoints" in r[0] for r in RULES)
+    rule = next(r for r in CheckpointsExporter.ordering.rules if r.before == "role:checkpoints")
+    assert rule.after == "@workloads" and not rule.requires
     assert "training" in why and "checkpoints before training jobs" in json.dumps(why["training"])
     assert "training" not in steps["cluster"]["requires"]  # ordered, not held back: PRECEDES
 

@@ -7,12 +7,13 @@ import os
 import tempfile
 from typing import Iterator
 
-from dr.exporters.contract import (ArtifactSink, ContentReader, Discovered, Exporter, Outcome,
-                                   OutcomeStatus, RestoreRequest)
+from dr.exporters.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter,
+                                   NoDestination, Ordering, Outcome, OutcomeStatus, RestoreRequest, Rewriter)
 from dr.exporters.kubernetes.batches import KIND
 from dr.exporters.kubernetes.connecting import api_client, dynamic_client, parse_destination
 from dr.exporters.kubernetes.exporting import Export
 from dr.exporters.kubernetes.options import KubernetesOptions
+from dr.exporters.kubernetes.planning import REMAP_KINDS, RESTORE_OPTIONS
 from dr.exporters.kubernetes.requesting import Api
 from dr.exporters.kubernetes.restoring import Restore
 from dr.model.artifacts import Artifact
@@ -23,7 +24,19 @@ class KubernetesExporter(Exporter):
     summary = ("Kubernetes objects: CRDs and custom resources (Kueue, cert-manager ...), namespaces, "
                "config, Secrets (encrypted), RBAC, Helm releases, chosen workloads")
     Options = KubernetesOptions
-    contract_version = 1
+    contract_version = 2
+    remap_kinds = REMAP_KINDS
+    restore_options = RESTORE_OPTIONS
+    ordering = Ordering(frozenset({"cluster-objects"}))
+
+    def destinations(self, artifacts: list[Artifact], rewrite: Rewriter) -> list[Destination]:
+        """None by default: restoring into the cluster it came from is never assumed."""
+        name = self.context.source
+        raise NoDestination(f"no destination cluster: name one with --to {name}=CONTEXT or "
+                            f"--to {name}=KUBECONFIG:CONTEXT")
+
+    def scratch_destination(self, folder: str) -> str | None:
+        return None  # a folder is not a cluster: a drill names a scratch cluster with SOURCE=CONTEXT
 
     def _kubeconfig(self) -> str | None:
         path = self.options.kubeconfig
