@@ -1,7 +1,9 @@
 """The layers of .importlinter hold, and every module says where it sits in the flow.
 
 Layers (top to bottom): cli; drills; backup | restore | audit (independent of one another);
-exporters; repository; model. import-linter checks that no lower layer imports a higher one.
+exporters; repository; model. import-linter checks that no lower layer imports a higher one,
+that exporters are independent of one another, that the core reaches exporters only through
+dr.exporters.contract and dr.exporters.registry, and that stores are self-contained.
 """
 
 from __future__ import annotations
@@ -30,3 +32,25 @@ def test_every_module_has_a_docstring(path):
     tree = ast.parse((ROOT / path).read_text(), filename=str(path))
     docstring = ast.get_docstring(tree)
     assert docstring and docstring.strip(), f"{path} has no module docstring saying where it sits in the flow"
+
+
+@pytest.mark.parametrize("module, line, contract", [
+    ("dr/restore/planning.py", "import dr.exporters.git", "use exporters only through the contract"),
+    ("dr/exporters/git.py", "import dr.exporters.files", "exporters independent of one another"),
+    ("dr/repository/stores/local.py", "import dr.repository.catalogs", "stores import nothing of dr"),
+])
+def test_each_contract_refuses_a_planted_violation(tmp_path, module, line, contract):
+    """The contracts are not vacuous: the same check over a copy of dr with one bad import fails,
+    naming the contract."""
+    import shutil
+
+    shutil.copytree(ROOT / "dr", tmp_path / "dr", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / ".importlinter", tmp_path / ".importlinter")
+    with open(tmp_path / module, "a", encoding="utf-8") as handle:
+        handle.write(f"\n{line}  # planted by tests/test_layers.py\n")
+    run = subprocess.run([str(LINT_IMPORTS), "--no-cache"], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=300, env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "Contracts: " in run.stdout and " 1 broken" in run.stdout
+    broken = run.stdout.split("Broken contracts", 1)[1]
+    assert contract in broken, run.stdout
