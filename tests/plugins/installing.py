@@ -1,0 +1,16 @@
+"""Installing a test plugin the way a third party's is installed: a distribution whose
+metadata declares a `dr.exporters` entry point, found on sys.path by importlib.metadata."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def install_distribution(site: Path, name: str, entry_points: dict[str, str]) -> Path:
+    """Write `<site>/<name>-1.0.dist-info` declaring `entry_points` (type -> module:Class)."""
+    info = site / f"{name}-1.0.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+    lines = "".join(f"{k} = {v}\n" for k, v in entry_points.items())
+    (info / "entry_points.txt").write_text(f"[dr.exporters]\n{lines}")
+    return info
