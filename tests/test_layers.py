@@ -1,7 +1,8 @@
 """The layers of .importlinter hold, and every module says where it sits in the flow.
 
-Layers (top to bottom): cli; drills; backup | restore | audit (independent of one another);
-exporters; repository; model. import-linter checks that no lower layer imports a higher one.
+Layers (top to bottom): cli; drills | testing; backup | restore | audit (each layer's modules
+independent of one another); exporters; repository; model. import-linter checks that no lower
+layer imports a higher one.
 """
 
 from __future__ import annotations
