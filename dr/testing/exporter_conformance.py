@@ -29,7 +29,7 @@ from dr.exporters.contract import ExportContext, Exporter, ExporterOptions, Outc
 from dr.exporters.contract import OutcomeStatus as Status
 from dr.exporters.registry import PluginError
 from dr.model.artifacts import Artifact
-from dr.model.plan_loading import load_plan
+from dr.model.plan_loading import parse_plan
 from dr.model.plans import Plan
 from dr.model.recovery import provided_in
 from dr.model.redaction import redact
@@ -95,9 +95,9 @@ class ExporterConformance:
         self.registry = registry or SingleExporter(fixture.exporter)
         identity, self._recipient = generate_identity()
         self._identities = [pyrage.x25519.Identity.from_str(identity)]
-        source_dir = os.path.join(self.workdir, "source")
-        os.makedirs(source_dir)
-        fixture.build_source(source_dir)
+        self.source_dir = os.path.join(self.workdir, "source")
+        os.makedirs(self.source_dir)
+        fixture.build_source(self.source_dir)
         self.plan = self._plan("plan", {SOURCE: fixture.source_options()})
         self._first: BackupResult | None = None
         self._expected: set[str] | None = None
@@ -115,10 +115,10 @@ class ExporterConformance:
                 "targets": [{"name": "dr", "url": os.path.join(self.workdir, f"{label}-repository"),
                              "domain": "site-b"}],
                 "sources": [{"name": name, **common, **options} for name, options in sources.items()]}
-        path = os.path.join(self.workdir, f"{label}.yaml")
-        with open(path, "w", encoding="utf-8") as handle:
-            yaml.safe_dump(spec, handle, sort_keys=False)
-        return load_plan(path, self.registry)
+        # The plan's folder is the fixture's: relative paths in options resolve against it. The
+        # file is not written there (the source folder holds the source only).
+        path = os.path.join(self.source_dir, f"{label}.yaml")
+        return parse_plan(yaml.safe_dump(spec, sort_keys=False), path, self.registry)
 
     def _repository(self, plan: Plan) -> Repository:
         return open_target(plan, plan.target("dr"))

@@ -30,11 +30,13 @@ class ConformanceFixture(ABC):
     @abstractmethod
     def build_source(self, workdir: str) -> None:
         """Create the source to back up under `workdir`, a new empty directory of the suite's
-        (files, a git remote, a cluster's objects ...). It must hold more than one item."""
+        (files, a git remote, a cluster's objects ...). It must hold more than one item.
+        `workdir` is also the folder of the suite's plans: relative paths in options resolve
+        against it."""
 
     @abstractmethod
     def source_options(self) -> dict[str, Any]:
-        """The source's options as a plan writes them (YAML-serializable; absolute paths)."""
+        """The source's options as a plan writes them (YAML-serializable)."""
 
     @abstractmethod
     def broken_options(self) -> dict[str, Any]:
