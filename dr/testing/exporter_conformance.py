@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from importlib.metadata import EntryPoint
 from typing import Any, Iterable
 
 import pyrage
@@ -25,9 +26,9 @@ import yaml
 from dr.audit.coverage import HeldIdentities
 from dr.audit.gathering import normalize
 from dr.backup import BackupResult, run_backup
-from dr.exporters.contract import ExportContext, Exporter, ExporterOptions, Outcome, RestoreRequest
+from dr.exporters.contract import ExportContext, Exporter, Outcome, RestoreRequest
 from dr.exporters.contract import OutcomeStatus as Status
-from dr.exporters.registry import PluginError
+from dr.exporters.registry import GROUP, Registry
 from dr.model.artifacts import Artifact
 from dr.model.plan_loading import parse_plan
 from dr.model.plans import Plan
@@ -52,22 +53,11 @@ SOURCE = "conformance"
 _SETTLED = (Status.RESTORED, Status.UNCHANGED, Status.SKIPPED)
 
 
-class SingleExporter:
-    """The registry the suite's plans load and run with: the fixture's exporter, by its name."""
-
-    def __init__(self, exporter: type[Exporter]):
-        self.exporter = exporter
-
-    def names(self) -> list[str]:
-        return [self.exporter.type_name]
-
-    def get(self, name: str) -> type[Exporter]:
-        if name != self.exporter.type_name:
-            raise PluginError(f"the conformance suite runs only '{self.exporter.type_name}', not '{name}'")
-        return self.exporter
-
-    def options_model(self, type_name: str) -> type[ExporterOptions] | None:
-        return self.exporter.Options if type_name == self.exporter.type_name else None
+def plugin_registry(exporter: type[Exporter]) -> Registry:
+    """A registry holding only `exporter`, loaded as dr loads any plugin (the same checks of
+    type_name and contract_version), whether or not it is installed under an entry point."""
+    value = f"{exporter.__module__}:{exporter.__qualname__}"
+    return Registry([EntryPoint(exporter.type_name, value, GROUP)])
 
 
 def _require(condition: Any, message: str) -> None:
@@ -89,10 +79,10 @@ class ExporterConformance:
     """The checks, over one fixture. The first backup is shared; each restoring check gets a
     new destination from the fixture."""
 
-    def __init__(self, fixture: ConformanceFixture, workdir: str, registry: Any = None):
+    def __init__(self, fixture: ConformanceFixture, workdir: str, registry: Registry | None = None):
         self.fixture = fixture
         self.workdir = os.path.abspath(workdir)
-        self.registry = registry or SingleExporter(fixture.exporter)
+        self.registry = registry or plugin_registry(fixture.exporter)
         identity, self._recipient = generate_identity()
         self._identities = [pyrage.x25519.Identity.from_str(identity)]
         self.source_dir = os.path.join(self.workdir, "source")
@@ -100,6 +90,7 @@ class ExporterConformance:
         fixture.build_source(self.source_dir)
         self.plan = self._plan("plan", {SOURCE: fixture.source_options()})
         self._first: BackupResult | None = None
+        self._exported: list[Artifact] | None = None
         self._expected: set[str] | None = None
 
     @property
@@ -143,10 +134,13 @@ class ExporterConformance:
 
     @property
     def artifacts(self) -> list[Artifact]:
-        artifacts = self._artifacts(self.plan, self.first_backup)
-        _require(len(artifacts) > 1, f"{self.name}: the fixture's source must export more than one artifact "
-                                     f"(got {len(artifacts)})")
-        return artifacts
+        """The first backup's artifacts of the fixture's source."""
+        if self._exported is None:
+            artifacts = self._artifacts(self.plan, self.first_backup)
+            _require(len(artifacts) > 1, f"{self.name}: the fixture's source must export more than one artifact "
+                                         f"(got {len(artifacts)})")
+            self._exported = artifacts
+        return self._exported
 
     def _restore(self, to: str, label: str, *, dry_run: bool = False, overwrite: bool = False) -> dict[str, Outcome]:
         """One `dr restore --source` of the first snapshot; its outcomes checked, by item."""
@@ -354,7 +348,7 @@ def _strings(value: Any) -> Iterable[str]:
             yield from _strings(item)
 
 
-def verify_exporter(fixture: ConformanceFixture, workdir: str, registry: Any = None) -> None:
+def verify_exporter(fixture: ConformanceFixture, workdir: str, registry: Registry | None = None) -> None:
     """Run every check; raise one AssertionError listing each failed check and why."""
     try:
         suite = ExporterConformance(fixture, workdir, registry)

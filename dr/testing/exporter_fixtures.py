@@ -22,7 +22,7 @@ class ConformanceFixture(ABC):
     check that restores asks for a new destination(). close() is called at the end.
     """
 
-    #: the exporter class under test (it need not be installed under an entry point)
+    #: the exporter class under test: importable by module and name, installed or not
     exporter: ClassVar[type[Exporter]]
     #: the plan's `sensitivity:` for the source (None: the exporter decides)
     sensitivity: ClassVar[str | None] = None
