@@ -1,9 +1,10 @@
 """The layers of .importlinter hold, and every module says where it sits in the flow.
 
-Layers (top to bottom): cli; drills; backup | restore | audit (independent of one another);
-exporters; repository; model. import-linter checks that no lower layer imports a higher one,
-that exporters are independent of one another, that the core reaches exporters only through
-dr.exporters.contract and dr.exporters.registry, and that stores are self-contained.
+Layers (top to bottom): cli; drills | testing; backup | restore | audit (each layer's modules
+independent of one another); exporters; repository; model. import-linter checks that no lower
+layer imports a higher one, that exporters are independent of one another, that the core
+reaches exporters only through dr.exporters.contract and dr.exporters.registry, and that
+stores are self-contained.
 """
 
 from __future__ import annotations

@@ -125,3 +125,15 @@ def test_required_marker_and_unnamed_checkpoints(tmp_path):
     (missing,) = [f for f in backup.findings if f.get("step") == 2]
     assert missing["reasons"] == ["required marker 'COMPLETE' is missing"]
     assert (tmp_path / "dr" / "ckpts" / "r1" / "step-1" / "COMPLETE").exists()
+
+
+def test_a_missing_root_directory_is_an_error_not_an_empty_source(tmp_path):
+    """Found by the conformance suite: a misspelt root listed nothing and the backup looked healthy."""
+    save_steps(tmp_path / "runs", "r1", [1])
+    age_files(tmp_path / "runs", 3600)
+    options = {"roots": [str(tmp_path / "runs"), str(tmp_path / "no-such-runs")], "dr_copy": str(tmp_path / "dr"),
+               "settle_seconds": 0}
+    backup = Repo(tmp_path / "repo").backup(make_exporter(options))
+    (finding,) = [f for f in backup.findings if f["code"] == "checkpoint-root-missing"]
+    assert finding["severity"] == "error" and str(tmp_path / "no-such-runs") in finding["message"]
+    assert backup.artifacts  # the root that exists is still backed up

@@ -16,6 +16,7 @@ first; interrupted uploads are resumed), prune beyond keep_last, then sweep what
 
 from __future__ import annotations
 
+import os
 import time
 from typing import TYPE_CHECKING
 
@@ -51,6 +52,7 @@ class ExportRun:
 
     def execute(self) -> None:
         found = scan_roots(self.x)
+        self._missing_roots()
         self._report(found)
         self._source_uploads(found)
         for tier in self.o.effective_tiers():
@@ -61,6 +63,14 @@ class ExportRun:
                                  f"{type(exc).__name__}: {exc}", tier=tier.name)
 
     # -- the source -------------------------------------------------------------------------
+    def _missing_roots(self) -> None:
+        """A root directory that does not exist lists nothing, like one with no checkpoints yet;
+        unreported, a misspelt root would back up nothing, run after run, and look healthy."""
+        for place in self.x.roots():
+            if not place.is_s3 and not os.path.isdir(place.url):
+                self.ctx.finding("error", "checkpoint-root-missing", f"{place.url}: the configured root is not "
+                                 "a directory: nothing under it is backed up", root=place.url)
+
     def _report(self, found: Scan) -> None:
         for s in found.skipped:
             self.ctx.finding("warning", "checkpoint-unnamed", f"{self.x.roots()[s.root].url_of(s.path)}: "

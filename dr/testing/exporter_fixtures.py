@@ -1,0 +1,72 @@
+"""What an exporter author supplies to the conformance suite: a ConformanceFixture.
+
+Where it sits: dr.testing.exporter_conformance asks a fixture for a source to back up, a
+destination to restore to, a way to tell whether that destination changed, a way to make one
+restored item differ, and a source that cannot be backed up. Everything else (the plan, the
+repository, the snapshot writer, the reader) is dr's own and real.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar, Hashable
+
+from dr.exporters.contract import ContentReader, Exporter
+from dr.model.artifacts import Artifact
+
+
+class ConformanceFixture(ABC):
+    """One exporter's test source and destinations, for one run of the suite.
+
+    The suite calls build_source() once, then the other methods as its checks need them; each
+    check that restores asks for a new destination(). close() is called at the end.
+    """
+
+    #: the exporter class under test: importable by module and name, installed or not
+    exporter: ClassVar[type[Exporter]]
+    #: the plan's `sensitivity:` for the source (None: the exporter decides)
+    sensitivity: ClassVar[str | None] = None
+
+    @abstractmethod
+    def build_source(self, workdir: str) -> None:
+        """Create the source to back up under `workdir`, a new empty directory of the suite's
+        (files, a git remote, a cluster's objects ...). It must hold more than one item.
+        `workdir` is also the folder of the suite's plans: relative paths in options resolve
+        against it."""
+
+    @abstractmethod
+    def source_options(self) -> dict[str, Any]:
+        """The source's options as a plan writes them (YAML-serializable)."""
+
+    @abstractmethod
+    def broken_options(self) -> dict[str, Any]:
+        """Options for a source of this exporter that cannot be backed up (a missing path, an
+        unreachable server). Its backup must fail, or record an error-severity finding."""
+
+    @abstractmethod
+    def destination(self) -> str:
+        """A new destination, in the state a restore starts from (empty, or holding only what a
+        real one always holds): the RestoreRequest.to of one check."""
+
+    @abstractmethod
+    def fingerprint(self, to: str) -> Hashable:
+        """What `to` holds, comparable with ==: equal exactly when the restorable content is
+        equal (leave out what a server stamps on every write, such as resourceVersion)."""
+
+    @abstractmethod
+    def perturb(self, to: str) -> str:
+        """Make one restored item at `to` differ from the backup; return that item's
+        Outcome.item (restore must then say CONFLICT for it until --overwrite)."""
+
+    def remap(self) -> dict[str, str]:
+        """RestoreRequest.remap for every restore of the suite."""
+        return {}
+
+    def expected_items(self, artifacts: list[Artifact], reader: ContentReader) -> set[str]:
+        """Every Outcome.item a restore of `artifacts` must report, once each. The default is
+        one item per artifact, named by its identity; override it when restore names items
+        otherwise (one per object inside an artifact, one per chosen checkpoint ...)."""
+        return {artifact.identity for artifact in artifacts}
+
+    def close(self) -> None:
+        """Stop and remove what build_source() and destination() started."""

@@ -1,0 +1,281 @@
+"""ConformanceFixtures for the four built-in exporters (dr.testing.exporter_fixtures).
+
+git:         two real bare remotes (branches, tags, a note); restores go to new bare repositories.
+files:       a small tree (files, a subdirectory, an empty one, a symlink) restored into a directory.
+kubernetes:  the real-world emulated cluster of tests/kubernetes (upstream CRDs and examples);
+             each destination is a new, empty emulated cluster.
+checkpoints: real PyTorch DCP saves (two runs) with a directory DR copy; restores go to a directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any, Hashable
+
+from dr.exporters.checkpoints import CheckpointsExporter
+from dr.exporters.files import FilesExporter
+from dr.exporters.git import GitExporter
+from dr.exporters.kubernetes import KubernetesExporter
+from dr.exporters.kubernetes.batches import KIND as OBJECTS
+from dr.exporters.kubernetes.resources import ResourceType, item_name
+from dr.testing import ConformanceFixture
+
+_GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.invalid",
+            "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.invalid", "LC_ALL": "C"}
+
+
+def tree_fingerprint(root: str, *, times: bool) -> Hashable:
+    """Every entry under root: path, type, mode, content digest or link target (and mtime)."""
+    if not os.path.isdir(root):
+        return None
+    entries = []
+    for folder, dirs, files in os.walk(root):
+        for name in sorted(dirs + files):
+            path = os.path.join(folder, name)
+            st = os.lstat(path)
+            if os.path.islink(path):
+                what = "link:" + os.readlink(path)
+            elif os.path.isdir(path):
+                what = "dir"
+            else:
+                with open(path, "rb") as handle:
+                    what = hashlib.file_digest(handle, "sha256").hexdigest()
+            entries.append((os.path.relpath(path, root), what, st.st_mode, st.st_mtime_ns if times else 0))
+    return tuple(sorted(entries))
+
+
+class _Destinations:
+    """Numbered, new destination directories under the fixture's workdir."""
+
+    workdir = ""
+    made = 0
+
+    def new_directory(self) -> str:
+        self.made += 1
+        return os.path.join(os.path.dirname(self.workdir), f"destination-{self.made}")
+
+
+# -- git ------------------------------------------------------------------------------------------------
+def git(*args: str, cwd: str | None = None) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, env=_GIT_ENV, check=True, capture_output=True,
+                          text=True).stdout
+
+
+class GitFixture(_Destinations, ConformanceFixture):
+    exporter = GitExporter
+    names = ("platform", "tools")
+
+    def build_source(self, workdir: str) -> None:
+        self.workdir = workdir
+        for name in self.names:
+            work = os.path.join(workdir, "work", name)
+            git("init", "--quiet", "--initial-branch=main", work)
+            for n in (1, 2):
+                Path(work, "deploy.yaml").write_text(f"name: {name}\nreplicas: {n}\n")
+                git("add", "deploy.yaml", cwd=work)
+                git("commit", "--quiet", "-m", f"change {n}", cwd=work)
+            git("tag", "-a", "v1", "-m", "release 1", cwd=work)
+            git("notes", "add", "-m", "reviewed", "HEAD~1", cwd=work)
+            git("branch", "feature", "HEAD~1", cwd=work)
+            git("init", "--quiet", "--bare", "--initial-branch=main", self._remote(name))
+            git("push", "--quiet", "--mirror", self._remote(name), cwd=work)
+
+    def _remote(self, name: str) -> str:
+        return os.path.join(self.workdir, "remotes", f"{name}.git")
+
+    def source_options(self) -> dict[str, Any]:
+        return {"repositories": [{"name": n, "url": self._remote(n)} for n in self.names]}
+
+    def broken_options(self) -> dict[str, Any]:
+        return {"repositories": [{"name": "gone", "url": self._remote("gone")}]}
+
+    def destination(self) -> str:
+        return os.path.join(self.new_directory(), "{name}.git")
+
+    def fingerprint(self, to: str) -> Hashable:
+        refs = []
+        for name in self.names:
+            path = to.replace("{name}", name)
+            if os.path.isdir(path):
+                refs.append((name, git("for-each-ref", "--format=%(objectname) %(refname)", cwd=path),
+                             git("symbolic-ref", "HEAD", cwd=path)))
+        return tuple(refs)
+
+    def perturb(self, to: str) -> str:
+        path = to.replace("{name}", "platform")
+        git("update-ref", "refs/heads/main", "refs/heads/feature", cwd=path)
+        return "platform"
+
+
+# -- files ----------------------------------------------------------------------------------------------
+class FilesFixture(_Destinations, ConformanceFixture):
+    exporter = FilesExporter
+
+    def build_source(self, workdir: str) -> None:
+        self.workdir = workdir
+        tree = Path(workdir, "tree")
+        (tree / "conf" / "empty").mkdir(parents=True)
+        (tree / "a.txt").write_text("alpha\n")
+        (tree / "conf" / "app.yaml").write_text("replicas: 2\n")
+        (tree / "conf" / "key.pem").write_bytes(os.urandom(300))
+        (tree / "conf" / "key.pem").chmod(0o600)
+        (tree / "current").symlink_to("conf/app.yaml")
+
+    def source_options(self) -> dict[str, Any]:
+        return {"paths": [os.path.join(self.workdir, "tree")]}
+
+    def broken_options(self) -> dict[str, Any]:
+        return {"paths": [os.path.join(self.workdir, "missing")]}
+
+    def destination(self) -> str:
+        return self.new_directory()
+
+    def fingerprint(self, to: str) -> Hashable:
+        return tree_fingerprint(to, times=True)
+
+    def perturb(self, to: str) -> str:
+        Path(to, "tree", "a.txt").write_text("changed at the destination\n")
+        return "tree/a.txt"
+
+
+# -- kubernetes -----------------------------------------------------------------------------------------
+#: metadata a server stamps on every write: not what a restore restores
+_STAMPS = ("resourceVersion", "managedFields", "generation")
+
+
+def cluster_fingerprint(cluster) -> Hashable:
+    """Every stored object, without the fields the server stamps on each write."""
+    def read(em) -> str:
+        objects = []
+        for key, stored in em.store.items():
+            for where, obj in stored.items():
+                meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _STAMPS}
+                objects.append([list(key), list(where), {**obj, "metadata": meta}])
+        return json.dumps(sorted(objects, key=lambda o: json.dumps(o[:2])), sort_keys=True, default=str)
+    return cluster.call(read)
+
+
+class KubernetesFixture(ConformanceFixture):
+    exporter = KubernetesExporter
+
+    def __init__(self) -> None:
+        self.clusters: dict[str, Any] = {}
+
+    def build_source(self, workdir: str) -> None:
+        from tests.harness import EmulatedCluster, write_kubeconfig
+        from tests.kubernetes.upstream import populate
+
+        self.workdir = workdir
+        source = self.clusters["source"] = EmulatedCluster(name="source").start()
+        populate(source)
+        self.kubeconfig = write_kubeconfig(os.path.join(workdir, "kubeconfig"), {"source": source})
+        self.unreachable = os.path.join(workdir, "kubeconfig-unreachable")
+        Path(self.unreachable).write_text(json.dumps({
+            "apiVersion": "v1", "kind": "Config", "current-context": "gone",
+            "clusters": [{"name": "gone", "cluster": {"server": "http://127.0.0.1:9"}}],  # discard port: refused
+            "users": [{"name": "gone", "user": {"token": "t"}}],
+            "contexts": [{"name": "gone", "context": {"cluster": "gone", "user": "gone"}}]}))
+
+    def source_options(self) -> dict[str, Any]:
+        from tests.kubernetes.conftest import WORKLOAD_KINDS
+
+        return {"kubeconfig": self.kubeconfig, "context": "source", "workload_kinds": WORKLOAD_KINDS,
+                "list_timeout_seconds": 10}
+
+    def broken_options(self) -> dict[str, Any]:
+        return {"kubeconfig": self.unreachable, "retries": 1, "request_timeout_seconds": 2}
+
+    def destination(self) -> str:
+        from tests.harness import EmulatedCluster, write_kubeconfig
+
+        name = f"dest-{len(self.clusters)}"
+        cluster = self.clusters[name] = EmulatedCluster(name=name).start()
+        return write_kubeconfig(os.path.join(self.workdir, f"kubeconfig-{name}"), {name: cluster}) + f":{name}"
+
+    def _cluster(self, to: str):
+        return self.clusters[to.rsplit(":", 1)[1]]
+
+    def fingerprint(self, to: str) -> Hashable:
+        return cluster_fingerprint(self._cluster(to))
+
+    def perturb(self, to: str) -> str:
+        import kubernetes
+
+        api = kubernetes.client.CoreV1Api(self._cluster(to).api_client())
+        api.patch_namespaced_config_map("settings", "team-a", {"data": {"changed": "at the destination"}})
+        return "configmaps/team-a/settings"
+
+    def expected_items(self, artifacts, reader) -> set[str]:
+        """One item per object (kubernetes-objects artifacts hold one JSON object a line);
+        Helm release views are reported as helm-release/<identity> (skipped by design)."""
+        items = set()
+        for artifact in artifacts:
+            if artifact.kind != OBJECTS:
+                items.add(f"helm-release/{artifact.identity}")
+                continue
+            rtype = ResourceType.from_meta(artifact.meta)
+            items |= {item_name(rtype, json.loads(line)) for line in reader.read(artifact).splitlines() if line}
+        return items
+
+    def close(self) -> None:
+        errors = []
+        for name, cluster in self.clusters.items():
+            errors += [f"{name}: {e}" for e in cluster.errors]
+            cluster.stop()
+        assert errors == [], "the emulator hit internal errors:\n" + "\n".join(errors)
+
+
+# -- checkpoints ----------------------------------------------------------------------------------------
+class CheckpointsFixture(_Destinations, ConformanceFixture):
+    exporter = CheckpointsExporter
+    runs = {"llama": [100, 200], "gpt": [300]}
+
+    def build_source(self, workdir: str) -> None:
+        from tests.checkpoints.conftest import age_files
+        from tests.checkpoints.test_exporter_helpers import save_steps
+
+        self.workdir = workdir
+        root = Path(workdir, "runs")
+        for run, steps in self.runs.items():
+            save_steps(root, run, steps)
+        age_files(root, 3600)  # saved an hour ago: settled
+
+    def _options(self, root: str) -> dict[str, Any]:
+        return {"roots": [root], "dr_copy": os.path.join(self.workdir, "dr-copy"), "settle_seconds": 0}
+
+    def source_options(self) -> dict[str, Any]:
+        return self._options(os.path.join(self.workdir, "runs"))
+
+    def broken_options(self) -> dict[str, Any]:
+        return self._options(os.path.join(self.workdir, "missing"))
+
+    def destination(self) -> str:
+        return self.new_directory()
+
+    def fingerprint(self, to: str) -> Hashable:
+        return tree_fingerprint(to, times=False)
+
+    def perturb(self, to: str) -> str:
+        data = Path(to, "llama", "step-200", "__0_0.distcp")
+        raw = bytearray(data.read_bytes())
+        raw[100] ^= 0xFF
+        data.write_bytes(bytes(raw))
+        return next(item for item in self.items if item.endswith("llama/step-200"))
+
+    def expected_items(self, artifacts, reader) -> set[str]:
+        """Restore's default: the latest step of every run (docs: RestoreRequest.remap `step`)."""
+        latest: dict[str, Any] = {}
+        for artifact in artifacts:
+            run, step = artifact.meta["run"], int(artifact.meta["step"])
+            if run not in latest or step > int(latest[run].meta["step"]):
+                latest[run] = artifact
+        self.items = {artifact.identity for artifact in latest.values()}
+        return self.items
+
+
+FIXTURES = {"git": GitFixture, "files": FilesFixture, "kubernetes": KubernetesFixture,
+            "checkpoints": CheckpointsFixture}

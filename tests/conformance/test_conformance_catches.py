@@ -1,0 +1,133 @@
+"""The conformance suite fails exporters that break the contract: each flaw fails its check.
+
+A small exporter of note files, with switches that each break one clause. Without flaws it
+passes every check (verify_exporter); with one, the check for that clause fails (others may
+fail too: an outcome without a reason breaks every restoring check).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Hashable, Iterator
+
+import pytest
+
+from dr.exporters.contract import (ArtifactSink, ContentReader, Discovered, Exporter, ExporterOptions, Outcome,
+                                   OutcomeStatus, RestoreRequest)
+from dr.model.artifacts import Artifact, Dependency
+from dr.testing import CHECKS, ConformanceFixture, ExporterConformance, verify_exporter
+from tests.conformance.builtin_fixtures import tree_fingerprint
+
+
+class NotesExporter(Exporter):
+    type_name = "notes"
+    summary = "note files in one folder (a test exporter with switchable flaws)"
+    contract_version = 1
+
+    class Options(ExporterOptions):
+        folder: str
+        flaws: list[str] = []
+
+    def _names(self) -> list[str]:
+        return sorted(os.listdir(self.options.folder))
+
+    def discover(self) -> Iterator[Discovered]:
+        names = self._names()
+        yield from (Discovered("note", n) for n in (names[1:] if "discover-misses" in self.options.flaws else names))
+
+    def export(self, sink: ArtifactSink) -> None:
+        if not os.path.isdir(self.options.folder):
+            if "hides-failure" in self.options.flaws:
+                return
+            raise FileNotFoundError(f"no folder {self.options.folder}")
+        host = "https://writer:hunter2@notes.example" if "leaks" in self.options.flaws else "https://notes.example"
+        for name in self._names():
+            st = os.stat(os.path.join(self.options.folder, name))
+            token = "" if "no-token" in self.options.flaws else f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
+            sink.write("note", name, lambda name=name: open(os.path.join(self.options.folder, name), "rb"),
+                       dependencies=[Dependency("notes-host", host)], meta={"provides": [f"note:{name}"]},
+                       change_token=token)
+
+    def restore(self, artifacts: list[Artifact], reader: ContentReader,
+                request: RestoreRequest) -> Iterator[Outcome]:
+        flaws = self.options.flaws
+        for artifact in artifacts:
+            data, target = reader.read(artifact), os.path.join(request.to, artifact.identity)
+            exists = os.path.exists(target)
+            if exists and open(target, "rb").read() == data and "always-restores" not in flaws:
+                yield Outcome(artifact.identity, OutcomeStatus.UNCHANGED, "already identical")
+            elif request.dry_run and "dry-run-writes" not in flaws:
+                yield Outcome(artifact.identity, OutcomeStatus.PLANNED, f"would write {target}")
+            elif exists and not request.overwrite and "ignores-overwrite" not in flaws:
+                yield Outcome(artifact.identity, OutcomeStatus.CONFLICT, f"{target} differs")
+            else:
+                os.makedirs(request.to, exist_ok=True)
+                with open(target, "wb") as out:
+                    out.write(data)
+                yield Outcome(artifact.identity, OutcomeStatus.RESTORED, "" if "no-reason" in flaws else "written")
+
+
+class NotesFixture(ConformanceFixture):
+    exporter = NotesExporter
+
+    def __init__(self, *flaws: str):
+        self.flaws, self.made = list(flaws), 0
+
+    def build_source(self, workdir: str) -> None:
+        self.workdir = workdir
+        os.makedirs(os.path.join(workdir, "notes"))
+        for name, text in [("a.md", "alpha"), ("b.md", "beta"), ("c.md", "gamma")]:
+            with open(os.path.join(workdir, "notes", name), "w") as handle:
+                handle.write(text)
+
+    def source_options(self) -> dict[str, Any]:
+        return {"folder": os.path.join(self.workdir, "notes"), "flaws": self.flaws}
+
+    def broken_options(self) -> dict[str, Any]:
+        return {"folder": os.path.join(self.workdir, "missing"), "flaws": self.flaws}
+
+    def destination(self) -> str:
+        self.made += 1
+        return os.path.join(self.workdir, f"restored-{self.made}")
+
+    def fingerprint(self, to: str) -> Hashable:
+        return tree_fingerprint(to, times=False)
+
+    def perturb(self, to: str) -> str:
+        with open(os.path.join(to, "b.md"), "w") as handle:
+            handle.write("changed")
+        return "b.md"
+
+
+def test_a_conforming_exporter_passes_every_check(tmp_path):
+    verify_exporter(NotesFixture(), str(tmp_path))
+
+
+FLAWS = {
+    "discover-misses": ("discover_agrees_with_export", "export() wrote what discover() does not name: note a.md"),
+    "no-token": ("second_export_reuses_everything", "reused 0 of 3 artifacts"),
+    "leaks": ("dependencies_and_provides_are_well_formed", "holds credentials (https://***@notes.example)"),
+    "no-reason": ("every_item_has_an_outcome_and_a_reason", "has no reason"),
+    "dry-run-writes": ("dry_run_changes_nothing", "a dry-run restore changed the destination"),
+    "always-restores": ("second_restore_is_unchanged", "expected every item unchanged"),
+    "ignores-overwrite": ("conflict_until_overwrite", "b.md differs, expected conflict"),
+    "hides-failure": ("failing_source_does_not_hide_others", "the broken source is not reported with a reason"),
+}
+
+
+@pytest.mark.parametrize("flaw", sorted(FLAWS))
+def test_each_flaw_fails_its_check(flaw, tmp_path):
+    check, message = FLAWS[flaw]
+    suite = ExporterConformance(NotesFixture(flaw), str(tmp_path))
+    with pytest.raises(AssertionError) as info:
+        getattr(suite, f"check_{check}")()
+    assert message in str(info.value) and "hunter2" not in str(info.value)
+
+
+def test_verify_exporter_names_every_failed_check(tmp_path):
+    with pytest.raises(AssertionError) as info:
+        verify_exporter(NotesFixture("no-token", "leaks"), str(tmp_path))
+    text = str(info.value)
+    assert text.startswith(f"2 of {len(CHECKS)} conformance checks failed")
+    assert "second_export_reuses_everything: notes:" in text
+    assert "dependencies_and_provides_are_well_formed: notes:" in text
