@@ -1,55 +1,35 @@
 """The drill history: one write-once record per drill under drills/, and the trend they show.
 
 Where it sits: dr.drills.drilling writes a record at the end of every drill, whatever its
-result; `dr drill --history` reads them all. Layout (docs/format.md): the key is
-`drills/<drill-id>.json`, the id being `<UTC time YYYYmmddTHHMMSSZ>-<8 hex>` (the id of the
-drill's restore journal, so the two link up). Records are never rewritten or deleted by dr:
-the history only grows, so a bad drill cannot be quietly replaced by a good one.
+result; `dr drill --history` reads them all. The records' keys, encoding and checks are the
+repository's (dr.repository.drill_records, docs/format.md 4.2); this module keeps what the
+history means: records are never rewritten, and the trend over them.
 """
 
 from __future__ import annotations
 
-import json
 import statistics
 from typing import Any
 
-from dr.repository import layout
+from dr.repository import drill_records
+from dr.repository.records import RecordExists
 from dr.repository.repositories import Repository
-from dr.repository.stores.base import ObjectExists, ObjectMissing
-
-FORMAT, VERSION = "dr-drill", 1
 
 
 class HistoryError(Exception):
     pass
 
 
-def record_key(drill_id: str) -> str:
-    return f"{layout.DRILLS}{drill_id}.json"
-
-
 def write_record(repo: Repository, record: dict[str, Any]) -> str:
-    key = record_key(record["id"])
-    data = json.dumps(record, sort_keys=True, separators=(",", ":"), default=str).encode()
     try:
-        repo.store.put(key, data)
-    except ObjectExists:
-        raise HistoryError(f"{key} already exists; drill records are never rewritten") from None
-    return key
+        return drill_records.write(repo.store, record)
+    except RecordExists as exc:
+        raise HistoryError(f"{exc}; drill records are never rewritten") from None
 
 
 def read_history(repo: Repository) -> list[dict[str, Any]]:
-    """Every drill record, oldest first; objects that are not drill records are ignored."""
-    records = []
-    for key, _ in repo.store.list(layout.DRILLS):
-        try:
-            record = json.loads(repo.store.get(key))
-        except (ObjectMissing, ValueError):
-            continue
-        if isinstance(record, dict) and record.get("format") == FORMAT:
-            records.append(record)
-    return sorted(records, key=lambda r: (r.get("started", ""), r.get("id", "")))
-
+    """Every drill record, oldest first (MalformedRecord names an object that is not one)."""
+    return drill_records.read_all(repo.store)
 
 def _series(records: list[dict[str, Any]], value) -> dict[str, Any]:
     values = [v for v in (value(r) for r in records) if v is not None]

@@ -1,16 +1,10 @@
-"""Restore journals: what a whole-plan restore did, step by step, so it can resume (docs/format.md).
+"""Restore journals: what a whole-plan restore did, step by step, so it can resume (docs/format.md 4.1).
 
 Where it sits: dr.restore.restoring opens or starts a journal; dr.restore.executing appends
-one record per step outcome as the step ends. Layout, in the restore's target repository:
-
-    journals/<restore-id>/<seq>-<name>.json
-
-<restore-id> is `<UTC time YYYYmmddTHHMMSSZ>-<8 hex>` (sorts by start time); <seq> is six
-digits, 000000 for the `plan` record, then one more for every record after it; <name> is
-`plan`, `run`, `end` or the step's (source's) name. The record's `record` field says which
-kind it is; readers use that, never the name. Every object is written once with the store's
-write-once put and never rewritten or deleted by dr: an object that already exists means a
-second process is writing the same journal, and this one stops.
+one record per step outcome as the step ends. The records' keys, encoding and checks are the
+repository's (dr.repository.journals); this module keeps what a journal means for a restore.
+Every record is written once: a key that is already taken means a second process is writing
+the same journal, and this one stops.
 
 A journal is finished when every step of its plan record has a `succeeded` step record; a
 killed restore leaves an unfinished one. `dr restore` resumes the newest journal of the same
@@ -20,43 +14,26 @@ with --resume), skipping every step that already succeeded.
 
 from __future__ import annotations
 
-import json
 import os
-import secrets
 import socket
 import threading
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
-from dr.repository import layout
+from dr.repository import journals as journal_format
+from dr.repository.journals import END, PLAN, RUN, STEP, new_restore_id
+from dr.repository.layout import is_run_id
+from dr.repository.records import MalformedRecord, RecordExists
 from dr.repository.repositories import Repository
-from dr.repository.stores.base import ObjectExists, ObjectMissing
 
-FORMAT, VERSION = "dr-restore-journal", 1
-PLAN, RUN, STEP, END = "plan", "run", "step", "end"
+__all__ = ["END", "PLAN", "RUN", "STEP", "Journal", "JournalError", "JournalWriter", "journal_ids",
+           "newest_unfinished", "read_journal", "start_journal"]
+
 SUCCEEDED = "succeeded"
 
 
 class JournalError(Exception):
     """The journal cannot be used: missing, of another snapshot, or written by two processes."""
-
-
-def utc(moment: datetime | None = None) -> str:
-    return (moment or datetime.now(timezone.utc)).astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def new_restore_id(now: datetime | None = None) -> str:
-    now = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
-    return f"{now:%Y%m%dT%H%M%SZ}-{secrets.token_hex(4)}"
-
-
-def record_key(restore_id: str, seq: int, name: str) -> str:
-    return f"{layout.JOURNALS}{restore_id}/{seq:06d}-{name}.json"
-
-
-def _encode(record: dict[str, Any]) -> bytes:
-    return json.dumps(record, sort_keys=True, separators=(",", ":"), default=str).encode()
 
 
 @dataclass
@@ -106,15 +83,11 @@ class JournalWriter:
     def put(self, name: str, record: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
             seq, self._seq = self._seq, self._seq + 1
-        record = {"format": FORMAT, "version": VERSION, "restore": self.restore_id, "seq": seq,
-                  "time": utc(), **record}
-        key = record_key(self.restore_id, seq, name)
         try:
-            self.repo.store.put(key, _encode(record))
-        except ObjectExists:
-            raise JournalError(f"{key} already exists: another dr process is writing restore "
-                               f"{self.restore_id}; this one stops") from None
-        return record
+            return journal_format.put_record(self.repo.store, self.restore_id, seq, name, record)
+        except RecordExists as exc:
+            raise JournalError(f"{exc}: another dr process is writing restore {self.restore_id}; "
+                               "this one stops") from None
 
 
 def start_journal(repo: Repository, header: dict[str, Any], restore_id: str | None = None) -> tuple[Journal, JournalWriter]:
@@ -126,25 +99,18 @@ def start_journal(repo: Repository, header: dict[str, Any], restore_id: str | No
 
 def journal_ids(repo: Repository) -> list[str]:
     """Every restore id in the repository, oldest first."""
-    ids = {key[len(layout.JOURNALS):].split("/", 1)[0] for key, _ in repo.store.list(layout.JOURNALS)}
-    return sorted(i for i in ids if i)
+    return journal_format.restore_ids(repo.store)
 
 
 def read_journal(repo: Repository, restore_id: str) -> Journal:
-    prefix = f"{layout.JOURNALS}{restore_id}/"
-    records = []
-    for key, _ in repo.store.list(prefix):
-        try:
-            record = json.loads(repo.store.get(key))
-        except (ObjectMissing, ValueError):
-            continue  # not a record dr wrote; readers ignore what they do not know
-        if isinstance(record, dict) and record.get("format") == FORMAT and record.get("restore") == restore_id:
-            records.append(record)
-    records.sort(key=lambda r: r.get("seq", 0))
-    header = next((r for r in records if r.get("record") == PLAN), None)
+    """The journal, its records checked (MalformedRecord names a record that is not one)."""
+    if not is_run_id(restore_id):
+        raise JournalError(f"'{restore_id}' is not a restore id (YYYYmmddTHHMMSSZ-<8 hex>)")
+    found = journal_format.read_records(repo.store, restore_id)
+    header = next((r for r in found if r["record"] == PLAN), None)
     if header is None:
         raise JournalError(f"no restore journal '{restore_id}' in {repo.description}")
-    return Journal(restore_id, header, records)
+    return Journal(restore_id, header, found)
 
 
 def newest_unfinished(repo: Repository, match: dict[str, Any]) -> Journal | None:
@@ -152,8 +118,8 @@ def newest_unfinished(repo: Repository, match: dict[str, Any]) -> Journal | None
     for restore_id in reversed(journal_ids(repo)):
         try:
             journal = read_journal(repo, restore_id)
-        except JournalError:
-            continue
+        except (JournalError, MalformedRecord):
+            continue  # not resumable; a new restore redoes its steps, each idempotent
         if journal.matches(match):
             return None if journal.finished else journal
     return None

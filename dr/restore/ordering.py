@@ -7,12 +7,15 @@ numbered in that order (level, then name), which is also the order a serial rest
 
 A rule never orders a step against itself or against another member of its own `before`
 set, but two rules, or provides/depends references, can still form a cycle (a secret store
-whose restore needs what a Git step provides). Then the PRECEDES edges among the steps left
-are dropped first; if a cycle remains, those steps share one last level and each says so.
+whose restore needs what a Git step provides). The levels are cut by dr.model.levelling, whose
+docstring holds the cycle policy: PRECEDES edges inside a cycle are set aside first; steps
+still in a cycle of REQUIRES edges share one level, after every step not waiting for them and
+before every step that waits for them, and each says so.
 """
 
 from __future__ import annotations
 
+from dr.model.levelling import cut
 from dr.restore.ordering_rules import PRECEDES, REQUIRES, RULES
 from dr.restore.steps import Step, matches
 
@@ -49,39 +52,29 @@ def edges(steps: list[Step]) -> Edges:
     return graph
 
 
-def _levels(names: list[str], graph: Edges) -> tuple[dict[str, int], set[str]]:
-    """name -> level (one more than its deepest predecessor), and the names left in a cycle."""
-    placed: dict[str, int] = {}
-    relaxed = False
-    while len(placed) < len(names):
-        ready = [n for n in names if n not in placed and all(p in placed for p in graph[n])]
-        if ready:
-            for n in ready:
-                placed[n] = max((placed[p] + 1 for p in graph[n]), default=0)
-            continue
-        left = [n for n in names if n not in placed]
-        if not relaxed:  # a cycle: honour only REQUIRES edges among what is left
-            for n in left:
-                graph[n] = {p: e for p, e in graph[n].items() if p in placed or e[0] != PRECEDES}
-            relaxed = True
-            continue
-        last = max(placed.values(), default=-1) + 1
-        placed.update(dict.fromkeys(left, last))
-        return placed, set(left)
-    return placed, set()
+def _levels(names: list[str], graph: Edges) -> tuple[dict[str, int], dict[str, tuple[str, ...]]]:
+    """name -> level, and name -> the cycle it is restored together with (dr.model.levelling).
+
+    PRECEDES edges the levelling set aside are removed from `graph`: the step no longer waits.
+    """
+    result = cut(names, {n: {p: strength for p, (strength, _) in graph[n].items()} for n in names},
+                 loose={PRECEDES})
+    for before, after in result.set_aside:
+        del graph[after][before]
+    return result.level, {n: group for group in result.cycles for n in group}
 
 
 def order(steps: list[Step]) -> list[Step]:
     """Set each step's level, predecessors and required steps; return them in restore order."""
     graph = edges(steps)
-    levels, cyclic = _levels(sorted(graph), graph)
+    levels, cycles = _levels(sorted(graph), graph)
     for step in steps:
         step.level = levels[step.name]
         step.after = {p: why for p, (_, why) in graph[step.name].items()}
         step.requires = {p for p, (strength, _) in graph[step.name].items() if strength == REQUIRES}
-        if step.name in cyclic:
-            step.after["(cycle)"] = ("its dependencies form a cycle with " +
-                                     ", ".join(sorted(cyclic - {step.name})) + "; restored together")
+        if step.name in cycles:
+            others = ", ".join(n for n in cycles[step.name] if n != step.name)
+            step.after["(cycle)"] = f"its dependencies form a cycle with {others}; restored together"
     ordered = sorted(steps, key=lambda s: (s.level, s.name))
     for seq, step in enumerate(ordered, start=1):
         step.seq = seq

@@ -1,10 +1,16 @@
-"""docs/format.md sections 4.1 and 4.2 name every field dr writes in journals and drill records."""
+"""docs/format.md sections 4.1 and 4.2 name every field dr writes in journals and drill records.
+
+The records' keys and codecs are dr.repository.journals and dr.repository.drill_records; what
+they write is checked here through the CLI, what they require of a reader directly.
+"""
 
 from __future__ import annotations
 
 import json
 import re
 from pathlib import Path
+
+from dr.repository import drill_records, journals
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "format.md"
 
@@ -60,3 +66,14 @@ def test_every_drill_field_is_documented(backed_up, capsys):
     for part in ("rto", "audit", "restore", "verify", "snapshot"):
         assert set(record[part]) <= documented, (part, set(record[part]) - documented)
     assert path.name == f"{record['id']}.json"
+
+
+def test_what_the_readers_require_is_documented():
+    journal, drill = _section("4.1 Restore journals"), _section("4.2 Drill history")
+    assert f'`"{journals.FORMAT}"`, `{journals.VERSION}`' in journal
+    assert f'`"{drill_records.FORMAT}"`, `{drill_records.VERSION}`' in drill
+    rows = _rows(journal)
+    for kind, members in journals.REQUIRED.items():
+        assert set(members) <= _documented(rows[kind]), kind
+    for path in drill_records.REQUIRED:
+        assert set(path.split(".")) <= _documented(drill), path

@@ -108,7 +108,7 @@ def test_journal_objects_are_write_once(backed_up):
     # A second writer that does not know the journal grew stops instead of overwriting.
     stale = JournalWriter(repo, restore_id, 1)
     with pytest.raises(JournalError, match="another dr process"):
-        stale.put("run", {"record": "run"})
+        stale.put("run", {"record": "run", "run": 2})
     assert first.read_bytes() == before and len(read_journal(repo, restore_id).records) == len(journal.records)
 
 

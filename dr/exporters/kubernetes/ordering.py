@@ -9,7 +9,8 @@ matching `after`, and why. A selector is a qualified resource name (`secrets`,
   @webhooks    admission webhook configurations
   @config      everything that is neither a workload nor a webhook configuration
 The types of one backup become the graph's nodes, each rule adds edges, and the graph is cut
-into levels (a type's level is one more than its deepest predecessor's). Everything in a level
+into levels by dr.model.levelling (a type's level is one more than its deepest predecessor's;
+its docstring holds the cycle policy, which no rule set here triggers). Everything in a level
 is restored in parallel; a level starts when the one before it finished. After the level that
 holds the CRDs, the restore waits until every restored CRD is Established and served.
 """
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from dr.exporters.kubernetes.resources import ResourceType
+from dr.model.levelling import cut
 
 CRDS = "customresourcedefinitions.apiextensions.k8s.io"
 CM, KQ = "cert-manager.io", "kueue.x-k8s.io"
@@ -103,17 +105,18 @@ def edges(infos: Iterable[TypeInfo]) -> dict[str, dict[str, str]]:
 
 
 def levels(infos: Iterable[TypeInfo]) -> list[Level]:
-    """The graph cut into levels; a cycle (no rule set here makes one) ends in one last level."""
+    """The graph cut into levels; every rule is firm, so types in a cycle share a level and say so."""
     by_name = {i.rtype.qualified: i for i in infos}
     graph = edges(by_name.values())
-    placed: dict[str, int] = {}
-    out: list[Level] = []
-    while len(placed) < len(by_name):
-        ready = sorted(n for n in by_name if n not in placed and all(p in placed for p in graph[n]))
-        if not ready:  # a cycle: restore the rest together rather than not at all
-            ready = sorted(n for n in by_name if n not in placed)
-        level = Level(len(out), [by_name[n] for n in ready],
-                      {n: [f"after {p}: {why}" for p, why in sorted(graph[n].items())] for n in ready})
-        out.append(level)
-        placed.update(dict.fromkeys(ready, level.number))
+    result = cut(by_name, {n: dict.fromkeys(befores, "before") for n, befores in graph.items()})
+    out = []
+    for number, names in enumerate(result.levels()):
+        after = {n: _cycle_note(n, result.cycle_of(n)) + [f"after {p}: {why}" for p, why in sorted(graph[n].items())]
+                 for n in names}
+        out.append(Level(number, [by_name[n] for n in names], after))
     return out
+
+
+def _cycle_note(name: str, group: tuple[str, ...]) -> list[str]:
+    others = ", ".join(n for n in group if n != name)
+    return [f"restored together with {others}: the ordering rules form a cycle between them"] if group else []
