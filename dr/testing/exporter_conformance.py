@@ -26,7 +26,8 @@ import yaml
 from dr.audit.coverage import HeldIdentities
 from dr.audit.gathering import normalize
 from dr.backup import BackupResult, run_backup
-from dr.exporters.contract import ExportContext, Exporter, Outcome, RestoreRequest
+from dr.exporters.contract import (AnyOf, Destination, ExportContext, Exporter, NoDestination, Outcome,
+                                   RestoreRequest)
 from dr.exporters.contract import OutcomeStatus as Status
 from dr.exporters.registry import GROUP, Registry
 from dr.model.artifacts import Artifact
@@ -40,6 +41,7 @@ from dr.repository.reading import ArtifactReader
 from dr.repository.repositories import Repository
 from dr.repository.targets import open_target
 from dr.restore import run_restore
+from dr.testing.declarations import declaration_problems, planning_problems
 from dr.testing.exporter_fixtures import ConformanceFixture
 
 __all__ = ["CHECKS", "ConformanceFixture", "ExporterConformance", "verify_exporter"]
@@ -48,7 +50,7 @@ __all__ = ["CHECKS", "ConformanceFixture", "ExporterConformance", "verify_export
 CHECKS = ("discover_agrees_with_export", "second_export_reuses_everything",
           "dependencies_and_provides_are_well_formed", "every_item_has_an_outcome_and_a_reason",
           "dry_run_changes_nothing", "second_restore_is_unchanged", "conflict_until_overwrite",
-          "failing_source_does_not_hide_others")
+          "failing_source_does_not_hide_others", "declarations_are_well_formed")
 SOURCE = "conformance"
 _SETTLED = (Status.RESTORED, Status.UNCHANGED, Status.SKIPPED)
 
@@ -290,6 +292,17 @@ class ExporterConformance:
         self._all_unchanged(self._restore(to, "restore after overwrite"), first, "restore after overwrite")
         _require(self.fixture.fingerprint(to) == restored,
                  f"{self.name}: after the overwrite the destination does not hold what the first restore left")
+
+    def check_declarations_are_well_formed(self) -> None:
+        """Contract v2: what the exporter declares (remap kinds, origin kinds, ordering, restore
+        options) is well-formed, and what the planner asks of it about the exported artifacts
+        (destinations, scratch destination, any-of needs, RTO bytes) answers in the contract's
+        terms, without I/O errors."""
+        source = self.plan.source(SOURCE)
+        context = ExportContext(SOURCE, self.plan.options[SOURCE], self.plan.base_dir, source.sensitivity)
+        exporter = self.registry.get(self.name)(context)
+        problems = declaration_problems(type(exporter)) + planning_problems(exporter, self.artifacts)
+        _require(not problems, f"{self.name}: contract v2 answers are malformed: {_listed(problems)}")
 
     def check_failing_source_does_not_hide_others(self) -> None:
         """A plan with a broken source of this exporter and a good one: the snapshot holds the

@@ -5,6 +5,7 @@ files:       a small tree (files, a subdirectory, an empty one, a symlink) resto
 kubernetes:  the real-world emulated cluster of tests/kubernetes (upstream CRDs and examples);
              each destination is a new, empty emulated cluster.
 checkpoints: real PyTorch DCP saves (two runs) with a directory DR copy; restores go to a directory.
+tables:      the third-party test exporter (tests/plugins/acme_tables): two JSON tables.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dr.exporters.kubernetes import KubernetesExporter
 from dr.exporters.kubernetes.batches import KIND as OBJECTS
 from dr.exporters.kubernetes.resources import ResourceType, item_name
 from dr.testing import ConformanceFixture
+from tests.plugins.acme_tables import TablesExporter
 
 _GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.invalid",
             "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.invalid", "LC_ALL": "C"}
@@ -277,5 +279,33 @@ class CheckpointsFixture(_Destinations, ConformanceFixture):
         return self.items
 
 
+# -- tables: the third-party test exporter (tests/plugins/acme_tables, not installed) ---------------
+class TablesFixture(_Destinations, ConformanceFixture):
+    exporter = TablesExporter
+
+    def build_source(self, workdir: str) -> None:
+        self.workdir = workdir
+        Path(workdir, "tables").mkdir()
+        for name, rows in [("users", 3), ("items", 7)]:
+            Path(workdir, "tables", f"{name}.json").write_text(json.dumps({"endpoint": "https://fs.example/api",
+                                                                            "rows": rows}, sort_keys=True))
+
+    def source_options(self) -> dict[str, Any]:
+        return {"folder": "tables", "endpoint": "https://fs.example/api"}
+
+    def broken_options(self) -> dict[str, Any]:
+        return {"folder": "missing", "endpoint": "https://fs.example/api"}
+
+    def destination(self) -> str:
+        return self.new_directory()
+
+    def fingerprint(self, to: str) -> Hashable:
+        return tree_fingerprint(to, times=False)
+
+    def perturb(self, to: str) -> str:
+        Path(to, "users.json").write_text('{"rows": 0}')
+        return "users.json"
+
+
 FIXTURES = {"git": GitFixture, "files": FilesFixture, "kubernetes": KubernetesFixture,
-            "checkpoints": CheckpointsFixture}
+            "checkpoints": CheckpointsFixture, "tables": TablesFixture}

@@ -9,7 +9,6 @@ tests/plugins/installing.py installs it as a distribution, the way a plugin is i
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from typing import Iterator
@@ -50,10 +49,11 @@ class TablesExporter(Exporter):
 
     def export(self, sink: ArtifactSink) -> None:
         for name in self._tables():
-            with open(os.path.join(self._folder(), name), "rb") as handle:
-                data = handle.read()
-            sink.write(KIND, name, data, dependencies=[Dependency(ENDPOINT, self.options.endpoint)],
-                       change_token=hashlib.sha256(data).hexdigest())
+            path = os.path.join(self._folder(), name)
+            st = os.stat(path)
+            sink.write(KIND, name, lambda path=path: open(path, "rb"),
+                       dependencies=[Dependency(ENDPOINT, self.options.endpoint)],
+                       change_token=f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}")
 
     def destinations(self, artifacts: list[Artifact], rewrite: Rewriter) -> list[Destination]:
         return [Destination(artifacts, self._folder(), "where the tables came from")]

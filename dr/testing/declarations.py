@@ -1,0 +1,108 @@
+"""Conformance of what an exporter declares under contract v2, and of what it answers the planner.
+
+Where it sits: part of the exporter conformance suite (dr.testing.exporter_conformance). Each
+function returns the problems it finds, in words naming the member and the value, so a plugin
+author sees every mistake at once. The rules are docs/exporters.md, "What the core asks of
+every exporter (v2)".
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from dr.exporters.contract import AnyOf, Destination, Exporter, NoDestination, RemapKind
+from dr.model.artifacts import Artifact
+from dr.restore.estimating import BYTE_PARTS
+from dr.restore.steps import Step, matches
+
+_NAME = re.compile(r"^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$")  # what a plan accepts as a remap kind
+_FLAG = re.compile(r"^[a-z][a-z0-9-]*$")
+# dr restore's own options: an exporter's option may not take one of these names
+RESERVED_FLAGS = frozenset({"plan", "target", "snapshot", "source", "to", "failed", "force", "resume", "new",
+                            "parallel", "dry-run", "overwrite", "identity", "lock-wait", "remap", "json",
+                            "quiet", "help", "debug"})
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, frozenset) and all(isinstance(v, str) and v.strip() for v in value)
+
+
+def _remap_kind_problems(kind: Any) -> list[str]:
+    if not isinstance(kind, RemapKind):
+        return [f"remap_kinds holds {kind!r}, not a RemapKind"]
+    out = []
+    if not _NAME.match(kind.name):
+        out.append(f"remap kind {kind.name!r}: a plan could not name it (lower-case letters, digits, . _ -)")
+    if not kind.rewrites or not _strings(kind.rewrites):
+        out.append(f"remap kind {kind.name!r}: rewrites must be a non-empty frozenset of dependency kinds")
+    if not kind.syntax.strip():
+        out.append(f"remap kind {kind.name!r}: syntax must say what old and new look like")
+    try:
+        result = kind.rewrite("example.invalid/a", "example.invalid", "other.invalid")
+    except Exception as exc:  # the planner calls it on every matching reference
+        return out + [f"remap kind {kind.name!r}: rewrite raised {exc!r}"]
+    if result is not None and not isinstance(result, str):
+        out.append(f"remap kind {kind.name!r}: rewrite returned {result!r}, not a str or None")
+    return out
+
+
+def _selector_problem(selector: str) -> str:
+    try:
+        matches(selector, Step("probe", "probe", []))
+    except ValueError as exc:
+        return str(exc)
+    return ""
+
+
+def declaration_problems(cls: type[Exporter]) -> list[str]:
+    """The class-level declarations: remap kinds, origin kinds, ordering, restore options."""
+    problems = [p for kind in cls.remap_kinds for p in _remap_kind_problems(kind)]
+    names = [k.name for k in cls.remap_kinds if isinstance(k, RemapKind)]
+    problems += [f"remap kind {n!r} is declared twice" for n in sorted(set(names)) if names.count(n) > 1]
+    if not isinstance(cls.origin_kinds, frozenset) or not _strings(cls.origin_kinds):
+        problems.append(f"origin_kinds must be a frozenset of dependency kinds, not {cls.origin_kinds!r}")
+    if not _strings(cls.ordering.roles):
+        problems.append(f"ordering.roles must be a frozenset of role names, not {cls.ordering.roles!r}")
+    for rule in cls.ordering.rules:
+        problems += [f"ordering rule {rule.before} -> {rule.after}: {p}" for p in
+                     (_selector_problem(rule.before), _selector_problem(rule.after)) if p]
+        if not rule.why.strip():
+            problems.append(f"ordering rule {rule.before} -> {rule.after} gives no reason (why)")
+    flags = [o.flag for o in cls.restore_options]
+    for option in cls.restore_options:
+        if not _FLAG.match(option.flag) or option.flag in RESERVED_FLAGS:
+            problems.append(f"restore option --{option.flag}: not a free flag name of dr restore")
+        if not option.key or not option.help.strip() or not option.metavar.strip():
+            problems.append(f"restore option --{option.flag}: key, metavar and help must all be given")
+    problems += [f"restore option --{f} is declared twice" for f in sorted(set(flags)) if flags.count(f) > 1]
+    return problems
+
+
+def planning_problems(exporter: Exporter, artifacts: list[Artifact]) -> list[str]:
+    """What the planner asks about exported artifacts, answered in the contract's terms."""
+    problems = _destination_problems(exporter, artifacts)
+    scratch = exporter.scratch_destination("/scratch/source")
+    if scratch is not None and not isinstance(scratch, str):
+        problems.append(f"scratch_destination returned {scratch!r}, not a str or None")
+    for need in exporter.restore_needs(artifacts):
+        if not isinstance(need, AnyOf) or not need.references or not need.what.strip():
+            problems.append(f"restore_needs returned {need!r}: an AnyOf with a description and references")
+    parts = exporter.restore_bytes(artifacts)
+    bad = {k: v for k, v in parts.items() if k not in BYTE_PARTS or not isinstance(v, int) or v < 0}
+    if bad:
+        problems.append(f"restore_bytes gave {bad}: parts are {', '.join(BYTE_PARTS)}, sizes whole bytes")
+    return problems
+
+
+def _destination_problems(exporter: Exporter, artifacts: list[Artifact]) -> list[str]:
+    try:
+        found = exporter.destinations(artifacts, lambda kind, reference: None)
+    except NoDestination as exc:
+        return [] if "--to" in str(exc) else [f"NoDestination must say which --to to give: {exc}"]
+    if not all(isinstance(d, Destination) and d.how.strip() for d in found):
+        return [f"destinations returned {found!r}: Destinations, each saying how it was chosen"]
+    given = sorted(id(a) for d in found for a in d.artifacts)
+    if given != sorted(id(a) for a in artifacts):
+        return ["destinations must hand every artifact to exactly one Destination"]
+    return []
