@@ -25,6 +25,7 @@ import pydantic
 import pytest
 
 from dr.exporters import contract
+from tests.plugins.installing import forget_modules
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "exporters.md"
@@ -230,6 +231,7 @@ def example_exporter(tmp_path, monkeypatch):
     (package / "__init__.py").write_text("")
     (package / "sqlite.py").write_text(source)
     monkeypatch.syspath_prepend(str(tmp_path / "plugin"))
+    forget_modules("acme_dr")  # another test may have imported its own acme_dr package
     (snippet,) = [b for b in _fenced("toml") if "dr.exporters" in b]
     ((name, value),) = tomllib.loads(snippet)["project"]["entry-points"][GROUP].items()
     return Registry([EntryPoint(name, value, GROUP)]).get(name)

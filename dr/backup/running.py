@@ -13,6 +13,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
+from dr.backup.dependencies import DependencyLedger, RecordingSink
 from dr.exporters.contract import ExportContext
 from dr.exporters.registry import Registry
 from dr.model.artifacts import Artifact
@@ -84,21 +85,50 @@ def _backup_target(plan: Plan, registry: Registry, target: TargetSpec, sources: 
     with lock:
         writer = SnapshotWriter(repo, plan.spec.encryption.recipients, on_progress=on_progress)
         try:
-            parents = _parent_artifacts(repo, [s.name for s in sources])
-            results = [_run_source(plan, registry, writer, s, parents.get(s.name, []), log) for s in sources]
+            results = _run_sources(plan, registry, repo, writer, sources, log)
             snapshot = writer.finish(plan.name, results) if any(r.ok for r in results) else None
         finally:
             writer.close()
     return BackupResult(target.name, repo.description, snapshot, results, lock.warnings)
 
 
+def _reads(registry: Registry, source: SourceSpec) -> bool:
+    try:
+        return bool(registry.get(source.type).reads_plan_dependencies)
+    except Exception:  # a plugin that does not load fails in _run_source, with its reason
+        return False
+
+
+def _run_sources(plan: Plan, registry: Registry, repo: Repository, writer: SnapshotWriter,
+                 sources: list[SourceSpec], log) -> list[SourceResult]:
+    """Every source, in plan order but readers of plan dependencies last; results in plan order."""
+    readers = [s for s in sources if _reads(registry, s)]
+    everyone = [s.name for s in plan.spec.sources]
+    # readers also see the dependencies of sources not exported now, from their newest snapshot
+    parents = _parent_artifacts(repo, everyone if readers else [s.name for s in sources])
+    ledger = DependencyLedger()
+    results: dict[str, SourceResult] = {}
+    for source in [s for s in sources if s not in readers]:
+        results[source.name] = _run_source(plan, registry, writer, source, parents.get(source.name, []), log,
+                                           ledger)
+    reader_names = {s.name for s in readers}
+    for name in everyone:  # what did not export now counts as its newest snapshot recorded it
+        if name not in reader_names and not (name in results and results[name].ok):
+            ledger.record(parents.get(name, []))
+    for source in readers:
+        results[source.name] = _run_source(plan, registry, writer, source, parents.get(source.name, []), log,
+                                           None, ledger.dependencies)
+    return [results[s.name] for s in sources]
+
+
 def _run_source(plan: Plan, registry: Registry, writer: SnapshotWriter, source: SourceSpec,
-                parent: list[Artifact], log) -> SourceResult:
+                parent: list[Artifact], log, ledger: DependencyLedger | None = None,
+                plan_dependencies=lambda: []) -> SourceResult:
     context = ExportContext(source.name, plan.options[source.name], plan.base_dir, source.sensitivity,
-                            log=lambda m: log(f"{source.name}: {m}"))
+                            log=lambda m: log(f"{source.name}: {m}"), plan_dependencies=plan_dependencies)
     sink = writer.source(source.name, source.type, parent)
     try:
-        registry.get(source.type)(context).export(sink)
+        registry.get(source.type)(context).export(RecordingSink(sink, ledger) if ledger is not None else sink)
     except Exception as exc:  # one source failing must not lose the others
         log(f"{source.name}: failed: {exc}\n{traceback.format_exc(limit=3)}")
         result = sink.discard(f"{exc.__class__.__name__}: {exc}")

@@ -31,7 +31,7 @@ from dr.repository.repositories import IntegrityError
 
 __all__ = ["CONTRACT_VERSION", "SUPPORTED_VERSIONS", "AnyOf", "ArtifactSink", "Content", "ContentReader",
            "Destination", "Discovered", "EncryptionError", "ExportContext", "Exporter", "ExporterOptions",
-           "IntegrityError", "NoDestination", "Ordering", "OrderingRule", "Outcome", "OutcomeStatus",
+           "IntegrityError", "NoDestination", "Ordering", "OrderingRule", "Outcome", "OutcomeStatus", "PlanDependency",
            "RemapKind", "RestoreOption", "RestoreRequest", "Rewrite", "Rewriter", "RpoRow", "prefix_rewrite"]
 
 CONTRACT_VERSION = 2
@@ -96,6 +96,16 @@ class Discovered:
     detail: str = ""
 
 
+@dataclass(frozen=True)
+class PlanDependency:
+    """A dependency that artifacts of other sources of the plan recorded (what an image or
+    chart copier copies)."""
+
+    kind: str
+    reference: str
+    sources: tuple[str, ...]  # the sources whose artifacts need it
+
+
 @dataclass
 class ExportContext:
     """What an exporter instance knows about its plan source."""
@@ -106,6 +116,8 @@ class ExportContext:
     sensitivity: Sensitivity | None = None  # the plan's override for this source, if any
     log: Callable[[str], None] = lambda message: None
     findings: list[dict] = field(default_factory=list)
+    #: for an exporter that reads_plan_dependencies: the other sources' dependencies
+    plan_dependencies: Callable[[], list[PlanDependency]] = lambda: []
 
     def finding(self, severity: str, code: str, message: str, **facts: Any) -> None:
         """Record a problem noticed while exporting (kept in the snapshot manifest)."""
@@ -292,6 +304,9 @@ class Exporter(ABC):
     ordering: ClassVar[Ordering] = Ordering()
     #: options of `dr restore --source NAME` for this exporter's sources
     restore_options: ClassVar[tuple[RestoreOption, ...]] = ()
+    #: export() reads the other sources' dependencies (context.plan_dependencies): the backup
+    #: runs this source after the sources that do not
+    reads_plan_dependencies: ClassVar[bool] = False
 
     def request_remap(self, kind: str, old: str, new: str) -> dict[str, str]:
         """RestoreRequest.remap entries for one plan remap that applies to this source."""

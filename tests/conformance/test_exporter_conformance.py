@@ -15,6 +15,7 @@ import pytest
 from dr.exporters.registry import Registry
 from dr.testing import CHECKS, ConformanceFixture, ExporterConformance, verify_exporter
 from tests.conformance.builtin_fixtures import FIXTURES
+from tests.plugins.installing import forget_modules
 
 
 def test_every_installed_exporter_has_a_fixture():
@@ -62,5 +63,6 @@ def test_the_documented_example_passes(tmp_path, monkeypatch):
                          ("tests/test_conformance.py", "# example: acme_dr/tests/test_conformance.py")]:
         (package / path).write_text("" if marker is None else next(b for b in blocks if b.startswith(marker)))
     monkeypatch.syspath_prepend(str(tmp_path / "plugin"))
+    forget_modules("acme_dr")  # another test may have imported its own acme_dr package
     example = importlib.import_module("acme_dr.tests.test_conformance")
     verify_exporter(example.SqliteFixture(), str(tmp_path / "suite"))

@@ -14,3 +14,12 @@ def install_distribution(site: Path, name: str, entry_points: dict[str, str]) ->
     lines = "".join(f"{k} = {v}\n" for k, v in entry_points.items())
     (info / "entry_points.txt").write_text(f"[dr.exporters]\n{lines}")
     return info
+
+
+def forget_modules(package: str) -> None:
+    """Drop `package` and its submodules from sys.modules, so the next import finds the
+    package on the current sys.path (tests write plugin packages of the same name)."""
+    import sys
+
+    for name in [m for m in sys.modules if m == package or m.startswith(package + ".")]:
+        del sys.modules[name]
