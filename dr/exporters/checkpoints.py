@@ -22,15 +22,15 @@ from __future__ import annotations
 import time
 from typing import Iterator
 
-from dr.exporters.checkpointing.discovery import discover as discover_candidates
+from dr.exporters.checkpointing.formats.discovery import discover as discover_candidates
 from dr.exporters.checkpointing.exporting import KIND, ExportRun
 from dr.exporters.checkpointing.options import CheckpointsOptions, Tier
-from dr.exporters.checkpointing.places import Place, open_place
-from dr.exporters.checkpointing.s3place import Sessions
+from dr.exporters.checkpointing.places.local import Place, open_place
+from dr.exporters.checkpointing.places.s3 import Sessions
 from dr.exporters.checkpointing.restoring import REMAP_KEYS, restore_copies
 from dr.exporters.checkpointing.scanning import ListedTree
 from dr.exporters.checkpointing.status import CopyCheck, RunRPO, rpo_report, verify_copies
-from dr.exporters.checkpointing.transfer import Transfer
+from dr.exporters.checkpointing.transfer.transferring import Transfer
 from dr.exporters.contract import (ArtifactSink, ContentReader, Discovered, ExportContext, Exporter, Outcome,
                                    RestoreRequest)
 from dr.model.artifacts import Artifact

@@ -28,11 +28,11 @@ import boto3
 import botocore.config
 import botocore.exceptions
 
-from dr.exporters.checkpointing.tree import FileStat
+from dr.exporters.checkpointing.formats.tree import FileStat
 from dr.repository.stores.s3 import client_config
 
 if TYPE_CHECKING:
-    from dr.exporters.checkpointing.s3writing import S3Writer
+    from dr.exporters.checkpointing.places.s3writing import S3Writer
 
 _MISSING = {"NoSuchKey", "404", "NotFound"}
 _STREAM_RETRIES = 3
@@ -259,7 +259,7 @@ class S3Place:
         return parts
 
     def writer(self, path: str, size: int, part_size: int) -> "S3Writer":
-        from dr.exporters.checkpointing.s3writing import S3Writer
+        from dr.exporters.checkpointing.places.s3writing import S3Writer
 
         return S3Writer(self, path, size, part_size)
 

@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Iterator, Union
 from urllib.parse import urlsplit
 
-from dr.exporters.checkpointing.dcp_metadata import check_relative_path
+from dr.exporters.checkpointing.formats.dcp_metadata import check_relative_path
 from dr.exporters.checkpointing.options import Location
-from dr.exporters.checkpointing.s3place import S3Place, Sessions, SourceChanged, Upload
-from dr.exporters.checkpointing.tree import FileStat, LocalTree
+from dr.exporters.checkpointing.places.s3 import S3Place, Sessions, SourceChanged, Upload
+from dr.exporters.checkpointing.formats.tree import FileStat, LocalTree
 
 PARTIAL = ".dr-partial-"
 RESUMABLE = "resume"  # the suffix of a copy's partial file, kept across runs to resume from

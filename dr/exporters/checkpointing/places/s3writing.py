@@ -25,8 +25,8 @@ from concurrent.futures import Executor
 
 import botocore.exceptions
 
-from dr.exporters.checkpointing.buffers import body_of
-from dr.exporters.checkpointing.s3place import (COPY_OBJECT_LIMIT, S3Place, SourceChanged, Upload, error_code,
+from dr.exporters.checkpointing.transfer.buffers import body_of
+from dr.exporters.checkpointing.places.s3 import (COPY_OBJECT_LIMIT, S3Place, SourceChanged, Upload, error_code,
                                                  mapped_error)
 
 #: UploadPartCopy range size: few requests, well under S3's 5 GiB part limit

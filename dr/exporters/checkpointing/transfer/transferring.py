@@ -25,11 +25,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from dr.exporters.checkpointing.buffers import BufferPool, Parts
-from dr.exporters.checkpointing.places import Place
-from dr.exporters.checkpointing.s3place import SourceChanged, crc32_b64
-from dr.exporters.checkpointing.s3writing import server_copy
-from dr.exporters.checkpointing.tree import FileStat
+from dr.exporters.checkpointing.transfer.buffers import BufferPool, Parts
+from dr.exporters.checkpointing.places.local import Place
+from dr.exporters.checkpointing.places.s3 import SourceChanged, crc32_b64
+from dr.exporters.checkpointing.places.s3writing import server_copy
+from dr.exporters.checkpointing.formats.tree import FileStat
 
 MAX_PARTS = 10_000  # S3's limit per multipart upload
 SERVER_SIDE_FILES = 16
