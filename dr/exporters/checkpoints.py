@@ -25,7 +25,8 @@ from typing import Iterator
 from dr.exporters.checkpointing.formats.discovery import discover as discover_candidates
 from dr.exporters.checkpointing.exporting import KIND, ExportRun
 from dr.exporters.checkpointing.options import CheckpointsOptions, Tier
-from dr.exporters.checkpointing.places.local import Place, open_place
+from dr.exporters.checkpointing.places.contract import Place
+from dr.exporters.checkpointing.places.opening import open_place
 from dr.exporters.checkpointing.places.s3 import Sessions
 from dr.exporters.checkpointing.restoring import REMAP_KEYS, restore_copies
 from dr.exporters.checkpointing.scanning import ListedTree

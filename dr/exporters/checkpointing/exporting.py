@@ -23,8 +23,8 @@ from dr.exporters.checkpointing.copies.layout import CopyError, CopyState, canon
 from dr.exporters.checkpointing.copies.copying import copy_checkpoint
 from dr.exporters.checkpointing.copies.inventory import Inventory, old_uploads, stray_files, take_inventory
 from dr.exporters.checkpointing.options import Tier
-from dr.exporters.checkpointing.places.local import Place
-from dr.exporters.checkpointing.places.s3 import SourceChanged
+from dr.exporters.checkpointing.places.contract import Place
+from dr.exporters.checkpointing.places.contract import SourceChanged
 from dr.exporters.checkpointing.scanning import Checkpoint, Scan, scan
 from dr.exporters.checkpointing.copies.tiers import select, to_prune
 from dr.exporters.contract import ArtifactSink

@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 from dr.exporters.checkpointing.copies.layout import Layout
 from dr.exporters.checkpointing.exporting import KIND
 from dr.exporters.checkpointing.options import Location
-from dr.exporters.checkpointing.places.local import Place
+from dr.exporters.checkpointing.places.contract import Place
 from dr.exporters.checkpointing.transfer.transferring import DigestMismatch, FileJob, Transfer, hash_file
 from dr.exporters.checkpointing.formats.tree import parent_of
 from dr.exporters.checkpointing.copies.verifying import check_copy

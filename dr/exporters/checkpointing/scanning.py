@@ -26,8 +26,8 @@ from typing import Callable, Iterable, Iterator
 
 from dr.exporters.checkpointing.formats.completeness import Candidate, MarkerRule, assess
 from dr.exporters.checkpointing.formats.discovery import DIR_KINDS, discover
-from dr.exporters.checkpointing.places.local import Place
-from dr.exporters.checkpointing.places.s3 import Upload
+from dr.exporters.checkpointing.places.contract import Place
+from dr.exporters.checkpointing.places.contract import Upload
 from dr.exporters.checkpointing.formats.tree import FileStat, parent_of
 
 

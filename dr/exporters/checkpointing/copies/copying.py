@@ -24,7 +24,7 @@ from typing import Callable
 
 from dr.exporters.checkpointing.copies.layout import (CopyError, CopyState, Layout, build_manifest, canonical,
                                                completed_files, journal_entry, marker_bytes, read_copy, utc)
-from dr.exporters.checkpointing.places.local import Place
+from dr.exporters.checkpointing.places.contract import Place
 from dr.exporters.checkpointing.scanning import Checkpoint
 from dr.exporters.checkpointing.transfer.transferring import FileJob, Transfer
 from dr.exporters.checkpointing.formats.tree import FileStat

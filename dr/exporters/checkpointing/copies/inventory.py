@@ -20,8 +20,8 @@ import time
 from dataclasses import dataclass, field
 
 from dr.exporters.checkpointing.copies.layout import MARKER, CopyState, Layout, layout_of_marker, read_copy
-from dr.exporters.checkpointing.places.local import Place
-from dr.exporters.checkpointing.places.s3 import Upload
+from dr.exporters.checkpointing.places.contract import Place
+from dr.exporters.checkpointing.places.contract import Upload
 from dr.exporters.checkpointing.copies.tiers import Held
 from dr.exporters.checkpointing.formats.tree import FileStat
 

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from dr.exporters.checkpointing.places.local import Place
+from dr.exporters.checkpointing.places.contract import Place
 from dr.exporters.checkpointing.formats.tree import FileStat, parent_of
 
 FORMAT = "dr-checkpoint-copy"

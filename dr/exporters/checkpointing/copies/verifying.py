@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from dr.exporters.checkpointing.copies.layout import CopyState, Layout, read_copy
-from dr.exporters.checkpointing.places.local import Place
+from dr.exporters.checkpointing.places.contract import Place
 from dr.exporters.checkpointing.transfer.transferring import hash_file
 
 
