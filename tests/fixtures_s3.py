@@ -16,7 +16,7 @@ import uuid
 import boto3
 import pytest
 
-from dr.repository.stores.s3 import client_config
+from dr.repository.stores.s3_clients import new_client
 from tests.servers import moto_server
 
 
@@ -48,7 +48,7 @@ def aws_env(monkeypatch, tmp_path):
 @functools.lru_cache(maxsize=None)
 def s3_client(endpoint: str, region: str = "us-east-1"):
     """An admin client for setting buckets up (cached: making a client costs ~0.1 s)."""
-    return boto3.session.Session(region_name=region).client("s3", endpoint_url=endpoint, config=client_config())
+    return new_client(boto3.session.Session(region_name=region), endpoint)
 
 
 @pytest.fixture

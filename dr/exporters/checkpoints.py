@@ -1,15 +1,16 @@
 """The `checkpoints` exporter: training checkpoints copied, complete and verified, to DR targets.
 
 Where it sits: dr.backup calls export() with a sink, dr.restore calls restore() with a reader,
-`dr status` calls rpo_report(); the work is in dr.exporters.checkpointing:
-  options     the plan's options            scanning    settled listing, run/step naming
-  completeness, discovery (torch-free)      tiers       which checkpoints each target gets
-  places, s3place, s3writing   directories and S3 (list, ranged/streamed reads, uploads)
-  transfer    parallel, bounded, hashed copying; server-side copies inside one object store
-  copies      the DR copy's layout: files, dr-manifest.json, DR-COMPLETE, dr-journal/
-  copying     one checkpoint's copy, resumable   inventory   what a target holds; leftovers
-  exporting   one backup run                     restoring   choose, verify, write back
-  verifying   digests against the manifest       status      RPO per run, verify every copy
+the restore planner and `dr status` ask the contract v2 questions; the work is in
+dr.exporters.checkpointing, whose folders say what they hold:
+  options, scanning    the plan's options; settled listing, run/step naming
+  formats/   completeness and discovery of DCP, torch.save and safetensors (torch-free)
+  places/    the place contract, directories and S3, retries as a wrapper, its conformance
+  transfer/  parallel, bounded, hashed copying; server-side copies inside one object store
+  copies/    the DR copy's layout, one copy (resumable), tiers, inventory, verifying
+  exporting  one backup run              restoring  choose, verify, write back
+  planning   destinations, any-tier needs, RTO bytes, RPO rows (contract v2)
+  status     RPO per run, verify every copy
 
 What a snapshot holds: one small `checkpoint-copy` artifact per DR copy (where the copy is,
 its manifest's digest, files and sizes); the bytes are in the copy, a plain checkpoint
@@ -20,23 +21,24 @@ never copied; each is a finding with its reasons.
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 from typing import Iterator
 
-from dr.exporters.checkpointing.discovery import discover as discover_candidates
-from dr.exporters.checkpointing.exporting import KIND, ExportRun
+from dr.exporters.checkpointing.formats.discovery import discover as discover_candidates
 from dr.exporters.checkpointing import planning
+from dr.exporters.checkpointing.exporting import KIND, ExportRun
 from dr.exporters.checkpointing.options import CheckpointsOptions, Tier
-from dr.exporters.checkpointing.places import Place, open_place
-from dr.exporters.checkpointing.s3place import Sessions
+from dr.exporters.checkpointing.places.contract import Place
+from dr.exporters.checkpointing.places.opening import open_place
+from dr.exporters.checkpointing.places.s3 import Sessions
 from dr.exporters.checkpointing.restoring import REMAP_KEYS, restore_copies
 from dr.exporters.checkpointing.scanning import ListedTree
 from dr.exporters.checkpointing.status import CopyCheck, RunRPO, rpo_report, verify_copies
-from dr.exporters.checkpointing.transfer import Transfer
+from dr.exporters.checkpointing.transfer.transferring import Transfer
 from dr.exporters.contract import (AnyOf, ArtifactSink, ContentReader, Destination, Discovered, ExportContext,
                                    Exporter, Ordering, OrderingRule, Outcome, RemapKind, RestoreOption,
                                    RestoreRequest, Rewriter, RpoRow)
 from dr.model.artifacts import Artifact
-from datetime import timedelta
 
 __all__ = ["CheckpointsExporter", "CopyCheck", "KIND", "REMAP_KEYS", "RunRPO", "rpo_report", "verify_copies"]
 

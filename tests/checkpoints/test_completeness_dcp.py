@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dr.exporters.checkpointing.completeness import (
+from dr.exporters.checkpointing.formats.completeness import (
     Candidate,
     MarkerRule,
     Verdict,
@@ -17,7 +17,7 @@ from dr.exporters.checkpointing.completeness import (
     assess_settled,
     candidate_listing,
 )
-from dr.exporters.checkpointing.tree import LocalTree
+from dr.exporters.checkpointing.formats.tree import LocalTree
 from tests.checkpoints.conftest import DCP_VARIANTS, age_files
 from tests.checkpoints.writers import STAGES, Trainer, save_dcp, save_dcp_dying, truncate
 

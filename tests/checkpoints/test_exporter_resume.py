@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from dr.exporters.checkpointing.copies import MANIFEST, MARKER
+from dr.exporters.checkpointing.copies.layout import MANIFEST, MARKER
 from tests.checkpoints.test_exporter_helpers import (Repo, bucket_files, env_for_child, make_exporter, upload_tree)
 from tests.checkpoints.writers import Trainer, save_dcp
 from tests.fixtures_s3 import s3_client
@@ -28,14 +28,14 @@ from tests.servers import moto_server
 
 CHILD = """
 import json, sys, time
-from dr.exporters.checkpointing import {module}
+from dr.exporters.checkpointing.{module} import {writer} as _cls
 from tests.checkpoints.test_exporter_helpers import NullSink, make_exporter
 
-write = {module}.{writer}.write
+write = _cls.write
 def slow(self, number, *args, **kwargs):  # a slow link or disk, so the parent can kill us mid-file
     time.sleep(0.2 if number == 1 else 2.0)
     return write(self, number, *args, **kwargs)
-{module}.{writer}.write = slow
+_cls.write = slow
 make_exporter(json.load(open(sys.argv[1]))).export(NullSink())
 """
 
@@ -97,7 +97,7 @@ def test_sigkill_mid_copy_then_rerun(tmp_path, aws_env, moto_endpoint, logged_mo
                "dr_copy": {"url": f"s3://{dr}/copies", "endpoint_url": b_endpoint},
                "settle_seconds": 0, "part_size_mib": 5, "max_buffer_mib": 16, "parallel_files": 1}
     (tmp_path / "options.json").write_text(json.dumps(options))
-    child = subprocess.Popen([sys.executable, "-c", CHILD.format(module="s3writing", writer="S3Writer"),
+    child = subprocess.Popen([sys.executable, "-c", CHILD.format(module="places.s3writing", writer="S3Writer"),
                               str(tmp_path / "options.json")], env=env_for_child(),
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
@@ -154,7 +154,7 @@ def test_sigkill_mid_copy_to_a_directory_then_rerun_resumes_the_file(tmp_path):
     options = {"roots": [str(runs)], "dr_copy": str(target), "settle_seconds": 0, "part_size_mib": 5,
                "max_buffer_mib": 16, "parallel_files": 1}
     (tmp_path / "options.json").write_text(json.dumps(options))
-    child = subprocess.Popen([sys.executable, "-c", CHILD.format(module="places", writer="LocalWriter"),
+    child = subprocess.Popen([sys.executable, "-c", CHILD.format(module="places.local", writer="LocalWriter"),
                               str(tmp_path / "options.json")],
                              env=env_for_child(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     copy_dir = target / "ckpts" / "r1" / "step-7"

@@ -16,8 +16,8 @@ from collections import Counter
 
 import pytest
 
-from dr.exporters.checkpointing import s3writing
-from dr.exporters.checkpointing.copies import MANIFEST
+from dr.exporters.checkpointing.places import s3writing
+from dr.exporters.checkpointing.copies.layout import MANIFEST
 from tests.checkpoints.test_exporter_helpers import (Repo, bucket_files, make_exporter, save_steps, upload_tree)
 from tests.checkpoints.writers import Trainer, save_dcp
 from tests.fixtures_s3 import s3_client

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from dr.exporters.checkpointing.options import Milestone, Tier
 from dr.exporters.checkpointing.scanning import Checkpoint
-from dr.exporters.checkpointing.tiers import Held, is_milestone, select, to_prune
-from dr.exporters.checkpointing.tree import FileStat
+from dr.exporters.checkpointing.copies.tiers import Held, is_milestone, select, to_prune
+from dr.exporters.checkpointing.formats.tree import FileStat
 from tests.checkpoints.test_exporter_helpers import Repo, files_of, make_exporter, save_steps
 from tests.checkpoints.writers import Trainer
 

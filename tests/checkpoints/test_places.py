@@ -7,8 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from dr.exporters.checkpointing.places import LocalPlace
-from dr.exporters.checkpointing.s3place import S3Place
+from dr.exporters.checkpointing.places.local import LocalPlace
+from dr.exporters.checkpointing.places.s3 import S3Place
 from tests.fixtures_s3 import s3_client
 
 

@@ -14,8 +14,8 @@ import safetensors.torch
 import torch
 from torch.distributed.checkpoint import HuggingFaceStorageWriter
 
-from dr.exporters.checkpointing.completeness import Candidate, MarkerRule, Verdict, assess_settled
-from dr.exporters.checkpointing.tree import FileStat, LocalTree
+from dr.exporters.checkpointing.formats.completeness import Candidate, MarkerRule, Verdict, assess_settled
+from dr.exporters.checkpointing.formats.tree import FileStat, LocalTree
 from tests.checkpoints.writers import Trainer, _quiet_save, truncate
 
 

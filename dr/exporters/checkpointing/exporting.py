@@ -20,14 +20,14 @@ import os
 import time
 from typing import TYPE_CHECKING
 
-from dr.exporters.checkpointing.copies import CopyError, CopyState, canonical, layout_for, remove
-from dr.exporters.checkpointing.copying import copy_checkpoint
-from dr.exporters.checkpointing.inventory import Inventory, old_uploads, stray_files, take_inventory
+from dr.exporters.checkpointing.copies.layout import CopyError, CopyState, canonical, layout_for, remove
+from dr.exporters.checkpointing.copies.copying import copy_checkpoint
+from dr.exporters.checkpointing.copies.inventory import Inventory, old_uploads, stray_files, take_inventory
 from dr.exporters.checkpointing.options import Tier
-from dr.exporters.checkpointing.places import Place
-from dr.exporters.checkpointing.s3place import SourceChanged
+from dr.exporters.checkpointing.places.contract import Place
+from dr.exporters.checkpointing.places.contract import SourceChanged
 from dr.exporters.checkpointing.scanning import Checkpoint, Scan, scan
-from dr.exporters.checkpointing.tiers import select, to_prune
+from dr.exporters.checkpointing.copies.tiers import select, to_prune
 from dr.exporters.contract import ArtifactSink
 from dr.model.artifacts import Dependency, Sensitivity
 

@@ -27,8 +27,8 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
-from dr.exporters.checkpointing.completeness import MarkerRule
-from dr.exporters.checkpointing.discovery import META, META_TMP, ST_INDEX
+from dr.exporters.checkpointing.formats.completeness import MarkerRule
+from dr.exporters.checkpointing.formats.discovery import META, META_TMP, ST_INDEX
 from dr.exporters.contract import ExporterOptions
 from dr.model.durations import parse_duration
 

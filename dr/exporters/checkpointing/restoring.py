@@ -29,13 +29,13 @@ import os
 from typing import TYPE_CHECKING, Iterator
 from urllib.parse import urlsplit
 
-from dr.exporters.checkpointing.copies import Layout
+from dr.exporters.checkpointing.copies.layout import Layout
 from dr.exporters.checkpointing.exporting import KIND
 from dr.exporters.checkpointing.options import Location
-from dr.exporters.checkpointing.places import Place
-from dr.exporters.checkpointing.transfer import DigestMismatch, FileJob, Transfer, hash_file
-from dr.exporters.checkpointing.tree import parent_of
-from dr.exporters.checkpointing.verifying import check_copy
+from dr.exporters.checkpointing.places.contract import Place
+from dr.exporters.checkpointing.transfer.transferring import DigestMismatch, FileJob, Transfer, hash_file
+from dr.exporters.checkpointing.formats.tree import parent_of
+from dr.exporters.checkpointing.copies.verifying import check_copy
 from dr.exporters.contract import ContentReader, Outcome, OutcomeStatus, RestoreRequest
 from dr.model.artifacts import Artifact
 

@@ -24,11 +24,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
-from dr.exporters.checkpointing.completeness import Candidate, MarkerRule, assess
-from dr.exporters.checkpointing.discovery import DIR_KINDS, discover
-from dr.exporters.checkpointing.places import Place
-from dr.exporters.checkpointing.s3place import Upload
-from dr.exporters.checkpointing.tree import FileStat, parent_of
+from dr.exporters.checkpointing.formats.completeness import Candidate, MarkerRule, assess
+from dr.exporters.checkpointing.formats.discovery import DIR_KINDS, discover
+from dr.exporters.checkpointing.places.contract import Place
+from dr.exporters.checkpointing.places.contract import Upload
+from dr.exporters.checkpointing.formats.tree import FileStat, parent_of
 
 
 @dataclass

@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 from dr.exporters.checkpointing.exporting import scan_roots
-from dr.exporters.checkpointing.inventory import take_inventory
-from dr.exporters.checkpointing.verifying import CopyCheck, check_copy
+from dr.exporters.checkpointing.copies.inventory import take_inventory
+from dr.exporters.checkpointing.copies.verifying import CopyCheck, check_copy
 
 if TYPE_CHECKING:
     from dr.exporters.checkpoints import CheckpointsExporter

@@ -25,6 +25,19 @@ from dr.repository.stores.base import ObjectExists, Store, TransientStoreError
 T = TypeVar("T")
 
 
+def backoff(retry_on: type[BaseException], attempts: int, base_delay: float, max_delay: float,
+            sleep: Callable[[float], None]) -> Retrying:
+    """dr's one retry policy (also RetryingPlace's): `retry_on` errors only, exponential backoff
+    with full jitter, at most `attempts` calls, the last error raised as is."""
+    return Retrying(
+        stop=stop_after_attempt(attempts),
+        wait=wait_random_exponential(multiplier=base_delay, max=max_delay),
+        retry=retry_if_exception_type(retry_on),
+        sleep=sleep,
+        reraise=True,
+    )
+
+
 class RetryingStore(Store):
     def __init__(self, inner: Store, attempts: int = 5, base_delay: float = 0.2,
                  max_delay: float = 10.0, sleep: Callable[[float], None] = time.sleep):
@@ -38,13 +51,7 @@ class RetryingStore(Store):
         self._sleep = sleep  # injectable so tests do not wait
 
     def _retrying(self) -> Retrying:
-        return Retrying(
-            stop=stop_after_attempt(self._attempts),
-            wait=wait_random_exponential(multiplier=self._base_delay, max=self._max_delay),
-            retry=retry_if_exception_type(TransientStoreError),
-            sleep=self._sleep,
-            reraise=True,
-        )
+        return backoff(TransientStoreError, self._attempts, self._base_delay, self._max_delay, self._sleep)
 
     def _call(self, fn: Callable[[], T]) -> T:
         return self._retrying()(fn)

@@ -16,7 +16,8 @@ Why it looks the way it does:
   was corrupted on the way (MD5 is what every S3-compatible server verifies; SHA-256 is the
   stronger AWS one and also satisfies Object Lock's "checksum required" rule). GETs ask for
   the stored checksum back, and botocore verifies it.
-- botocore's own retries are off (total_max_attempts=1): retries live in RetryingStore, where
+- The client is configured, and its errors classified, in s3_clients.py, shared with the
+  checkpoint places: botocore's own retries are off; retries live in RetryingStore, where
   they are bounded, visible and the same for every store.
 - Without s3:ListBucket permission S3 answers 403, not 404, for a missing key; that stays a
   StoreError (exists() cannot tell "missing" from "forbidden" then, and must not guess).
@@ -30,10 +31,9 @@ import base64
 import hashlib
 import io
 from typing import BinaryIO, Iterator
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import boto3
-import botocore.config
 import botocore.exceptions
 
 from dr.repository.stores.base import (
@@ -44,33 +44,15 @@ from dr.repository.stores.base import (
     TransientStoreError,
     check_key,
 )
-
-_TRANSIENT_CODES = {
-    "SlowDown", "Throttling", "ThrottlingException", "RequestThrottled", "TooManyRequests",
-    "RequestTimeout", "RequestTimeoutException", "InternalError", "ServiceUnavailable",
-    "ConditionalRequestConflict", "OperationAborted",
-}
-_MISSING_CODES = {"NoSuchKey", "404", "NotFound"}
-# Network-level failures: the request may or may not have reached the server.
-_TRANSIENT_BOTO = (
-    botocore.exceptions.EndpointConnectionError,
-    botocore.exceptions.ConnectTimeoutError,
-    botocore.exceptions.ReadTimeoutError,
-    botocore.exceptions.ConnectionClosedError,
-    botocore.exceptions.ResponseStreamingError,
-    botocore.exceptions.IncompleteReadError,
-    botocore.exceptions.FlexibleChecksumError,  # bytes changed in transit: fetch again
+from dr.repository.stores.s3_clients import (
+    describe,
+    error_code,
+    http_status,
+    is_missing,
+    is_transient,
+    new_client,
+    safe_url,
 )
-
-
-def client_config() -> botocore.config.Config:
-    # total_max_attempts=1 means exactly one HTTP request; "max_attempts": 1 would allow one
-    # botocore retry (measured: 2 requests on a 503).
-    return botocore.config.Config(
-        retries={"total_max_attempts": 1},
-        max_pool_connections=32,
-        s3={"addressing_style": "path"},
-    )
 
 
 class S3Store(Store):
@@ -84,13 +66,12 @@ class S3Store(Store):
         self.bucket = bucket
         self._prefix = f"{prefix}/" if prefix else ""
         if client is None:
-            session = boto3.session.Session(profile_name=profile, region_name=region)
-            client = session.client("s3", endpoint_url=endpoint_url, config=client_config())
+            client = new_client(boto3.session.Session(profile_name=profile, region_name=region), endpoint_url)
         self._client = client
         # Flipped off once if the server answers 501 to If-None-Match (see module docstring).
         self._conditional_put = True
         where = f"s3://{bucket}/{prefix}" if prefix else f"s3://{bucket}"
-        self.description = where + (f" (endpoint {_safe_url(endpoint_url)})" if endpoint_url else "")
+        self.description = where + (f" (endpoint {safe_url(endpoint_url)})" if endpoint_url else "")
 
     def _full(self, key: str) -> str:
         return self._prefix + check_key(key)
@@ -107,9 +88,9 @@ class S3Store(Store):
                 self._client.put_object(Bucket=self.bucket, Key=name, Body=data, IfNoneMatch="*", **digests)
                 return
             except botocore.exceptions.ClientError as exc:
-                if _code(exc) in ("PreconditionFailed", "412"):
+                if error_code(exc) in ("PreconditionFailed", "412"):
                     raise ObjectExists(key) from None
-                if _code(exc) != "NotImplemented" and _status(exc) != 501:
+                if error_code(exc) != "NotImplemented" and http_status(exc) != 501:
                     raise self._error("put", key, exc) from exc
                 self._conditional_put = False
             except Exception as exc:
@@ -140,7 +121,7 @@ class S3Store(Store):
             self._client.head_object(Bucket=self.bucket, Key=name)
             return True
         except botocore.exceptions.ClientError as exc:
-            if _code(exc) in _MISSING_CODES:
+            if is_missing(exc):
                 return False
             raise self._error("head", key, exc) from exc
         except Exception as exc:
@@ -160,7 +141,7 @@ class S3Store(Store):
         try:
             self._client.delete_object(Bucket=self.bucket, Key=name)
         except botocore.exceptions.ClientError as exc:
-            if _code(exc) not in _MISSING_CODES:  # S3 answers 204 anyway; others may 404
+            if not is_missing(exc):  # S3 answers 204 anyway; others may 404
                 raise self._error("delete", key, exc) from exc
         except Exception as exc:
             raise self._error("delete", key, exc) from exc
@@ -171,22 +152,12 @@ class S3Store(Store):
     def _error(self, op: str, key: str, exc: Exception) -> StoreError:
         """Map a boto/network exception to the contract's errors, naming bucket/key only."""
         where = f"s3://{self.bucket}/{self._prefix}{key}"
-        if isinstance(exc, botocore.exceptions.ClientError):
-            code, status = _code(exc), _status(exc)
-            if code in _MISSING_CODES:
-                return ObjectMissing(key)
-            # Message is S3's human text; never the response's other fields (AWSAccessKeyId,
-            # StringToSign... which some errors carry).
-            text = exc.response.get("Error", {}).get("Message", "")
-            message = f"{op} {where}: {code} (HTTP {status}) {text}".rstrip()
-            if code in _TRANSIENT_CODES or status in (500, 502, 503, 504):
-                return TransientStoreError(message)
-            return StoreError(message)
-        if isinstance(exc, _TRANSIENT_BOTO):
-            return TransientStoreError(f"{op} {where}: {type(exc).__name__}")
         if isinstance(exc, StoreError):
             return exc
-        return StoreError(f"{op} {where}: {type(exc).__name__}")
+        if is_missing(exc):
+            return ObjectMissing(key)
+        message = f"{op} {where}: {describe(exc)}"
+        return TransientStoreError(message) if is_transient(exc) else StoreError(message)
 
 
 class _Body(io.RawIOBase):
@@ -229,20 +200,3 @@ def from_url(url: str, region: str | None = None, endpoint_url: str | None = Non
         raise ValueError("an s3:// URL names a bucket and prefix only (no credentials, port or query)")
     return S3Store(parts.netloc, parts.path.strip("/"), region=region,
                    endpoint_url=endpoint_url, profile=profile)
-
-
-def _code(exc: botocore.exceptions.ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", ""))
-
-
-def _status(exc: botocore.exceptions.ClientError) -> int | None:
-    return exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-
-
-def _safe_url(url: str) -> str:
-    """The endpoint without any user:password@ part."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))

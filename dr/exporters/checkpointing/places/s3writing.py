@@ -23,11 +23,10 @@ import hashlib
 import threading
 from concurrent.futures import Executor
 
-import botocore.exceptions
 
-from dr.exporters.checkpointing.buffers import body_of
-from dr.exporters.checkpointing.s3place import (COPY_OBJECT_LIMIT, S3Place, SourceChanged, Upload, error_code,
-                                                 mapped_error)
+from dr.exporters.checkpointing.places.contract import PermanentPlaceError, PlaceMissing, SourceChanged, Upload
+from dr.exporters.checkpointing.places.s3 import COPY_OBJECT_LIMIT, S3Place, s3_errors
+from dr.exporters.checkpointing.transfer.buffers import body_of
 
 #: UploadPartCopy range size: few requests, well under S3's 5 GiB part limit
 COPY_PART = 512 << 20
@@ -42,6 +41,7 @@ class S3Writer:
         self.upload_id: str | None = None
         self._parts: dict[int, tuple[str, str]] = {}  # number -> (etag, crc32)
         self._single: tuple[memoryview, str] | None = None
+        self._completed = False  # complete() was tried once (its answer may have been lost)
         self._lock = threading.Lock()
 
     # -- resuming ---------------------------------------------------------------------------
@@ -78,29 +78,26 @@ class S3Writer:
             self._single = (data, crc)
             return
         upload_id = self._ensure_upload()
-        try:
+        with s3_errors(self.place.url_of(self.path)):
             response = self.place.client.upload_part(
                 Bucket=self.place.bucket, Key=self.place.key(self.path), UploadId=upload_id,
                 PartNumber=number, Body=body_of(data), ChecksumCRC32=crc)
-        except botocore.exceptions.ClientError as exc:
-            raise mapped_error(exc, self.place.url_of(self.path)) from None
         with self._lock:
             self._parts[number] = (response["ETag"].strip('"'), crc)
 
     def _ensure_upload(self) -> str:
         with self._lock:
             if self.upload_id is None:
-                try:
+                with s3_errors(self.place.url_of(self.path)):
                     self.upload_id = self.place.client.create_multipart_upload(
                         Bucket=self.place.bucket, Key=self.place.key(self.path),
                         ChecksumAlgorithm="CRC32")["UploadId"]
-                except botocore.exceptions.ClientError as exc:
-                    raise mapped_error(exc, self.place.url_of(self.path)) from None
             return self.upload_id
 
     def complete(self, sha256_b64: str = "") -> None:
         """Make the object visible: the single PUT (carrying the file's SHA-256, base64), or
-        CompleteMultipartUpload."""
+        CompleteMultipartUpload. A retry of a completion whose answer was lost finds no upload:
+        the object of our size is then the one we completed."""
         if not self.multipart:
             data = body_of(self._single[0]) if self._single else b""
             self.place.put(self.path, data, sha256_b64=sha256_b64)
@@ -108,11 +105,16 @@ class S3Writer:
         parts = [{"PartNumber": n, "ETag": f'"{etag}"', "ChecksumCRC32": crc}
                  for n, (etag, crc) in sorted(self._parts.items())]
         try:
-            self.place.client.complete_multipart_upload(
-                Bucket=self.place.bucket, Key=self.place.key(self.path), UploadId=self._ensure_upload(),
-                MultipartUpload={"Parts": parts})
-        except botocore.exceptions.ClientError as exc:
-            raise mapped_error(exc, self.place.url_of(self.path)) from None
+            with s3_errors(self.place.url_of(self.path)):
+                self.place.client.complete_multipart_upload(
+                    Bucket=self.place.bucket, Key=self.place.key(self.path), UploadId=self._ensure_upload(),
+                    MultipartUpload={"Parts": parts})
+        except PlaceMissing:
+            done = self.place.head(self.path)
+            if not self._completed or done is None or done[0] != self.size:
+                raise
+        finally:
+            self._completed = True
 
     @property
     def resumable(self) -> bool:
@@ -142,18 +144,19 @@ def server_copy(src: S3Place, src_path: str, size: int, dst: S3Place, dst_path: 
     etag = src.version(src_path)
     source = {"Bucket": src.bucket, "Key": src.key(src_path)}
     try:
-        if size <= COPY_OBJECT_LIMIT:
-            result = dst.client.copy_object(
-                Bucket=dst.bucket, Key=dst.key(dst_path), CopySource=source, ChecksumAlgorithm="SHA256",
-                **({"CopySourceIfMatch": etag} if etag else {}))["CopyObjectResult"]
-            digest = result.get("ChecksumSHA256", "")
-        else:
-            _part_copy(src, source, etag, size, dst, dst_path, pool)
-            digest = ""
-    except botocore.exceptions.ClientError as exc:
-        if error_code(exc) in ("PreconditionFailed", "412"):
-            raise SourceChanged(f"{src.url_of(src_path)} changed since it was listed") from None
-        raise mapped_error(exc, dst.url_of(dst_path)) from None
+        with s3_errors(dst.url_of(dst_path)):
+            if size <= COPY_OBJECT_LIMIT:
+                result = dst.client.copy_object(
+                    Bucket=dst.bucket, Key=dst.key(dst_path), CopySource=source, ChecksumAlgorithm="SHA256",
+                    **({"CopySourceIfMatch": etag} if etag else {}))["CopyObjectResult"]
+                digest = result.get("ChecksumSHA256", "")
+            else:
+                _part_copy(src, source, etag, size, dst, dst_path, pool)
+                digest = ""
+    except SourceChanged:  # the condition is on the source
+        raise SourceChanged(f"{src.url_of(src_path)} changed since it was listed") from None
+    except PlaceMissing:  # so is a missing key (the target's key is being made)
+        raise PlaceMissing(f"{src.url_of(src_path)}: not found") from None
     _check_unchanged(src, src_path, etag, size, dst, dst_path)
     return base64.b64decode(digest).hex() if digest and "-" not in digest else ""
 
@@ -189,4 +192,4 @@ def _check_unchanged(src: S3Place, src_path: str, etag: str, size: int, dst: S3P
         dst.delete(dst_path)
         raise SourceChanged(f"{src.url_of(src_path)} changed during the copy")
     if copied is None or copied[0] != size:
-        raise OSError(f"{dst.url_of(dst_path)}: copy has {copied[0] if copied else 'no'} bytes, expected {size}")
+        raise PermanentPlaceError(f"{dst.url_of(dst_path)}: copy has {copied[0] if copied else 'no'} bytes, expected {size}")

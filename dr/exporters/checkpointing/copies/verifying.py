@@ -11,9 +11,9 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from dr.exporters.checkpointing.copies import CopyState, Layout, read_copy
-from dr.exporters.checkpointing.places import Place
-from dr.exporters.checkpointing.transfer import hash_file
+from dr.exporters.checkpointing.copies.layout import CopyState, Layout, read_copy
+from dr.exporters.checkpointing.places.contract import Place
+from dr.exporters.checkpointing.transfer.transferring import hash_file
 
 
 @dataclass

@@ -11,7 +11,7 @@ Why it is built this way (checkpoints are tens to thousands of GB; a backup host
   bandwidth-bound, and a checkpoint is usually a mix of both. Server-side copies, which hold
   no bytes here, run SERVER_SIDE_FILES at once.
 - Between two S3 places with the same endpoint and credentials the bytes never pass through
-  dr: CopyObject/UploadPartCopy (s3writing.server_copy); the digest is the server's SHA-256 of
+  dr: CopyObject/UploadPartCopy (places/s3writing.server_copy); the digest is the server's SHA-256 of
   the copy, or, when the server has none, a read of the copy (that read also proves the copy).
 - A file whose bytes do not match its expected digest (restore, verification) or whose source
   changed during the read is never made visible: its upload is aborted, its temp file removed.
@@ -25,11 +25,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from dr.exporters.checkpointing.buffers import BufferPool, Parts
-from dr.exporters.checkpointing.places import Place
-from dr.exporters.checkpointing.s3place import SourceChanged, crc32_b64
-from dr.exporters.checkpointing.s3writing import server_copy
-from dr.exporters.checkpointing.tree import FileStat
+from dr.exporters.checkpointing.formats.tree import FileStat
+from dr.exporters.checkpointing.places.contract import Place, SourceChanged
+from dr.exporters.checkpointing.places.retrying import call, unwrapped
+from dr.exporters.checkpointing.places.s3 import crc32_b64
+from dr.exporters.checkpointing.places.s3writing import server_copy
+from dr.exporters.checkpointing.transfer.buffers import BufferPool, Parts
 
 MAX_PARTS = 10_000  # S3's limit per multipart upload
 SERVER_SIDE_FILES = 16
@@ -155,7 +156,8 @@ class Transfer:
 
     # -- server-side ------------------------------------------------------------------------
     def _server_side(self, job: FileJob) -> FileDone:
-        sha = server_copy(self.src, job.src_path, job.size, self.dst, job.dst_path, self._uploads)
+        sha = call(self.dst, lambda: server_copy(unwrapped(self.src), job.src_path, job.size, unwrapped(self.dst),
+                                                 job.dst_path, self._uploads))
         if not sha:
             sha, size = hash_file(self.dst, job.dst_path)
             if size != job.size:

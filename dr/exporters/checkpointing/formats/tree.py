@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, Protocol
 
-from dr.exporters.checkpointing.dcp_metadata import check_relative_path
+from dr.exporters.checkpointing.formats.dcp_metadata import check_relative_path
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from dr.exporters.checkpointing.dcp_pickle import (
+from dr.exporters.checkpointing.formats.dcp_pickle import (
     BytesStorageMetadata,
     DcpMetadataError,
     Metadata,

@@ -29,13 +29,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from dr.exporters.checkpointing.dcp_metadata import (
+from dr.exporters.checkpointing.formats.dcp_metadata import (
     DcpIndex,
     DcpMetadataError,
     parse_dcp_metadata,
     parse_safetensors_index,
 )
-from dr.exporters.checkpointing.discovery import (
+from dr.exporters.checkpointing.formats.discovery import (
     DIR_KINDS,
     META,
     META_TMP,
@@ -45,8 +45,8 @@ from dr.exporters.checkpointing.discovery import (
     Candidate,
     discover,
 )
-from dr.exporters.checkpointing.single_file import check_safetensors, check_torch_zip
-from dr.exporters.checkpointing.tree import FileStat, FileTree, listing, parent_of
+from dr.exporters.checkpointing.formats.single_file import check_safetensors, check_torch_zip
+from dr.exporters.checkpointing.formats.tree import FileStat, FileTree, listing, parent_of
 
 __all__ = [
     "MarkerRule", "Verdict", "Candidate", "discover", "candidate_listing", "assess", "assess_settled",

@@ -19,11 +19,11 @@ import calendar
 import time
 from dataclasses import dataclass, field
 
-from dr.exporters.checkpointing.copies import MARKER, CopyState, Layout, layout_of_marker, read_copy
-from dr.exporters.checkpointing.places import Place
-from dr.exporters.checkpointing.s3place import Upload
-from dr.exporters.checkpointing.tiers import Held
-from dr.exporters.checkpointing.tree import FileStat
+from dr.exporters.checkpointing.copies.layout import MARKER, CopyState, Layout, layout_of_marker, read_copy
+from dr.exporters.checkpointing.places.contract import Place
+from dr.exporters.checkpointing.places.contract import Upload
+from dr.exporters.checkpointing.copies.tiers import Held
+from dr.exporters.checkpointing.formats.tree import FileStat
 
 
 @dataclass

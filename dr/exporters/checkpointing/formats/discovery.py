@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from dr.exporters.checkpointing.tree import FileTree, as_tree, parent_of
+from dr.exporters.checkpointing.formats.tree import FileTree, as_tree, parent_of
 
 DEFAULT_MARKER_NAMES = ("COMPLETE",)
 META = re.compile(r"^(?:__(\d+))?\.metadata$")

@@ -13,7 +13,7 @@ import json
 import struct
 import zipfile
 
-from dr.exporters.checkpointing.tree import FileStat, FileTree, RangeFile
+from dr.exporters.checkpointing.formats.tree import FileStat, FileTree, RangeFile
 
 #: safetensors refuses headers over 100 MB; so do we, before reading one.
 SAFETENSORS_MAX_HEADER = 100_000_000

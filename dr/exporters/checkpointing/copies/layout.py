@@ -27,8 +27,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from dr.exporters.checkpointing.places import Place
-from dr.exporters.checkpointing.tree import FileStat, parent_of
+from dr.exporters.checkpointing.places.contract import Place
+from dr.exporters.checkpointing.formats.tree import FileStat, parent_of
 
 FORMAT = "dr-checkpoint-copy"
 VERSION = 1

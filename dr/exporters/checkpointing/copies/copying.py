@@ -22,12 +22,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from dr.exporters.checkpointing.copies import (CopyError, CopyState, Layout, build_manifest, canonical,
+from dr.exporters.checkpointing.copies.layout import (CopyError, CopyState, Layout, build_manifest, canonical,
                                                completed_files, journal_entry, marker_bytes, read_copy, utc)
-from dr.exporters.checkpointing.places import Place
+from dr.exporters.checkpointing.places.contract import Place
 from dr.exporters.checkpointing.scanning import Checkpoint
-from dr.exporters.checkpointing.transfer import FileJob, Transfer
-from dr.exporters.checkpointing.tree import FileStat
+from dr.exporters.checkpointing.transfer.transferring import FileJob, Transfer
+from dr.exporters.checkpointing.formats.tree import FileStat
 
 
 @dataclass

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 
-from dr.exporters.checkpointing.tree import SeekableReader
+from dr.exporters.checkpointing.formats.tree import SeekableReader
 
 
 class BufferPool:

@@ -1,46 +1,41 @@
-"""Where checkpoints and their DR copies live: a directory (this module) or S3 (s3place.py).
+"""A directory as a place (the contract: contract.py): a checkpoint tree, a copy source and target.
 
-Why one interface for both: a trainer writes to a shared filesystem or to a bucket, and the
-DR copy goes to a bucket or a mounted directory in another failure domain; the copier, the
-completeness checks and restore should not care which. A place is a root; paths under it are
-'/'-separated and relative. Both kinds implement the FileTree protocol (list, ranged read),
-sequential streams, small atomic writes, and per-file writers.
+Why one contract for directories and S3 (s3.py): a trainer writes to a shared filesystem or
+to a bucket, and the DR copy goes to a bucket or a mounted directory in another failure
+domain; the copier, the completeness checks and restore should not care which.
 
 Local writes are atomic like the repository's local store: a temporary file in the final
 directory, fsynced, then renamed (create-only puts link instead, which fails if the name is
 taken); a crash leaves only a `.dr-partial-*` file, which listings skip.
+
+Errors: a missing file is PlaceMissing; the errors a network filesystem gives while a server
+is away (ESTALE, ETIMEDOUT, EAGAIN, EINTR, connection resets) are transient; every other
+OSError (access denied, no space, a symlink where a file was) is permanent.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import secrets
 import stat as stat_mod
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Union
-from urllib.parse import urlsplit
+from typing import Iterator
 
-from dr.exporters.checkpointing.dcp_metadata import check_relative_path
-from dr.exporters.checkpointing.options import Location
-from dr.exporters.checkpointing.s3place import S3Place, Sessions, SourceChanged, Upload
-from dr.exporters.checkpointing.tree import FileStat, LocalTree
+from dr.exporters.checkpointing.formats.dcp_metadata import check_relative_path
+from dr.exporters.checkpointing.formats.tree import FileStat, LocalTree
+from dr.exporters.checkpointing.places.contract import (PermanentPlaceError, Place, PlaceError, PlaceMissing,
+                                                        SourceChanged, TransientPlaceError, Upload)
 
 PARTIAL = ".dr-partial-"
 RESUMABLE = "resume"  # the suffix of a copy's partial file, kept across runs to resume from
-
-def open_place(location: Location | dict, base_dir: str = ".",
-               sessions: Sessions | None = None) -> "LocalPlace | S3Place":
-    """The place a plan (or a recorded manifest) names; relative directories: the plan's folder."""
-    loc = location if isinstance(location, Location) else Location.model_validate(location)
-    if loc.is_s3:
-        parts = urlsplit(loc.url)
-        return S3Place(parts.netloc, parts.path.strip("/"), endpoint_url=loc.endpoint_url,
-                       region=loc.region, profile=loc.profile, sessions=sessions)
-    return LocalPlace(os.path.normpath(os.path.join(base_dir, loc.url)))
+_TRANSIENT_ERRNOS = frozenset({errno.ESTALE, errno.ETIMEDOUT, errno.EAGAIN, errno.EINTR, errno.ECONNRESET,
+                               errno.ECONNABORTED, errno.EHOSTUNREACH, errno.ENETUNREACH})
 
 
-class LocalPlace:
+class LocalPlace(Place):
     """A directory. Symlinks are never followed (see LocalTree)."""
 
     is_s3 = False
@@ -67,61 +62,68 @@ class LocalPlace:
 
     # -- FileTree ---------------------------------------------------------------------------
     def list_files(self, prefix: str = "") -> Iterator[FileStat]:
-        if not self._abs(prefix).is_dir():
-            return
-        for f in self._tree.list_files(prefix):
-            if PARTIAL not in f.name:
-                yield f
+        with local_errors(self.url_of(prefix)):
+            if not self._abs(prefix).is_dir():
+                return
+            for f in self._tree.list_files(prefix):
+                if PARTIAL not in f.name:
+                    yield f
 
     def read(self, path: str, start: int, length: int) -> bytes:
-        return self._tree.read(path, start, length)
+        with local_errors(self.url_of(path)):
+            return self._tree.read(path, start, length)
 
     def version(self, path: str) -> str:
         """Size and mtime, read now (a file changed after the listing is caught by the
         reader, which compares the file with the listing's FileStat)."""
-        try:
-            st = os.lstat(self._abs(path))
-        except FileNotFoundError:
-            return ""
-        return f"{st.st_size}:{st.st_mtime_ns}"
+        head = self.head(path)
+        return head[1] if head else ""
 
     # -- streaming reads --------------------------------------------------------------------
-    def open_read(self, path: str, expect: FileStat | None = None) -> "LocalReader":
-        """A sequential reader; SourceChanged if the file's size or mtime differ from
-        `expect` when opened or when closed."""
-        return LocalReader(self._abs(path), path, expect)
+    def open_read(self, path: str, expect: FileStat | None = None, offset: int = 0) -> "LocalReader":
+        """A sequential reader from `offset`; SourceChanged if the file's size or mtime differ
+        from `expect` when opened or when closed."""
+        return LocalReader(self._abs(path), path, expect, offset)
 
     # -- small objects ----------------------------------------------------------------------
     def get(self, path: str) -> bytes | None:
-        try:
-            fd = os.open(self._abs(path), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except FileNotFoundError:
-            return None
-        with os.fdopen(fd, "rb") as f:
-            return f.read()
+        with local_errors(self.url_of(path)):
+            try:
+                fd = os.open(self._abs(path), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            except FileNotFoundError:
+                return None
+            with os.fdopen(fd, "rb") as f:
+                return f.read()
 
     def head(self, path: str) -> tuple[int, str, str] | None:
-        try:
-            st = os.lstat(self._abs(path))
-        except FileNotFoundError:
-            return None
+        with local_errors(self.url_of(path)):
+            try:
+                st = os.lstat(self._abs(path))
+            except FileNotFoundError:
+                return None
         return (st.st_size, f"{st.st_size}:{st.st_mtime_ns}", "") if stat_mod.S_ISREG(st.st_mode) else None
 
     def put(self, path: str, data: bytes, *, create_only: bool = False, sha256_b64: str = "") -> bool:
         """Atomic: a temporary file, fsynced, then linked (create-only) or renamed into place."""
         final = self._abs(path)
-        tmp = self._temp(final)
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        return _publish(tmp, final, create_only)
+        with local_errors(self.url_of(path)):
+            tmp = self._temp(final)
+            try:
+                with open(tmp, "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+            except BaseException:
+                tmp.unlink(missing_ok=True)
+                raise
+            return _publish(tmp, final, create_only)
 
     def delete(self, path: str) -> None:
-        try:
-            os.unlink(self._abs(path))
-        except FileNotFoundError:
-            pass
+        with local_errors(self.url_of(path)):
+            try:
+                os.unlink(self._abs(path))
+            except FileNotFoundError:
+                pass
 
     def delete_many(self, paths: list[str]) -> None:
         for path in paths:
@@ -136,8 +138,10 @@ class LocalPlace:
         """A directory's analogue of multipart uploads: the partial files copies left (a run
         killed mid-file keeps its partial to resume from), so that old ones are aborted."""
         base = self._abs(prefix.rstrip("/"))
-        if not base.is_dir():
-            return []
+        with local_errors(self.url_of(prefix.rstrip("/"))):
+            return self._partials(base) if base.is_dir() else []
+
+    def _partials(self, base: Path) -> list[Upload]:
         out = []
         for dirpath, _, names in os.walk(base):
             for name in names:
@@ -152,34 +156,44 @@ class LocalPlace:
         return out
 
     def abort(self, upload: Upload) -> None:
-        (self._abs(upload.path).parent / upload.upload_id).unlink(missing_ok=True)
+        with local_errors(self.url_of(upload.path)):
+            (self._abs(upload.path).parent / upload.upload_id).unlink(missing_ok=True)
 
     def writer(self, path: str, size: int, part_size: int) -> "LocalWriter":
-        return LocalWriter(self, path, size, part_size)
+        with local_errors(self.url_of(path)):
+            return LocalWriter(self, path, size, part_size)
 
 
 class LocalReader:
     """Reads a file straight into the caller's buffers (no temporary objects)."""
 
-    def __init__(self, full: Path, path: str, expect: FileStat | None) -> None:
-        self._path, self._expect = path, expect
-        self._f = os.fdopen(os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "rb", buffering=0)
-        _check_same(path, os.fstat(self._f.fileno()), expect)
+    def __init__(self, full: Path, path: str, expect: FileStat | None, offset: int = 0) -> None:
+        self._path, self._expect, self._where = path, expect, str(full)
+        with local_errors(self._where):
+            self._f = os.fdopen(os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "rb", buffering=0)
+            try:
+                _check_same(path, os.fstat(self._f.fileno()), expect)
+                self._f.seek(offset)
+            except BaseException:
+                self._f.close()
+                raise
 
     def readinto(self, view: memoryview) -> int:
         got = 0
-        while got < len(view):
-            n = self._f.readinto(view[got:])
-            if not n:
-                break
-            got += n
+        with local_errors(self._where):
+            while got < len(view):
+                n = self._f.readinto(view[got:])
+                if not n:
+                    break
+                got += n
         return got
 
     def close(self) -> None:
         """The final check: the file must still be what was listed (and what was read)."""
         if not self._f.closed:
             try:
-                _check_same(self._path, os.fstat(self._f.fileno()), self._expect)
+                with local_errors(self._where):
+                    _check_same(self._path, os.fstat(self._f.fileno()), self._expect)
             finally:
                 self._f.close()
 
@@ -208,7 +222,7 @@ class LocalWriter:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(self._fd)
-            raise OSError(f"{self.final}: another copier is writing it now") from None
+            raise PermanentPlaceError(f"{self.final}: another copier is writing it now") from None
         self._found = os.fstat(self._fd).st_size  # bytes a killed run left, 0 for a new file
         os.ftruncate(self._fd, size)
 
@@ -225,9 +239,10 @@ class LocalWriter:
     def write(self, number: int, data: memoryview, crc: str = "") -> None:
         offset = (number - 1) * self.part_size
         view = memoryview(data).cast("B")
-        while view:
-            written = os.pwrite(self._fd, view, offset)
-            view, offset = view[written:], offset + written
+        with local_errors(str(self.final)):
+            while view:
+                written = os.pwrite(self._fd, view, offset)
+                view, offset = view[written:], offset + written
 
     def matches(self, stored: tuple[int, int], data: memoryview, crc: str) -> bool:
         length, offset = stored
@@ -237,9 +252,10 @@ class LocalWriter:
         pass  # the bytes are already where they belong
 
     def complete(self, sha256_b64: str = "") -> None:
-        os.fsync(self._fd)
         try:
-            _publish(self.tmp, self.final, create_only=False)  # still holding the flock
+            with local_errors(str(self.final)):
+                os.fsync(self._fd)
+                _publish(self.tmp, self.final, create_only=False)  # still holding the flock
         finally:
             os.close(self._fd)
             self._fd = -1
@@ -281,4 +297,16 @@ def _check_same(path: str, st: os.stat_result, expect: FileStat | None) -> None:
 
 
 
-Place = Union[LocalPlace, S3Place]
+
+@contextmanager
+def local_errors(where: str) -> Iterator[None]:
+    """Raise an OSError as the place contract's error (see the module docstring)."""
+    try:
+        yield
+    except PlaceError:
+        raise
+    except FileNotFoundError as exc:
+        raise PlaceMissing(f"{where}: not found") from exc
+    except OSError as exc:
+        kind = TransientPlaceError if exc.errno in _TRANSIENT_ERRNOS else PermanentPlaceError
+        raise kind(f"{where}: {exc.strerror or exc}") from exc
