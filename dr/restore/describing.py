@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from dr.model.recovery import OK
 from dr.model.redaction import redact
 from dr.model.sizes import human_size
 from dr.restore.estimating import RtoEstimate, show
@@ -52,7 +53,7 @@ def step_lines(step: Step, total: int) -> list[str]:
     for unit in step.units:
         lines.append(f"       to {unit.to or '(in place)'} - {unit.how}"
                      + (f"; remap {unit.remap}" if unit.remap else ""))
-    decisive = [n for n in step.needs if n.verdict != "ok"]
+    decisive = [n for n in step.needs if n.verdict != OK]
     for need in decisive[:SHOWN_NEEDS]:
         lines.append(f"       {need.verdict:<8} {need.kind} {need.reference}: {need.reason}")
     if len(decisive) > SHOWN_NEEDS:

@@ -13,7 +13,7 @@ from typing import Any
 
 from dr.exporters.contract import Outcome
 from dr.model.artifacts import Artifact
-from dr.model.recovery import worst
+from dr.model.recovery import BLOCKED, Verdict, worst
 from dr.restore.ordering_rules import (IMAGE_KINDS, IMAGE_TYPES, SECRET_STORE_KINDS, SECRET_STORE_TYPES,
                                        WORKLOAD_DEPENDENCY_KINDS)
 
@@ -26,7 +26,7 @@ class Need:
 
     kind: str
     reference: str
-    verdict: str
+    verdict: Verdict
     reason: str
     provider: str | None = None  # the step of this restore that restores it (goes first)
     count: int = 1  # how many artifacts need it
@@ -70,7 +70,7 @@ class Step:
     problem: str = ""  # cannot run at all, whatever --force says (no destination)
 
     @property
-    def verdict(self) -> str:
+    def verdict(self) -> Verdict:
         return worst(n.verdict for n in self.needs)
 
     @property
@@ -81,7 +81,7 @@ class Step:
         return {a.kind for a in self.artifacts}
 
     def blockers(self) -> list[Need]:
-        return [n for n in self.needs if n.verdict == "blocker"]
+        return [n for n in self.needs if n.verdict == BLOCKED]
 
     def to_json(self) -> dict[str, Any]:
         return {"seq": self.seq, "name": self.name, "exporter": self.exporter, "level": self.level + 1,
