@@ -25,7 +25,7 @@ from dr.model.snapshots import Snapshot, SourceResult
 from dr.restore.destinations import units_for
 from dr.restore.needs import NeedJudge, key_need, precondition_needs
 from dr.restore.ordering import order
-from dr.restore.steps import HELD, READY, REFUSED, Need, Step, group_steps
+from dr.restore.steps import HELD, READY, REFUSED, Need, Step, StepStatus, group_steps
 
 
 @dataclass
@@ -51,7 +51,7 @@ class RestorePlan:
             out[step.level].append(step)
         return out
 
-    def with_status(self, status: str) -> list[Step]:
+    def with_status(self, status: StepStatus) -> list[Step]:
         return [s for s in self.steps if s.status == status]
 
     @property

@@ -9,6 +9,7 @@ resumed restore skips; inside a step the exporter restores item by item, each wi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from dr.exporters.contract import Outcome
@@ -17,7 +18,34 @@ from dr.model.recovery import BLOCKED, Verdict, worst
 from dr.restore.ordering_rules import (IMAGE_KINDS, IMAGE_TYPES, SECRET_STORE_KINDS, SECRET_STORE_TYPES,
                                        WORKLOAD_DEPENDENCY_KINDS)
 
-READY, REFUSED, HELD = "ready", "refused", "held"
+
+
+class StepStatus(str, Enum):
+    """What planning decided for a step (dr.restore.planning.decide); JSON writes the value."""
+
+    READY = "ready"
+    REFUSED = "refused"
+    HELD = "held"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+READY, REFUSED, HELD = StepStatus.READY, StepStatus.REFUSED, StepStatus.HELD
+
+
+class ResultStatus(str, Enum):
+    """What a step did in one run; the journal records the value, and a value read back from a
+    journal compares equal to the member."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    REFUSED = "refused"
+    HELD = "held"
+    SKIPPED = "skipped"
+
+    def __str__(self) -> str:
+        return self.value
 
 
 @dataclass
@@ -64,7 +92,7 @@ class Step:
     requires: set[str] = field(default_factory=set)  # earlier steps that must succeed
     needs: list[Need] = field(default_factory=list)
     units: list[Unit] = field(default_factory=list)
-    status: str = READY
+    status: StepStatus = READY
     reason: str = ""
     forced: bool = False  # runs despite blockers (--force)
     problem: str = ""  # cannot run at all, whatever --force says (no destination)
@@ -128,7 +156,7 @@ class StepResult:
     """What one step did in one run; the journal keeps one record per result."""
 
     name: str
-    status: str  # succeeded, failed, refused, held, skipped
+    status: ResultStatus
     reason: str
     outcomes: list[Outcome] = field(default_factory=list)
     seconds: float = 0.0
@@ -137,7 +165,7 @@ class StepResult:
 
     @property
     def succeeded(self) -> bool:
-        return self.status == "succeeded"
+        return self.status == ResultStatus.SUCCEEDED
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
