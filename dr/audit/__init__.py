@@ -8,7 +8,8 @@ Scenarios (dr.audit.scenarios): one per domain in protects_against, each failing
 scenario in which every domain named with --failed fails at once. A domain fails everything
 nested in it.
 
-Verdicts, for each distinct dependency reference recorded in the catalog (dr.audit.judging):
+Verdicts, for each distinct dependency reference recorded in the catalog (dr.audit.judging,
+through the verdict engine dr.model.recovery that restore planning and drills judge with too):
   ok        placed (plan.placer.place) in a domain the scenario does not lose; or placed
             nowhere but COVERED (below): the snapshot brings it back itself (the Secrets,
             ConfigMaps and Services that the kubernetes exporter lists in `provides`);
@@ -31,7 +32,8 @@ meta={'provides': [remote_url]}, so a Git remote hosted in the failed cluster ca
 to a new remote; the kubernetes exporter lists `secret:<ns>/<name>`, `configmap:<ns>/<name>`,
 `storageclass:<name>` and Service DNS names. A dependency's own artifact may provide it.
 
-Always checked, whatever the catalog says (dr.audit.essentials): a target outside the lost
+Always checked, whatever the catalog says (dr.audit.essentials, judged by
+dr.model.recovery.essentials as a restore plan judges them): a target outside the lost
 domains, the audited target itself, each surviving target's credentials_location, the
 decryption key's location (when anything is encrypted or the plan has recipients), and dr's
 own image (dr_image). With live (dr audit --live), coverage (dr.audit.coverage): what each
@@ -45,7 +47,8 @@ blocker makes `dr audit` exit 4 (Exit.BLOCKERS).
 from dr.audit.auditing import choose_audited_target, run_audit
 from dr.audit.audits import AuditReport
 from dr.audit.findings import CODES, Finding
-from dr.audit.scenarios import Scenario, UnknownDomain, scenarios_for
+from dr.audit.scenarios import scenarios_for
+from dr.model.recovery import Scenario, UnknownDomain
 
 __all__ = ["AuditReport", "CODES", "Finding", "Scenario", "UnknownDomain", "choose_audited_target",
            "run_audit", "scenarios_for"]

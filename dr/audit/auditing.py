@@ -3,7 +3,7 @@
 The flow: pick the snapshot (latest by default) in the audited target, stream its catalog
 once into a dependency index (dr.audit.gathering), place every distinct reference once
 (cached), then for each scenario judge the essentials (dr.audit.essentials) and the
-dependencies (dr.audit.judging). Staleness and placement gaps hold in every scenario and are
+dependencies (dr.audit.judging), both through the verdict engine (dr.model.recovery). Staleness and placement gaps hold in every scenario and are
 reported once. With live (dr audit --live), coverage too (dr.audit.coverage). Nothing is written to the repository: the audit needs read access only, and
 never the private key (catalogs are not encrypted).
 """
@@ -14,12 +14,12 @@ from datetime import datetime, timezone
 
 from dr.audit.audits import AuditReport, ScenarioResult, SnapshotInfo
 from dr.audit.coverage import ExporterLookup, HeldIdentities, coverage_findings
-from dr.audit.essentials import essentials, judge_essentials, unknown_findings
-from dr.audit.gathering import DependencyIndex, Provider, gather
-from dr.audit.judging import DependencyJudge, Placements, count_verdicts
-from dr.audit.scenarios import Scenario
+from dr.audit.essentials import judge_scenario, unknown_findings
+from dr.audit.gathering import DependencyIndex, gather
+from dr.audit.judging import DependencyJudge, count_verdicts
 from dr.audit.staleness import stale_findings
 from dr.model.plans import Plan, TargetSpec
+from dr.model.recovery import Copy, Placements, Scenario, essentials
 from dr.model.snapshots import Snapshot
 from dr.repository import layout
 from dr.repository.catalogs import read_catalog_records
@@ -51,7 +51,7 @@ def run_audit(plan: Plan, repo: Repository, target: TargetSpec, scenarios: list[
     else:
         index = DependencyIndex()
     placements = Placements(plan)
-    judge = DependencyJudge(index, placements, lambda p: _intact(repo, p), strict)
+    judge = DependencyJudge(plan, index, placements, lambda copy: _intact(repo, copy), strict)
     needs_key = bool(plan.spec.encryption.recipients) or index.encrypted > 0
     items = essentials(plan, placements, needs_key)
     findings = (judge.unknown_findings() + unknown_findings(items, placements, strict)
@@ -60,7 +60,7 @@ def run_audit(plan: Plan, repo: Repository, target: TargetSpec, scenarios: list[
         findings += coverage_findings(plan, target, held, snapshot.source_names(), live, strict)
     results = []
     for scenario in scenarios:
-        states = judge_essentials(items, scenario, target.name, placements)
+        states = judge_scenario(items, scenario, target.name, placements)
         judged = judge.judge(scenario, states.copies_survive)
         findings += states.findings + judge.scenario_findings(scenario, judged)
         results.append(ScenarioResult(scenario, count_verdicts(judged), judged, states))
@@ -76,9 +76,9 @@ def _select(repo: Repository, snapshots: list[Snapshot], ref: str) -> Snapshot |
     return repo.find_snapshot(ref)
 
 
-def _intact(repo: Repository, provider: Provider) -> bool:
+def _intact(repo: Repository, copy: Copy) -> bool:
     """A copy counts only if every blob of it is still stored (content checks: dr verify)."""
-    return all(repo.store.exists(layout.blob_key(digest)) for digest in provider.chunks)
+    return all(repo.store.exists(layout.blob_key(digest)) for digest in copy.chunks)
 
 
 def _info(snapshot: Snapshot | None, target: TargetSpec, repo: Repository,

@@ -11,8 +11,8 @@ from datetime import datetime
 from dr.audit.essentials import EssentialStates
 from dr.audit.findings import BLOCKER, INFO, WARNING, Finding
 from dr.audit.judging import Judged
-from dr.audit.scenarios import Scenario
 from dr.model.domains import DomainTree
+from dr.model.recovery import Scenario, Verdict
 
 
 @dataclass
@@ -34,7 +34,7 @@ class SnapshotInfo:
 @dataclass
 class ScenarioResult:
     scenario: Scenario
-    counts: dict[str, int]  # verdict -> distinct dependencies
+    counts: dict[Verdict, int]  # verdict -> distinct dependencies
     judged: list[Judged]
     essentials: EssentialStates
 

@@ -1,10 +1,10 @@
-"""What every restore needs besides the artifacts' own dependencies, checked in every audit.
+"""The essentials' findings, in every audit.
 
-- dr's repository targets: at least one outside the failed domains, and the audited one too;
-- the credentials that reach each surviving target (targets[].credentials_location);
-- the private key that decrypts secret content (encryption.key_location), when anything is
-  encrypted or the plan has recipients;
-- dr's own image (dr_image): the restore job has to be pulled from somewhere.
+What the essentials are, and their verdict in a scenario, is the verdict engine's
+(dr.model.recovery.essentials): dr's repository targets, the credentials that reach each one,
+the private key that decrypts secret content (when anything is encrypted or the plan has
+recipients) and dr's own image. The audit asks on top: is at least one target outside the
+failed domains, and does the audited one survive?
 
 None of these can be rebuilt from the snapshot (the snapshot is behind them), so no remap
 applies. A reference nothing places, or an essential the plan does not declare, is an
@@ -16,56 +16,24 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from dr.audit.findings import BLOCKER, WARNING, Finding
-from dr.audit.judging import BLOCKED, OK, UNKNOWN, Placements
-from dr.audit.scenarios import Scenario
-from dr.model.plans import Plan, TargetSpec
-
-TARGET, CREDENTIALS, KEY, DR_IMAGE = "target", "credentials", "key", "dr-image"
-
-
-@dataclass(frozen=True)
-class Essential:
-    role: str  # target, credentials, key, dr-image
-    name: str  # the target's name, or the plan field
-    reference: str  # "" when the plan does not declare it
-    domain: str | None
-    how: str | None  # how it was placed
-    owner: str | None = None  # the target whose credentials these are
-
+from dr.model.recovery import (BLOCKED, CREDENTIALS, DR_IMAGE, KEY, TARGET, Essential, EssentialVerdicts,
+                               Placements, Scenario, Verdict, judge_essentials)
 
 @dataclass
 class EssentialStates:
     """One scenario's view of the essentials, for findings and the picture."""
 
-    verdicts: list[tuple[Essential, str]] = field(default_factory=list)
-    surviving_targets: list[str] = field(default_factory=list)
+    judged: EssentialVerdicts
     copies_survive: bool = False  # the audited snapshot's target survives and can be reached
     findings: list[Finding] = field(default_factory=list)
 
+    @property
+    def verdicts(self) -> tuple[tuple[Essential, Verdict], ...]:
+        return self.judged.verdicts
 
-def _remote(target: TargetSpec) -> bool:
-    return "://" in target.url and not target.url.lower().startswith("file://")
-
-
-def essentials(plan: Plan, placements: Placements, needs_key: bool) -> list[Essential]:
-    items = []
-    for target in plan.spec.targets:
-        items.append(Essential(TARGET, target.name, target.url, target.domain, "targets[].domain"))
-        if target.credentials_location or _remote(target):
-            items.append(_placed(placements, CREDENTIALS, f"{target.name} credentials",
-                                 target.credentials_location, owner=target.name))
-    if needs_key:
-        items.append(_placed(placements, KEY, "encryption.key_location", plan.spec.encryption.key_location))
-    items.append(_placed(placements, DR_IMAGE, "dr_image", plan.spec.dr_image))
-    return items
-
-
-def _placed(placements: Placements, role: str, name: str, reference: str | None,
-            owner: str | None = None) -> Essential:
-    if not reference:
-        return Essential(role, name, "", None, None, owner)
-    placement = placements.place(reference)
-    return Essential(role, name, reference, placement.domain, placements.how(placement), owner)
+    @property
+    def surviving_targets(self) -> list[str]:
+        return self.judged.surviving_targets
 
 
 _FIELDS = {CREDENTIALS: "targets[].credentials_location", KEY: "encryption.key_location",
@@ -98,17 +66,12 @@ def unknown_findings(items: list[Essential], placements: Placements, strict: boo
     return findings
 
 
-def judge_essentials(items: list[Essential], scenario: Scenario, audited: str,
-                     placements: Placements) -> EssentialStates:
-    states = EssentialStates()
-    lost_targets = {i.name for i in items if i.role == TARGET and scenario.loses(i.domain)}
-    lost_credentials = {i.owner for i in items if i.role == CREDENTIALS and scenario.loses(i.domain)}
-    for item in items:
-        verdict = UNKNOWN if item.domain is None else (BLOCKED if scenario.loses(item.domain) else OK)
-        states.verdicts.append((item, verdict))
+def judge_scenario(items: list[Essential], scenario: Scenario, audited: str,
+                   placements: Placements) -> EssentialStates:
+    judged = judge_essentials(items, scenario.lost)
+    states = EssentialStates(judged, judged.reachable(audited))
+    lost_targets = judged.lost_targets
     targets = [i for i in items if i.role == TARGET]
-    states.surviving_targets = [t.name for t in targets if t.name not in lost_targets]
-    states.copies_survive = audited not in lost_targets and audited not in lost_credentials
     finding = _FindingMaker(scenario, placements)
     if not states.surviving_targets:
         where = ", ".join(f"{t.name} in {placements.path(t.domain)}" for t in targets)

@@ -10,27 +10,14 @@ never with the catalog's length; judging then runs once per distinct reference.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, Iterable
 
-from dr.model.recovery import provided_in
-from dr.model.redaction import redact
+from dr.model.recovery import Copy, normalize, provided_in
 
 Record = dict[str, Any]  # one parsed catalog line (docs/format.md, "The catalog")
 
 EXAMPLES = 5  # example artifacts kept per distinct reference
 PROVIDERS = 3  # providing artifacts kept per provided reference
-
-
-@lru_cache(maxsize=1 << 16)
-def normalize(reference: str) -> str:
-    """The form `provides` matching compares: redacted, trimmed, no trailing '/' or '.git'.
-
-    Redacted because exporters record URLs redacted (no user:password@): a provider and a
-    dependency must match whichever of the two forms each recorded.
-    """
-    ref = redact(reference).strip().rstrip("/")
-    return ref[:-4] if ref.endswith(".git") else ref
 
 
 @dataclass(slots=True)
@@ -45,25 +32,16 @@ class DependencyUse:
     detail: str = ""  # the first detail recorded (where in the artifact it was found)
 
 
-@dataclass(frozen=True)
-class Provider:
-    """An artifact of the snapshot that holds a copy of a referenced thing."""
-
-    artifact: str  # source/kind/identity
-    source: str
-    chunks: tuple[str, ...]
-
-
 @dataclass
 class DependencyIndex:
     uses: dict[tuple[str, str], DependencyUse] = field(default_factory=dict)
-    provides: dict[str, list[Provider]] = field(default_factory=dict)
+    provides: dict[str, list[Copy]] = field(default_factory=dict)  # normalize(reference) -> copies
     artifacts: int = 0
     references: int = 0
     encrypted: int = 0  # artifacts whose content needs the private key to read
     sources: set[str] = field(default_factory=set)
 
-    def providers(self, reference: str) -> list[Provider]:
+    def providers(self, reference: str) -> list[Copy]:
         return self.provides.get(normalize(reference), [])
 
 
@@ -109,7 +87,7 @@ def _add_uses(uses: dict[tuple[str, str], DependencyUse], record: Record) -> Non
 
 
 def _add_provider(index: DependencyIndex, record: Record, provided: list[str]) -> None:
-    provider = Provider(artifact_name(record), record["source"], tuple(record.get("chunks", [])))
+    provider = Copy(artifact_name(record), record["source"], tuple(record.get("chunks", [])))
     for ref in provided:
         found = index.provides.setdefault(normalize(ref), [])
         if len(found) < PROVIDERS:

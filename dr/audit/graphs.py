@@ -17,9 +17,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from dr.audit.audits import AuditReport, ScenarioResult
-from dr.audit.essentials import CREDENTIALS, DR_IMAGE, KEY, TARGET
-from dr.audit.judging import BLOCKED, OK, REMAPPED, UNKNOWN, Judged
+from dr.audit.judging import Judged
 from dr.model.domains import DomainTree
+from dr.model.recovery import BLOCKED, CREDENTIALS, DR_IMAGE, KEY, OK, REMAPPED, TARGET, UNKNOWN
 from dr.model.redaction import redact
 
 OK_PER_DOMAIN = 4

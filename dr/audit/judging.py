@@ -1,8 +1,9 @@
-"""Judging each distinct dependency against a scenario: ok, remapped, blocker or unknown.
+"""Judging each distinct dependency of one snapshot in every scenario, and its findings.
 
-Placement (plan.placer.place) does not depend on the scenario, so it is computed once per
-distinct reference and cached; a scenario then only asks whether the placed domain is lost.
-The verdict rules are written out in dr.audit's module docstring.
+The verdicts are the verdict engine's (dr.model.recovery: the rules, cached placements,
+intact copies); the audit adds what it reports: one verdict per DependencyUse of the index
+(dr.audit.gathering), and the findings and messages for blockers, remaps and unknowns. The
+rules are written out in dr.audit's module docstring.
 """
 
 from __future__ import annotations
@@ -11,13 +12,11 @@ from dataclasses import dataclass
 from typing import Callable
 
 from dr.audit.findings import BLOCKER, INFO, WARNING, Finding, redacted
-from dr.audit.gathering import DependencyIndex, DependencyUse, Provider
-from dr.audit.scenarios import Scenario
+from dr.audit.gathering import DependencyIndex, DependencyUse
 from dr.model.locations import Placement
 from dr.model.plans import Plan
-
-OK, REMAPPED, BLOCKED, UNKNOWN = "ok", "remapped", "blocker", "unknown"
-VERDICTS = (OK, REMAPPED, BLOCKED, UNKNOWN)
+from dr.model.recovery import (BLOCKED, REMAPPED, UNKNOWN, VERDICTS, Copy, Evidence, Judgement, Placements,
+                               RecoveryJudge, Scenario, Verdict)
 
 # Dependency kinds with a finding code (and runbook) of their own; others are generic.
 _KIND_CODES = {
@@ -39,92 +38,43 @@ def code_for(kind: str) -> str:
     return _KIND_CODES.get(kind, "dependency-in-failed-domain")
 
 
-class Placements:
-    """plan.placer.place, cached by reference (a catalog repeats the same references a lot)."""
-
-    def __init__(self, plan: Plan):
-        self._placer = plan.placer
-        self._tree = plan.domains
-        self._cache: dict[str, Placement] = {}
-        self._paths: dict[str, str] = {}
-
-    def place(self, reference: str) -> Placement:
-        found = self._cache.get(reference)
-        if found is None:
-            found = self._cache[reference] = self._placer.place(reference)
-        return found
-
-    def path(self, domain: str | None) -> str | None:
-        if not domain:
-            return None
-        found = self._paths.get(domain)
-        if found is None:
-            found = self._paths[domain] = self._tree.path(domain)
-        return found
-
-    @staticmethod
-    def how(placement: Placement) -> str | None:
-        if placement.location:
-            return f"location {placement.location}"
-        if placement.rule:
-            return f"rule {placement.rule}"
-        return None
-
-
-@dataclass
+@dataclass(slots=True)
 class Judged:
+    """One DependencyUse's verdict in one scenario."""
+
     use: DependencyUse
-    placement: Placement
-    verdict: str
-    provider: Provider | None = None
-    note: str = ""  # why a copy in the snapshot did not count
+    judgement: Judgement
+
+    @property
+    def verdict(self) -> Verdict:
+        return self.judgement.verdict
+
+    @property
+    def placement(self) -> Placement:
+        return self.judgement.placement
+
+    @property
+    def provider(self) -> Copy | None:
+        return self.judgement.copy
+
+    @property
+    def note(self) -> str:  # why a copy in the snapshot did not count
+        return self.judgement.note
 
 
 class DependencyJudge:
     """Verdicts for every distinct dependency of one snapshot, scenario by scenario."""
 
-    def __init__(self, index: DependencyIndex, placements: Placements,
-                 copy_is_intact: Callable[[Provider], bool], strict: bool = False):
+    def __init__(self, plan: Plan, index: DependencyIndex, placements: Placements,
+                 copy_is_intact: Callable[[Copy], bool], strict: bool = False):
         self.index = index
         self.placements = placements
         self.strict = strict
-        self._copy_is_intact = copy_is_intact
-        self._intact: dict[Provider, bool] = {}
-
-    def intact_provider(self, use: DependencyUse) -> tuple[Provider | None, str]:
-        """The first provider whose blobs are all present, or None and why not."""
-        providers = self.index.providers(use.reference)
-        for provider in providers:
-            if provider not in self._intact:
-                self._intact[provider] = self._copy_is_intact(provider)
-            if self._intact[provider]:
-                return provider, ""
-        if providers:
-            return None, (f"the copy in {providers[0].artifact} is missing blobs "
-                          "(run dr verify --read-data)")
-        return None, ""
+        self.evidence = Evidence(plan, index.provides, copy_is_intact, placements)
 
     def judge(self, scenario: Scenario, copies_survive: bool) -> list[Judged]:
-        out = []
-        for use in self.index.uses.values():
-            placement = self.placements.place(use.reference)
-            lost = scenario.loses(placement.domain)
-            if placement.domain is not None and not lost:
-                out.append(Judged(use, placement, OK))
-                continue
-            provider, note = self.intact_provider(use)
-            if placement.domain is None:
-                # Placed nowhere but brought back by the snapshot itself (a Secret, a ConfigMap,
-                # a Service the same snapshot restores): nothing outside is needed.
-                out.append(Judged(use, placement, OK if provider else UNKNOWN, provider, note))
-                continue
-            if provider is not None and not copies_survive:
-                provider, note = None, f"the copy in {provider.artifact} is lost with the audited target"
-            if provider is not None:
-                out.append(Judged(use, placement, REMAPPED, provider))
-            else:
-                out.append(Judged(use, placement, BLOCKED, None, note))
-        return out
+        judge = RecoveryJudge(self.evidence, scenario.lost, copies_survive, holder="the audited target")
+        return [Judged(use, judge.judge(use.reference)) for use in self.index.uses.values()]
 
     # -- findings ----------------------------------------------------------------------------
     def scenario_findings(self, scenario: Scenario, judged: list[Judged]) -> list[Finding]:
@@ -143,11 +93,11 @@ class DependencyJudge:
         findings = []
         for use in self.index.uses.values():
             placement = self.placements.place(use.reference)
-            if placement.domain is None and self.intact_provider(use)[0] is None:
+            if placement.domain is None and self.evidence.intact_copy(use.reference)[0] is None:
                 message = (f"nothing in the plan places {use.kind} '{redacted(use.reference)}' "
                            f"(host '{placement.host or '-'}'), so the audit cannot tell whether a "
                            f"restore of {_sources(use)} can still reach it")
-                findings.append(self._finding(Judged(use, placement, UNKNOWN), None, "unknown-location",
+                findings.append(self._finding(Judged(use, Judgement(UNKNOWN, placement)), None, "unknown-location",
                                               BLOCKER if self.strict else WARNING, message))
         return findings
 
@@ -177,7 +127,7 @@ class DependencyJudge:
                 f"and point {_sources(use)} at it")
 
 
-def count_verdicts(judged: list[Judged]) -> dict[str, int]:
+def count_verdicts(judged: list[Judged]) -> dict[Verdict, int]:
     counts = dict.fromkeys(VERDICTS, 0)
     for item in judged:
         counts[item.verdict] += 1

@@ -16,7 +16,7 @@ import html
 from dr.audit import graphs
 from dr.audit.audits import AuditReport, ScenarioResult
 from dr.audit.findings import SEVERITIES, Finding
-from dr.audit.judging import VERDICTS
+from dr.model.recovery import VERDICTS
 from dr.model.redaction import redact
 
 _CSS = """

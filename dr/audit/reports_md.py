@@ -11,7 +11,7 @@ import re
 
 from dr.audit.audits import AuditReport, ScenarioResult
 from dr.audit.findings import Finding
-from dr.audit.judging import VERDICTS
+from dr.model.recovery import VERDICTS
 from dr.model.redaction import redact
 
 LIMIT = 20  # findings shown per scenario and code; the JSON report has every one

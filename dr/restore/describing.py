@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+from dr.model.recovery import OK
 from dr.model.redaction import redact
 from dr.model.sizes import human_size
 from dr.restore.estimating import RtoEstimate, show
 from dr.restore.planning import RestorePlan
-from dr.restore.steps import Step, StepResult
+from dr.restore.steps import REFUSED, ResultStatus, Step, StepResult
 
 SHOWN_NEEDS = 8  # per step; the JSON has them all
 
@@ -40,7 +41,7 @@ def plan_lines(rp: RestorePlan) -> list[str]:
 
 def step_lines(step: Step, total: int) -> list[str]:
     reason = step.reason
-    if step.status == "refused" and not step.problem:
+    if step.status == REFUSED and not step.problem:
         reason = f"{len(step.blockers())} blocker(s), below; --force runs it anyway"
     elif step.forced:
         reason = f"forced past {len(step.blockers())} blocker(s), below"
@@ -52,7 +53,7 @@ def step_lines(step: Step, total: int) -> list[str]:
     for unit in step.units:
         lines.append(f"       to {unit.to or '(in place)'} - {unit.how}"
                      + (f"; remap {unit.remap}" if unit.remap else ""))
-    decisive = [n for n in step.needs if n.verdict != "ok"]
+    decisive = [n for n in step.needs if n.verdict != OK]
     for need in decisive[:SHOWN_NEEDS]:
         lines.append(f"       {need.verdict:<8} {need.kind} {need.reference}: {need.reason}")
     if len(decisive) > SHOWN_NEEDS:
@@ -77,7 +78,7 @@ def progress_line(kind: str, step: Step, result: StepResult | None, total: int) 
     if kind == "start":
         return redact(f"[{step.seq}/{total}] {step.name}: restoring {len(step.artifacts)} artifacts to {where}")
     assert result is not None
-    took = "" if result.earlier or result.status in ("refused", "held") else f" in {show(result.seconds)}"
+    took = "" if result.earlier or result.status in (ResultStatus.REFUSED, ResultStatus.HELD) else f" in {show(result.seconds)}"
     return redact(f"[{step.seq}/{total}] {step.name}: {result.status}{took}: {result.reason}")
 
 

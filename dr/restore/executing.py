@@ -26,7 +26,7 @@ from dr.repository.reading import ArtifactReader
 from dr.repository.repositories import IntegrityError
 from dr.restore.journals import STEP, JournalWriter
 from dr.restore.planning import RestorePlan
-from dr.restore.steps import HELD, REFUSED, Step, StepResult
+from dr.restore.steps import HELD, REFUSED, ResultStatus, Step, StepResult
 
 Event = Callable[[str, Step, StepResult | None], None]  # ("start" | "end", step, result)
 
@@ -46,7 +46,7 @@ class StepRunner:
             outcomes.append(Outcome(step.name, OutcomeStatus.FAILED,
                                     f"the exporter reported no outcome for {len(step.artifacts)} artifacts"))
         failed = [o for o in outcomes if o.failed]
-        status = "failed" if failed else "succeeded"
+        status = ResultStatus.FAILED if failed else ResultStatus.SUCCEEDED
         return StepResult(step.name, status, summarize(outcomes), outcomes, time.monotonic() - started,
                           forced=step.forced)
 
@@ -90,14 +90,15 @@ def summarize(outcomes: list[Outcome]) -> str:
 def _decided(step: Step, results: dict[str, StepResult], earlier: set[str]) -> StepResult | None:
     """The result of a step that does not run in this run, or None when it must run."""
     if step.name in earlier:
-        return StepResult(step.name, "succeeded", "succeeded in an earlier run of this restore", earlier=True)
+        return StepResult(step.name, ResultStatus.SUCCEEDED, "succeeded in an earlier run of this restore",
+                          earlier=True)
     if step.status == REFUSED:
-        return StepResult(step.name, "refused", step.reason)
+        return StepResult(step.name, ResultStatus.REFUSED, step.reason)
     waiting = sorted(p for p in step.requires if not (p in results and results[p].succeeded))
     if waiting or step.status == HELD:
         states = ", ".join(f"{p} {results[p].status if p in results else 'not run'}" for p in waiting)
-        return StepResult(step.name, "held", f"not run: it needs what {states or 'its prerequisites'} "
-                                             "restore(s); run the restore again once that succeeds")
+        return StepResult(step.name, ResultStatus.HELD, f"not run: it needs what {states or 'its prerequisites'} "
+                                                        "restore(s); run the restore again once that succeeds")
     return None
 
 

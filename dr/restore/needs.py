@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from dr.model.artifacts import Artifact
 from dr.model.plans import Plan, TargetSpec
-from dr.model.recovery import BLOCKED, OK, REMAPPED, UNKNOWN, Judgement, RecoveryJudge, is_lost, normalize
+from dr.model.recovery import (BLOCKED, CREDENTIALS, KEY, OK, REMAPPED, TARGET, UNKNOWN, EssentialVerdicts, Judgement,
+                               RecoveryJudge, is_lost, normalize)
 from dr.exporters.contract import AnyOf
 from dr.restore.remaps import rewrite
 from dr.restore.steps import Need, Step
@@ -133,29 +134,26 @@ def _distinct(step: Step, skip: frozenset[str] | set[str]) -> dict[tuple[str, st
     return found
 
 
-def precondition_needs(plan: Plan, judge: RecoveryJudge, target: TargetSpec, label: str) -> list[Need]:
-    """What every step needs: the snapshot's target and the credentials that reach it."""
+def precondition_needs(plan: Plan, essentials: EssentialVerdicts, target: TargetSpec, label: str) -> list[Need]:
+    """What every step needs: the snapshot's target and the credentials that reach it.
+
+    essentials: the verdict engine's judgement of the plan's essentials in this scenario (the
+    audit's too); a restore needs only its own target's, and only a lost one refuses steps.
+    """
     needs = []
-    path = plan.domains.path(target.domain)
-    if is_lost(target.domain, judge.lost):
+    for item in essentials.blocked(TARGET, target.name):
         needs.append(Need("target", target.name, BLOCKED, f"the snapshot is read from target {target.name} "
-                          f"in {path}, which is lost when {label}"))
-    if target.credentials_location:
-        j = judge.judge(target.credentials_location)
-        if is_lost(j.placement.domain, judge.lost):
-            needs.append(Need("credentials", target.credentials_location, BLOCKED,
-                              f"the credentials for target {target.name} are kept in "
-                              f"{plan.domains.path(j.placement.domain)}, which is lost when {label}"))
+                          f"in {plan.domains.path(item.domain)}, which is lost when {label}"))
+    for item in essentials.blocked(CREDENTIALS, target.name):
+        needs.append(Need("credentials", item.reference, BLOCKED,
+                          f"the credentials for target {target.name} are kept in "
+                          f"{plan.domains.path(item.domain)}, which is lost when {label}"))
     return needs
 
 
-def key_need(plan: Plan, judge: RecoveryJudge, label: str) -> Need | None:
+def key_need(plan: Plan, essentials: EssentialVerdicts, label: str) -> Need | None:
     """Steps with encrypted artifacts need the private key: is where it is kept lost?"""
-    location = plan.spec.encryption.key_location
-    if not location:
-        return None
-    j = judge.judge(location)
-    if is_lost(j.placement.domain, judge.lost):
-        return Need("key", location, BLOCKED, f"the private key that decrypts secret content is kept in "
-                    f"{plan.domains.path(j.placement.domain)}, which is lost when {label}")
+    for item in essentials.blocked(KEY):
+        return Need("key", item.reference, BLOCKED, f"the private key that decrypts secret content is kept in "
+                    f"{plan.domains.path(item.domain)}, which is lost when {label}")
     return None

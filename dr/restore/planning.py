@@ -24,12 +24,12 @@ from dr.exporters.contract import ExportContext, Exporter
 from dr.exporters.registry import PluginError, Registry
 from dr.model.artifacts import Artifact
 from dr.model.plans import Plan, TargetSpec
-from dr.model.recovery import RecoveryJudge, copies_of, copies_survive, lost_domains
+from dr.model.recovery import Evidence, RecoveryJudge, copies_of, essentials, judge_essentials, scenario
 from dr.model.snapshots import Snapshot, SourceResult
 from dr.restore.destinations import units_for
 from dr.restore.needs import NeedJudge, key_need, precondition_needs
 from dr.restore.ordering import order
-from dr.restore.steps import HELD, READY, REFUSED, Need, Step, group_steps
+from dr.restore.steps import HELD, READY, REFUSED, Need, Step, StepStatus, group_steps
 
 
 @dataclass
@@ -55,7 +55,7 @@ class RestorePlan:
             out[step.level].append(step)
         return out
 
-    def with_status(self, status: str) -> list[Step]:
+    def with_status(self, status: StepStatus) -> list[Step]:
         return [s for s in self.steps if s.status == status]
 
     @property
@@ -69,13 +69,6 @@ class RestorePlan:
                 "force": self.force, "destinations": dict(self.destinations),
                 "preconditions": [n.to_json() for n in self.preconditions],
                 "steps": [s.to_json() for s in self.steps]}
-
-
-def scenario_label(plan: Plan, failed: tuple[str, ...]) -> str:
-    if not failed:
-        return "nothing has failed"
-    parts = [f"{n} ({plan.domains.domains[n].kind})" for n in failed]
-    return parts[0] + " fails" if len(parts) == 1 else ", ".join(parts[:-1]) + f" and {parts[-1]} fail"
 
 
 def planning_exporters(plan: Plan, registry: Registry) -> dict[str, Exporter]:
@@ -114,16 +107,15 @@ def plan_restore(plan: Plan, snapshot: Snapshot, artifacts: list[Artifact], targ
     if exporters is None:
         exporters = planning_exporters(plan, Registry())
     destinations = dict(destinations or {})
-    failed = tuple(dict.fromkeys(failed))
-    lost = lost_domains(plan.domains, failed)
-    label = scenario_label(plan, failed)
-    judge = RecoveryJudge(plan, lost, copies_of(artifacts), lambda c: all(blob_exists(d) for d in c.chunks),
-                          copies_survive(plan, target, lost))
+    failure = scenario(plan.domains, failed)
+    evidence = Evidence(plan, copies_of(artifacts), lambda c: all(blob_exists(d) for d in c.chunks))
+    essentials_judged = judge_essentials(essentials(plan, evidence.placements, needs_key=True), failure.lost)
+    judge = RecoveryJudge(evidence, failure.lost, essentials_judged.reachable(target.name))
     held = {r.name: r for r in snapshot.sources}
     steps = group_steps(artifacts, {s.name: s.type for s in plan.spec.sources}, exporters)
-    preconditions = precondition_needs(plan, judge, target, label)
-    key = key_need(plan, judge, label)
-    needs = NeedJudge(plan, judge, label)
+    preconditions = precondition_needs(plan, essentials_judged, target, failure.label)
+    key = key_need(plan, essentials_judged, failure.label)
+    needs = NeedJudge(plan, judge, failure.label)
     for step in steps:
         step.units, step.problem = units_for(plan, step, destinations.get(step.name))
         step.problem = _no_data(step, held) or step.problem
@@ -131,7 +123,8 @@ def plan_restore(plan: Plan, snapshot: Snapshot, artifacts: list[Artifact], targ
         step.needs = preconditions + needs.judge_step(step) + ([key] if encrypted else [])
     ordered = order(steps)
     decide(ordered, force)
-    return RestorePlan(plan.name, snapshot, target.name, failed, label, ordered, preconditions, force, destinations)
+    return RestorePlan(plan.name, snapshot, target.name, failure.failed, failure.label, ordered, preconditions, force,
+                       destinations)
 
 
 def _no_data(step: Step, held: dict[str, SourceResult]) -> str:

@@ -35,7 +35,7 @@ from dr.restore.journals import (END, RUN, Journal, JournalError, JournalWriter,
                                  start_journal)
 from dr.restore.planning import RestorePlan, plan_restore, planning_exporters
 from dr.restore.remaps import unknown_sources
-from dr.restore.steps import StepResult
+from dr.restore.steps import ResultStatus, StepResult
 
 
 class RestoreUsageError(ValueError):
@@ -87,7 +87,7 @@ class RestoreRun:
     run: int  # 1 for a new restore, 2 for its first resumption ...
     results: list[StepResult] = field(default_factory=list)
 
-    def count(self, status: str) -> int:
+    def count(self, status: ResultStatus) -> int:
         return sum(1 for r in self.results if r.status == status)
 
     @property

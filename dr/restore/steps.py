@@ -9,14 +9,42 @@ resumed restore skips; inside a step the exporter restores item by item, each wi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from dr.exporters.contract import Exporter, Outcome
 from dr.model.artifacts import Artifact
-from dr.model.recovery import worst
+from dr.model.recovery import BLOCKED, Verdict, worst
 from dr.restore.ordering_rules import IMAGE_KINDS, SECRET_STORE_KINDS, WORKLOAD_DEPENDENCY_KINDS
 
-READY, REFUSED, HELD = "ready", "refused", "held"
+
+
+class StepStatus(str, Enum):
+    """What planning decided for a step (dr.restore.planning.decide); JSON writes the value."""
+
+    READY = "ready"
+    REFUSED = "refused"
+    HELD = "held"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+READY, REFUSED, HELD = StepStatus.READY, StepStatus.REFUSED, StepStatus.HELD
+
+
+class ResultStatus(str, Enum):
+    """What a step did in one run; the journal records the value, and a value read back from a
+    journal compares equal to the member."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    REFUSED = "refused"
+    HELD = "held"
+    SKIPPED = "skipped"
+
+    def __str__(self) -> str:
+        return self.value
 
 
 @dataclass
@@ -25,7 +53,7 @@ class Need:
 
     kind: str
     reference: str
-    verdict: str
+    verdict: Verdict
     reason: str
     provider: str | None = None  # the step of this restore that restores it (goes first)
     count: int = 1  # how many artifacts need it
@@ -64,13 +92,13 @@ class Step:
     requires: set[str] = field(default_factory=set)  # earlier steps that must succeed
     needs: list[Need] = field(default_factory=list)
     units: list[Unit] = field(default_factory=list)
-    status: str = READY
+    status: StepStatus = READY
     reason: str = ""
     forced: bool = False  # runs despite blockers (--force)
     problem: str = ""  # cannot run at all, whatever --force says (no destination)
 
     @property
-    def verdict(self) -> str:
+    def verdict(self) -> Verdict:
         return worst(n.verdict for n in self.needs)
 
     @property
@@ -85,7 +113,7 @@ class Step:
         return self.instance.ordering.roles if self.instance is not None else frozenset()
 
     def blockers(self) -> list[Need]:
-        return [n for n in self.needs if n.verdict == "blocker"]
+        return [n for n in self.needs if n.verdict == BLOCKED]
 
     def to_json(self) -> dict[str, Any]:
         return {"seq": self.seq, "name": self.name, "exporter": self.exporter, "level": self.level + 1,
@@ -137,7 +165,7 @@ class StepResult:
     """What one step did in one run; the journal keeps one record per result."""
 
     name: str
-    status: str  # succeeded, failed, refused, held, skipped
+    status: ResultStatus
     reason: str
     outcomes: list[Outcome] = field(default_factory=list)
     seconds: float = 0.0
@@ -146,7 +174,7 @@ class StepResult:
 
     @property
     def succeeded(self) -> bool:
-        return self.status == "succeeded"
+        return self.status == ResultStatus.SUCCEEDED
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}

@@ -9,8 +9,9 @@ import pytest
 
 from dr.audit import UnknownDomain, scenarios_for
 from dr.audit.findings import BLOCKER, INFO, WARNING
-from dr.audit.gathering import gather, normalize
+from dr.audit.gathering import gather
 from dr.model.artifacts import Artifact, Dependency, Sensitivity
+from dr.model.recovery import normalize
 from dr.repository import layout
 from tests.audit import worlds
 from tests.audit.conftest import flagged
