@@ -19,7 +19,6 @@ from dr.cli.arguments import UsageError, output_args
 from dr.cli.commands import COMMANDS
 from dr.cli.exitcodes import Exit
 from dr.cli.output import Output
-from dr.drills.history import HistoryError
 from dr.exporters.registry import PluginError
 from dr.model.plan_loading import PlanError
 from dr.model.plans import NotInPlan
@@ -39,7 +38,7 @@ EXPECTED_ERRORS: list[tuple[tuple[type[BaseException], ...], Exit, str]] = [
     ((UsageError, NotInPlan, UnknownDomain, RestoreUsageError), Exit.USAGE, ""),
     ((RepositoryLocked,), Exit.LOCKED, ""),
     ((IntegrityError,), Exit.INTEGRITY, "integrity: "),
-    ((RepositoryError, StoreError, EncryptionError, PluginError, JournalError, HistoryError, OSError),
+    ((RepositoryError, StoreError, EncryptionError, PluginError, JournalError, OSError),
      Exit.FAILURE, ""),
 ]
 

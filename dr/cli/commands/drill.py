@@ -13,8 +13,6 @@ from dr.audit import UnknownDomain as AuditUnknownDomain
 from dr.cli.arguments import CommandSpec, UsageError, identities, open_plan, plan_arg
 from dr.cli.exitcodes import Exit
 from dr.cli.output import Output
-from dr.drills import read_history, run_drill, trend
-from dr.drills.describing import drill_lines, history_lines
 from dr.model.plan_loading import load_plan
 from dr.model.recovery import UnknownDomain
 from dr.repository.targets import choose_target, open_target
@@ -42,6 +40,10 @@ def arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, out: Output) -> int:
     if args.history:
         return _history(args, out)
+    # dr.drills is imported when a drill runs, not by every dr command (registering this one)
+    from dr.drills import run_drill
+    from dr.drills.describing import drill_lines
+
     plan, registry = open_plan(args)
     if not args.failed or not args.to:
         raise UsageError("a drill needs --failed DOMAIN and --to SCRATCH (or SOURCE=DEST); "
@@ -82,6 +84,9 @@ def _drill_destinations(values: list[str], sources: list[str]) -> tuple[str | No
 
 def _history(args: argparse.Namespace, out: Output) -> int:
     """Without the exporter plugins: the history is records in the repository, nothing more."""
+    from dr.drills import read_history, trend
+    from dr.drills.describing import history_lines
+
     plan = load_plan(args.plan)
     target = choose_target(plan, args.target)
     repo = open_target(plan, target)
