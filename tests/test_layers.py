@@ -3,8 +3,8 @@
 Layers (top to bottom): cli; drills | testing; backup | restore | audit (each layer's modules
 independent of one another); exporters; repository; model. import-linter checks that no lower
 layer imports a higher one, that exporters are independent of one another, that the core
-reaches exporters only through dr.exporters.contract and dr.exporters.registry, and that
-stores are self-contained.
+reaches exporters only through dr.exporters.contract and dr.exporters.registry, that stores
+are self-contained, and that the CLI's command modules do not import one another.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ def test_every_module_has_a_docstring(path):
     ("dr/restore/planning.py", "import dr.exporters.git", "use exporters only through the contract"),
     ("dr/exporters/git.py", "import dr.exporters.files", "exporters independent of one another"),
     ("dr/repository/stores/local.py", "import dr.repository.catalogs", "stores import nothing of dr"),
+    ("dr/cli/commands/drill.py", "import dr.cli.commands.restore", "command modules independent"),
 ])
 def test_each_contract_refuses_a_planted_violation(tmp_path, module, line, contract):
     """The contracts are not vacuous: the same check over a copy of dr with one bad import fails,

@@ -49,10 +49,8 @@ class BackupResult:
 
 def select_sources(plan: Plan, names: Iterable[str] | None) -> list[SourceSpec]:
     wanted = list(names or [])
-    known = [s.name for s in plan.spec.sources]
     for name in wanted:
-        if name not in known:
-            raise KeyError(f"no source '{name}' in {plan.path} (sources: {', '.join(known)})")
+        plan.source(name)  # NotInPlan, naming the sources that exist
     return [s for s in plan.spec.sources if not wanted or s.name in wanted]
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from typing import Callable
 
 from dr.cli.demo_checkpoints import loads_equal, save_run, torch_available
 from dr.cli.exitcodes import Exit
@@ -88,9 +89,9 @@ KUBERNETES_SOURCE = """\
 """
 
 
-def run_demo(directory: str, out: Output, kubeconfig: str | None = None) -> int:
-    from dr.cli.main import main
-
+def run_demo(directory: str, out: Output, kubeconfig: str | None, main: Callable[[list[str]], int]) -> int:
+    """Build the stand-ins and run the real commands through `main`, dr's own entry point
+    (passed in: the demo is one of the commands main dispatches to, so it does not import it)."""
     root = os.path.abspath(directory)
     if os.path.exists(root):
         shutil.rmtree(root)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sys
 from contextlib import contextmanager
+from traceback import format_exception
 from typing import Any, Iterator
 
 from dr.model.redaction import redact
@@ -31,6 +32,10 @@ class Output:
 
     def error(self, text: str) -> None:
         print(f"dr: {redact(text)}", file=sys.stderr, flush=True)
+
+    def traceback(self, exc: BaseException) -> None:
+        """The traceback of `exc` on stderr, even under --quiet (it is asked for, or a bug's)."""
+        print(redact("".join(format_exception(exc)).rstrip("\n")), file=sys.stderr, flush=True)
 
     def document(self, data: Any) -> None:
         if self.as_json:

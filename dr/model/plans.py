@@ -226,6 +226,14 @@ class PlanSpec(Strict):
     restore: RestoreSpec = Field(default_factory=RestoreSpec)
 
 
+class NotInPlan(KeyError):
+    """A source or target name the plan does not declare: the operator's mistake, named with
+    the names that exist. A KeyError, so a lookup written against one keeps working."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 class Plan:
     """A validated plan plus the objects derived from it. Build with dr.model.plan_loading."""
 
@@ -249,13 +257,16 @@ class Plan:
         for source in self.spec.sources:
             if source.name == name:
                 return source
-        raise KeyError(name)
+        raise self._not_in_plan("source", name, [s.name for s in self.spec.sources])
 
     def target(self, name: str) -> TargetSpec:
         for target in self.spec.targets:
             if target.name == name:
                 return target
-        raise KeyError(name)
+        raise self._not_in_plan("target", name, [t.name for t in self.spec.targets])
+
+    def _not_in_plan(self, kind: str, name: str, known: list[str]) -> NotInPlan:
+        return NotInPlan(f"no {kind} '{name}' in {self.path} ({kind}s: {', '.join(known)})")
 
     def primary_target(self) -> TargetSpec:
         """The first target that survives every protected domain (plan_rules guarantees one)."""

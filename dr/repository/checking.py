@@ -1,7 +1,9 @@
 """Checking a repository: every snapshot readable, every referenced blob present and intact.
 
 Without read_data, referenced blobs are checked for existence (one listing); with read_data, every
-referenced blob is downloaded and hashed (restic's `check --read-data`).
+referenced blob is downloaded and hashed (restic's `check --read-data`). verify() is `dr verify`:
+check() of one snapshot or all, under a shared lock, so backups may run meanwhile but prune may not
+delete what is being checked.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from dr.repository.catalogs import read_catalog
+from dr.repository.locks import Lock
 from dr.repository.repositories import IntegrityError, Repository, RepositoryError
 
 
@@ -30,6 +33,14 @@ class CheckReport:
         return {"ok": self.ok, "snapshots": self.snapshots, "artifacts": self.artifacts,
                 "blobs_checked": self.blobs_checked, "bytes_read": self.bytes_read,
                 "problems": self.problems}
+
+
+def verify(repo: Repository, snapshot_ref: str | None = None, read_data: bool = False,
+           on_blob: Callable[[int], None] | None = None) -> CheckReport:
+    """Check the snapshot `snapshot_ref` names (an id prefix or 'latest'), or every snapshot."""
+    with Lock(repo, exclusive=False, command="dr verify").acquire():
+        ids = [repo.find_snapshot(snapshot_ref).id] if snapshot_ref else None
+        return check(repo, ids, read_data=read_data, on_blob=on_blob)
 
 
 def check(repo: Repository, snapshot_ids: list[str] | None = None, read_data: bool = False,

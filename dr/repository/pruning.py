@@ -1,6 +1,8 @@
 """Pruning: forget snapshots retention no longer keeps, then sweep unreferenced blobs.
 
-Runs under an exclusive lock, so no backup is writing blobs that are not yet referenced.
+prune_by_retention() is `dr prune`: it takes the repository's exclusive lock, asks the plan's
+retention (dr.model.retention) what to forget, and prunes. prune() itself must run under an
+exclusive lock, so no backup is writing blobs that are not yet referenced.
 Mark: every blob referenced by a remaining manifest (its catalog and the catalog's chunks).
 Sweep: delete the rest. A blob any remaining snapshot references is never deleted: when a
 catalog cannot be read, pruning stops before deleting anything.
@@ -10,8 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from dr.model.plans import Plan
+from dr.model.retention import snapshots_to_forget
 from dr.repository import layout
 from dr.repository.catalogs import read_catalog
+from dr.repository.locks import Lock
 from dr.repository.repositories import Repository
 
 
@@ -22,6 +27,7 @@ class PruneReport:
     bytes_freed: int = 0
     blobs_kept: int = 0
     staging_removed: int = 0
+    snapshots_examined: int = 0  # how many there were before forgetting (for the summary line)
 
     def to_json(self) -> dict:
         return {"forgotten": self.forgotten, "blobs_deleted": self.blobs_deleted,
@@ -64,4 +70,15 @@ def prune(repo: Repository, forget_ids: list[str], dry_run: bool = False) -> Pru
             repo.store.delete(layout.blob_key(digest))
     if not dry_run:
         report.staging_removed = repo.store.clear_staging()
+    return report
+
+
+def prune_by_retention(plan: Plan, repo: Repository, dry_run: bool = False) -> PruneReport:
+    """Forget every snapshot that no source's retention keeps, then sweep, under the exclusive
+    lock (no backup may be writing blobs its manifest does not reference yet)."""
+    with Lock(repo, exclusive=True, command="dr prune").acquire():
+        snapshots = repo.snapshots()
+        policies = [(s.name, plan.retention_for(s).model_dump()) for s in plan.spec.sources]
+        report = prune(repo, snapshots_to_forget(snapshots, policies), dry_run=dry_run)
+    report.snapshots_examined = len(snapshots)
     return report

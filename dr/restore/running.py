@@ -18,7 +18,7 @@ from dr.repository.catalogs import read_catalog
 from dr.repository.encryption import EncryptionError
 from dr.repository.locks import Lock
 from dr.repository.reading import ArtifactReader
-from dr.repository.repositories import IntegrityError
+from dr.repository.repositories import IntegrityError, RepositoryError
 from dr.repository.targets import choose_target, open_target
 
 
@@ -52,7 +52,7 @@ def run_restore(plan: Plan, registry: Registry, source_name: str, snapshot_ref: 
     with Lock(repo, exclusive=False, command=f"dr restore --source {source_name}").acquire(lock_wait):
         snapshot = repo.find_snapshot(snapshot_ref, source=source_name)
         if source_name not in snapshot.source_names():
-            raise KeyError(f"snapshot {snapshot.short_id} holds no data for source '{source_name}'")
+            raise RepositoryError(f"snapshot {snapshot.short_id} holds no data for source '{source_name}'")
         artifacts = [a for a in read_catalog(repo, snapshot.catalog) if a.source == source_name]
         context = ExportContext(source.name, plan.options[source.name], plan.base_dir, source.sensitivity)
         exporter = registry.get(source.type)(context)

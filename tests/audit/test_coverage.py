@@ -12,10 +12,8 @@ import os
 import pytest
 import yaml
 
-from dr.cli import commands
-from dr.cli.audit_command import AUDIT
 from dr.cli.exitcodes import Exit
-from dr.cli.main import build_parser, main
+from dr.cli.main import main
 
 
 def _plan(root, sources: list[dict]) -> str:
@@ -36,9 +34,7 @@ def _plan(root, sources: list[dict]) -> str:
 
 
 @pytest.fixture
-def dr(monkeypatch):
-    if "audit" not in build_parser()._subparsers._group_actions[0].choices:
-        monkeypatch.setattr(commands, "COMMANDS", commands.COMMANDS + [AUDIT])
+def dr():
     return main
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 
-from dr.cli.main import ALL_COMMANDS
+from dr.cli.arguments import output_args
+from dr.cli.commands import COMMANDS
 from dr.cli.exitcodes import MEANINGS
 
 README = os.path.join(os.path.dirname(__file__), "..", "..", "README.md")
@@ -23,8 +25,17 @@ def test_exit_code_table_matches_the_code():
 
 def test_every_command_is_in_the_readme():
     text = _readme()
-    for spec in ALL_COMMANDS:
+    for spec in COMMANDS:
         assert f"`dr {spec.name}" in text, spec.name
+
+
+def test_every_option_all_commands_share_is_in_the_readme():
+    parser = argparse.ArgumentParser()
+    output_args(parser)
+    text = _readme()
+    for option in parser._option_string_actions:
+        if option.startswith("--") and option != "--help":
+            assert f"`{option}`" in text or f"/{option}`" in text, option
 
 
 def test_setup_is_exactly_two_commands_and_ci_runs_the_test_one():

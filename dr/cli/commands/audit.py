@@ -21,18 +21,19 @@ from dr.audit import UnknownDomain, choose_audited_target, run_audit, scenarios_
 from dr.audit.reports_html import render_html
 from dr.audit.reports_json import render_json
 from dr.audit.reports_md import render_markdown
-from dr.cli.commands import CommandSpec, UsageError
+from dr.cli.arguments import CommandSpec, UsageError, plan_arg
 from dr.cli.exitcodes import Exit
 from dr.cli.output import Output
 from dr.exporters.registry import Registry
 from dr.model.plan_loading import load_plan
+from dr.model.plans import NotInPlan
 from dr.repository.targets import open_target
 
 RENDERERS = {"md": render_markdown, "json": render_json, "html": render_html}
 
 
 def arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--plan", required=True, metavar="FILE", help="the DR plan (YAML)")
+    plan_arg(p)
     p.add_argument("--failed", action="append", metavar="DOMAIN",
                    help="a failure domain that is gone (repeatable: all fail at once); default: one "
                         "scenario per domain in the plan's protects_against")
@@ -59,9 +60,8 @@ def run(args: argparse.Namespace, out: Output) -> int:
         raise UsageError(f"--failed: {exc}") from None
     try:
         target = choose_audited_target(plan, scenarios, args.target)
-    except KeyError:
-        names = ", ".join(t.name for t in plan.spec.targets)
-        raise UsageError(f"--target: no target '{args.target}' in {args.plan} (targets: {names})") from None
+    except NotInPlan as exc:
+        raise UsageError(f"--target: {exc}") from None
     repo = open_target(plan, target)
     repo.open()
     report = run_audit(plan, repo, target, scenarios, snapshot_ref=args.snapshot, strict=args.strict,

@@ -1,0 +1,57 @@
+"""RPO now (`dr status`): how much would be lost if the sources failed at this moment.
+
+Per source: the age of the newest snapshot holding it, against the source's `rpo` objective,
+judged exactly as the audit's staleness judges it (dr.audit.staleness). Then whatever each
+source's exporter keeps outside the repository and reports itself (contract v2 rpo_report):
+for checkpoints, per training run and tier, the newest complete checkpoint at the source
+against the newest complete, verified DR copy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from dr.audit.staleness import SourceAge, source_ages
+from dr.exporters.contract import ExportContext
+from dr.exporters.registry import Registry
+from dr.model.plans import Plan, SourceSpec, TargetSpec
+from dr.repository.repositories import NotARepository
+from dr.repository.targets import open_target
+
+
+@dataclass
+class RpoStatus:
+    sources: list[dict]  # one row per source: its newest snapshot's age against its rpo
+    runs: list[dict]  # the exporters' own rows (training runs, tiers ...)
+
+    @property
+    def breached(self) -> bool:
+        return any(row["breach"] for row in self.sources + self.runs)
+
+    def to_json(self) -> dict:
+        return {"sources": self.sources, "runs": self.runs}
+
+
+def rpo_status(plan: Plan, registry: Registry, target: TargetSpec, now: datetime | None = None) -> RpoStatus:
+    repo = open_target(plan, target)
+    try:
+        repo.open()
+        snapshots = repo.snapshots()
+    except NotARepository:
+        snapshots = []  # nothing backed up yet: every source with an objective is in breach
+    ages = source_ages(plan, snapshots, now or datetime.now(timezone.utc))
+    return RpoStatus([_source_row(age) for age in ages],
+                     [row for source in plan.spec.sources for row in _exporter_rows(plan, registry, source)])
+
+
+def _source_row(age: SourceAge) -> dict:
+    return {"source": age.source.name, "snapshot": age.snapshot.id if age.snapshot else None,
+            "age_seconds": age.age.total_seconds() if age.age is not None else None,
+            "rpo": age.source.rpo, "breach": age.breach}
+
+
+def _exporter_rows(plan: Plan, registry: Registry, source: SourceSpec) -> list[dict]:
+    context = ExportContext(source.name, plan.options[source.name], plan.base_dir, source.sensitivity)
+    exporter = registry.get(source.type)(context)
+    return [{"source": source.name, **row.to_json()} for row in exporter.rpo_report(source.rpo_delta)]

@@ -1,0 +1,103 @@
+"""`dr drill`: audit, restore into a scratch target, verify, and record measured RPO/RTO
+(dr.drills); `--history` shows past drills and their trend.
+
+Exit 0 recovered, 3 partial, 1 failed (the record is written in every case).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from dr.audit import UnknownDomain as AuditUnknownDomain
+from dr.cli.arguments import CommandSpec, UsageError, identities, open_plan, plan_arg
+from dr.cli.exitcodes import Exit
+from dr.cli.output import Output
+from dr.model.plan_loading import load_plan
+from dr.model.recovery import UnknownDomain
+from dr.repository.targets import choose_target, open_target
+from dr.restore import RestoreUsageError
+from dr.restore.describing import plan_lines, progress_line
+from dr.restore.destinations import parse_destinations
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
+    plan_arg(p)
+    p.add_argument("--failed", action="append", metavar="DOMAIN",
+                   help="a failure domain the drill pretends is gone (repeatable: all fail at once)")
+    p.add_argument("--to", action="append", metavar="SCRATCH|SOURCE=DEST",
+                   help="a scratch folder (each source restores into its own subfolder), and/or "
+                        "SOURCE=DEST for a source (a kubernetes source needs a scratch cluster context)")
+    p.add_argument("--history", action="store_true", help="show the drill history and its trend instead")
+    p.add_argument("--snapshot", default="latest", metavar="ID", help="id prefix or 'latest' (default)")
+    p.add_argument("--target", metavar="NAME", help="read the snapshot from this target")
+    p.add_argument("--force", action="store_true", help="restore blocked steps anyway (recorded)")
+    p.add_argument("--identity", metavar="FILE", help="age identity file for secret content")
+    p.add_argument("--parallel", type=int, default=4, metavar="N", help="steps restored at once (default 4)")
+    p.add_argument("--lock-wait", type=float, default=0.0, metavar="SECONDS")
+
+
+def run(args: argparse.Namespace, out: Output) -> int:
+    if args.history:
+        return _history(args, out)
+    # dr.drills is imported when a drill runs, not by every dr command (registering this one)
+    from dr.drills import run_drill
+    from dr.drills.describing import drill_lines
+
+    plan, registry = open_plan(args)
+    if not args.failed or not args.to:
+        raise UsageError("a drill needs --failed DOMAIN and --to SCRATCH (or SOURCE=DEST); "
+                         "--history shows past drills")
+    scratch, destinations = _drill_destinations(args.to, [s.name for s in plan.spec.sources])
+    steps = {"total": 0}
+
+    def on_plan(prepared) -> None:
+        steps["total"] = len(prepared.restore_plan.steps)
+        for line in plan_lines(prepared.restore_plan):
+            out.note(line)
+
+    try:
+        record = run_drill(plan, registry, failed=args.failed, scratch=scratch, destinations=destinations,
+                           snapshot_ref=args.snapshot, target_name=args.target, identities=identities(args, plan),
+                           force=args.force, parallel=args.parallel, lock_wait=args.lock_wait,
+                           on_plan=on_plan,
+                           on_event=lambda kind, step, result: out.note(
+                               progress_line(kind, step, result, steps["total"])))
+    except (AuditUnknownDomain, UnknownDomain, RestoreUsageError) as exc:
+        raise UsageError(str(exc)) from None
+    for line in drill_lines(record):
+        out.say(line)
+    out.document(record)
+    return {"recovered": Exit.OK, "partial": Exit.PARTIAL}.get(record["result"], Exit.FAILURE)
+
+
+def _drill_destinations(values: list[str], sources: list[str]) -> tuple[str | None, dict[str, str]]:
+    pairs = [v for v in values if v.partition("=")[0] in sources and "=" in v]
+    folders = [v for v in values if v not in pairs]
+    if len(folders) > 1:
+        raise UsageError(f"--to: one scratch folder, or SOURCE=DEST pairs; got folders {folders}")
+    destinations, problems = parse_destinations(pairs, sources)
+    if problems:
+        raise UsageError("; ".join(problems))
+    return (os.path.abspath(folders[0]) if folders else None), destinations
+
+
+def _history(args: argparse.Namespace, out: Output) -> int:
+    """Without the exporter plugins: the history is records in the repository, nothing more."""
+    from dr.drills import read_history, trend
+    from dr.drills.describing import history_lines
+
+    plan = load_plan(args.plan)
+    target = choose_target(plan, args.target)
+    repo = open_target(plan, target)
+    repo.open()
+    records = read_history(repo)
+    summary = trend(records)
+    for line in history_lines(records, summary, target.name):
+        out.say(line)
+    out.document({"target": target.name, "drills": records, "trend": summary})
+    return Exit.OK
+
+
+DRILL = CommandSpec("drill", "audit, restore into a scratch target, verify, and record measured RPO/RTO "
+                    "(--history: the trend)", arguments, run)

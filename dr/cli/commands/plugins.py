@@ -1,0 +1,26 @@
+"""`dr plugins`: the installed exporters, their contract version, restore options and remap kinds."""
+
+from __future__ import annotations
+
+import argparse
+
+from dr.cli.arguments import CommandSpec
+from dr.cli.exitcodes import Exit
+from dr.cli.output import Output
+from dr.exporters.registry import Registry
+
+
+def run(args: argparse.Namespace, out: Output) -> int:
+    infos = Registry().info()
+    for info in infos:
+        state = f"ERROR: {info.error}" if info.error else info.summary
+        out.say(f"{info.name:<14} contract v{info.contract_version}  {info.value}\n{'':<14} {state}")
+        for option in info.restore_options:
+            out.say(f"{'':<14} restore option {option}")
+        if info.remap_kinds:
+            out.say(f"{'':<14} remap kinds: {', '.join(info.remap_kinds)}")
+    out.document([info.__dict__ for info in infos])
+    return Exit.FAILURE if any(i.error for i in infos) else Exit.OK
+
+
+PLUGINS = CommandSpec("plugins", "list the installed exporters", lambda p: None, run)

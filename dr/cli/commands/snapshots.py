@@ -1,0 +1,25 @@
+"""`dr snapshots`: list the snapshots in a target."""
+
+from __future__ import annotations
+
+import argparse
+
+from dr.cli.arguments import CommandSpec, open_repository, plan_and_target_args
+from dr.cli.exitcodes import Exit
+from dr.cli.output import Output, human_size
+
+
+def run(args: argparse.Namespace, out: Output) -> int:
+    _, target, repo = open_repository(args)
+    snaps = repo.snapshots()
+    out.say(f"{len(snaps)} snapshots in {repo.description} (target {target.name})")
+    for snap in snaps:
+        sources = ", ".join(s.name + ("" if s.ok else " (failed)") for s in snap.sources)
+        out.say(f"  {snap.short_id}  {snap.time:%Y-%m-%d %H:%M:%S}Z  {snap.catalog_entries:>7} artifacts  "
+                f"{human_size(snap.stats.get('bytes_read', 0)):>10}  {sources}")
+    out.document({"target": target.name, "repository": repo.description, "snapshots": [
+        {"id": s.id, **s.to_json()} for s in snaps]})
+    return Exit.OK
+
+
+SNAPSHOTS = CommandSpec("snapshots", "list the snapshots in a target", plan_and_target_args, run)
