@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import os
 
-from dr.audit import UnknownDomain as AuditUnknownDomain
 from dr.cli.arguments import CommandSpec, UsageError, identities, open_plan, plan_arg
 from dr.cli.exitcodes import Exit
 from dr.cli.output import Output
@@ -63,7 +62,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
                            on_plan=on_plan,
                            on_event=lambda kind, step, result: out.note(
                                progress_line(kind, step, result, steps["total"])))
-    except (AuditUnknownDomain, UnknownDomain, RestoreUsageError) as exc:
+    except (UnknownDomain, RestoreUsageError) as exc:
         raise UsageError(str(exc)) from None
     for line in drill_lines(record):
         out.say(line)
