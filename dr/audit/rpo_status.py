@@ -4,7 +4,8 @@ Per source: the age of the newest snapshot holding it, against the source's `rpo
 judged exactly as the audit's staleness judges it (dr.audit.staleness). Then whatever each
 source's exporter keeps outside the repository and reports itself (contract v2 rpo_report):
 for checkpoints, per training run and tier, the newest complete checkpoint at the source
-against the newest complete, verified DR copy.
+against the newest complete DR copy, checked as a restore checks it (a damaged copy is a
+breach; with read_data every byte is hashed).
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ class RpoStatus:
         return {"sources": self.sources, "runs": self.runs}
 
 
-def rpo_status(plan: Plan, registry: Registry, target: TargetSpec, now: datetime | None = None) -> RpoStatus:
+def rpo_status(plan: Plan, registry: Registry, target: TargetSpec, now: datetime | None = None,
+               read_data: bool = False) -> RpoStatus:
     repo = open_target(plan, target)
     try:
         repo.open()
@@ -42,7 +44,7 @@ def rpo_status(plan: Plan, registry: Registry, target: TargetSpec, now: datetime
         snapshots = []  # nothing backed up yet: every source with an objective is in breach
     ages = source_ages(plan, snapshots, now or datetime.now(timezone.utc))
     return RpoStatus([_source_row(age) for age in ages],
-                     [row for source in plan.spec.sources for row in _exporter_rows(plan, registry, source)])
+                     [row for source in plan.spec.sources for row in _exporter_rows(plan, registry, source, read_data)])
 
 
 def _source_row(age: SourceAge) -> dict:
@@ -51,7 +53,7 @@ def _source_row(age: SourceAge) -> dict:
             "rpo": age.source.rpo, "breach": age.breach}
 
 
-def _exporter_rows(plan: Plan, registry: Registry, source: SourceSpec) -> list[dict]:
+def _exporter_rows(plan: Plan, registry: Registry, source: SourceSpec, read_data: bool) -> list[dict]:
     context = ExportContext(source.name, plan.options[source.name], plan.base_dir, source.sensitivity)
     exporter = registry.get(source.type)(context)
-    return [{"source": source.name, **row.to_json()} for row in exporter.rpo_report(source.rpo_delta)]
+    return [{"source": source.name, **row.to_json()} for row in exporter.rpo_report(source.rpo_delta, read_data)]

@@ -10,6 +10,7 @@ dr.exporters.checkpointing, whose folders say what they hold:
   copies/    the DR copy's layout, one copy (resumable), tiers, inventory, verifying
   exporting  one backup run              restoring  choose, verify, write back
   planning   destinations, any-tier needs, RTO bytes, RPO rows (contract v2)
+  checking   the copies a snapshot records, checked as restore checks them (dr verify)
   status     RPO per run, verify every copy
 
 What a snapshot holds: one small `checkpoint-copy` artifact per DR copy (where the copy is,
@@ -26,6 +27,7 @@ from typing import Iterator
 
 from dr.exporters.checkpointing.formats.discovery import discover as discover_candidates
 from dr.exporters.checkpointing import planning
+from dr.exporters.checkpointing.checking import verify_recorded
 from dr.exporters.checkpointing.exporting import KIND, ExportRun
 from dr.exporters.checkpointing.options import CheckpointsOptions, Tier
 from dr.exporters.checkpointing.places.contract import Place
@@ -37,7 +39,7 @@ from dr.exporters.checkpointing.status import CopyCheck, RunRPO, rpo_report, ver
 from dr.exporters.checkpointing.transfer.transferring import Transfer
 from dr.exporters.contract import (AnyOf, ArtifactSink, ContentReader, Destination, Discovered, ExportContext,
                                    Exporter, Ordering, OrderingRule, Outcome, RemapKind, RestoreOption,
-                                   RestoreRequest, Rewriter, RpoRow)
+                                   RestoreRequest, Rewriter, RpoRow, CopyReport)
 from dr.model.artifacts import Artifact
 
 __all__ = ["CheckpointsExporter", "CopyCheck", "KIND", "REMAP_KEYS", "RunRPO", "rpo_report", "verify_copies"]
@@ -133,8 +135,11 @@ class CheckpointsExporter(Exporter):
     def restore_bytes(self, artifacts: list[Artifact]) -> dict[str, int]:
         return planning.restore_bytes(artifacts)
 
-    def rpo_report(self, objective: timedelta | None) -> list[RpoRow]:
-        return planning.rpo_rows(self, objective)
+    def rpo_report(self, objective: timedelta | None, read_data: bool = False) -> list[RpoRow]:
+        return planning.rpo_rows(self, objective, read_data)
+
+    def verify_copies(self, artifacts: list[Artifact], reader: ContentReader, read_data: bool) -> list[CopyReport]:
+        return verify_recorded(self, artifacts, reader, read_data)
 
     # -- beyond the contract ----------------------------------------------------------------
     def rpo(self, now: float | None = None) -> list[RunRPO]:

@@ -32,7 +32,8 @@ from dr.repository.repositories import IntegrityError
 __all__ = ["CONTRACT_VERSION", "SUPPORTED_VERSIONS", "AnyOf", "ArtifactSink", "Content", "ContentReader",
            "Destination", "Discovered", "EncryptionError", "ExportContext", "Exporter", "ExporterOptions",
            "IntegrityError", "NoDestination", "Ordering", "OrderingRule", "Outcome", "OutcomeStatus", "PlanDependency",
-           "RemapKind", "RestoreOption", "RestoreRequest", "Rewrite", "Rewriter", "RpoRow", "prefix_rewrite"]
+           "RemapKind", "RestoreOption", "RestoreRequest", "Rewrite", "Rewriter", "RpoRow", "CopyReport",
+           "prefix_rewrite"]
 
 CONTRACT_VERSION = 2
 # Versions dr still loads: the current one natively, older ones through an adapter
@@ -264,6 +265,24 @@ class RpoRow:
         return {"subject": self.subject, "detail": self.detail, "breach": self.breach, **self.data}
 
 
+@dataclass
+class CopyReport:
+    """One copy an exporter keeps outside the repository (a checkpoint's DR copy, an image in a
+    DR registry), checked as a restore would check it before reading it."""
+
+    where: str  # the copy's URL or path, credentials removed
+    what: str  # for people: "run llama step 200 tier hot"
+    problems: list[str] = field(default_factory=list)  # each naming the file, blob or record
+    data: dict[str, Any] = field(default_factory=dict)  # for --json
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_json(self) -> dict[str, Any]:
+        return {"where": self.where, "what": self.what, "ok": self.ok, "problems": self.problems, **self.data}
+
+
 class Exporter(ABC):
     """Base class of every exporter. Subclasses set the class attributes and the methods."""
 
@@ -332,6 +351,12 @@ class Exporter(ABC):
         checkpoint_download)."""
         return {"data_warmup": sum(a.size for a in artifacts)}
 
-    def rpo_report(self, objective: timedelta | None) -> list[RpoRow]:
-        """Recovery points this exporter keeps outside the repository, judged against `objective`."""
+    def rpo_report(self, objective: timedelta | None, read_data: bool = False) -> list[RpoRow]:
+        """Recovery points this exporter keeps outside the repository, judged against `objective`;
+        each checked as a restore would check it (with read_data: every byte)."""
+        return []
+
+    def verify_copies(self, artifacts: list[Artifact], reader: ContentReader, read_data: bool) -> list[CopyReport]:
+        """Check every copy outside the repository that these artifacts (one snapshot's, of this
+        source) record, as restore() would before reading it; with read_data, every byte."""
         return []

@@ -40,6 +40,9 @@ def units_for(plan: Plan, step: Step, to: str | None) -> tuple[list[Unit], str]:
                                                                     step.instance))
     except NoDestination as exc:
         return [], str(exc)
+    except Exception as exc:  # a plugin's bug must not take the whole plan down: this step is refused
+        return [], (f"the {step.exporter} exporter failed to choose a destination ({type(exc).__name__}: "
+                    f"{exc}): give --to {step.name}=DEST")
     return [Unit(f"{step.name} {d.label}".strip(), d.artifacts, d.to, remap, d.how) for d in found], ""
 
 

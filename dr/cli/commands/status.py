@@ -18,7 +18,7 @@ from dr.repository.targets import choose_target
 
 def run(args: argparse.Namespace, out: Output) -> int:
     plan, registry = open_plan(args)
-    status = rpo_status(plan, registry, choose_target(plan, args.target))
+    status = rpo_status(plan, registry, choose_target(plan, args.target), read_data=args.read_data)
     for row in status.sources:
         age = "never backed up" if row["age_seconds"] is None else \
             f"{format_duration(timedelta(seconds=int(row['age_seconds'])))} ago"
@@ -30,5 +30,11 @@ def run(args: argparse.Namespace, out: Output) -> int:
     return Exit.RPO_BREACH if status.breached else Exit.OK
 
 
+def arguments(p: argparse.ArgumentParser) -> None:
+    plan_and_target_args(p)
+    p.add_argument("--read-data", action="store_true", help="hash every file of each newest DR copy outside "
+                   "the repository (without it: marker, manifest and sizes are checked)")
+
+
 STATUS = CommandSpec("status", "RPO now: newest backup per source and per training run, against objectives "
-                     "(exit 7 on a breach)", plan_and_target_args, run)
+                     "(exit 7 on a breach)", arguments, run)

@@ -1,33 +1,65 @@
-"""`dr verify`: check snapshots and blobs (dr.repository.checking.verify); exit 6 on a problem."""
+"""`dr verify`: check snapshots, artifacts and blobs (dr.repository.checking.verify), then the copies
+exporters keep outside the repository (dr.restore.copies); exit 6 on a problem."""
 
 from __future__ import annotations
 
 import argparse
 
-from dr.cli.arguments import CommandSpec, open_repository, plan_and_target_args
+from dr.cli.arguments import CommandSpec, identities, open_plan, plan_and_target_args
 from dr.cli.exitcodes import Exit
 from dr.cli.output import Output, human_size
 from dr.repository import checking
+from dr.repository.locks import Lock
+from dr.repository.targets import choose_target, open_target
+from dr.restore.copies import check_outside_copies
 
 
 def arguments(p: argparse.ArgumentParser) -> None:
     plan_and_target_args(p)
     p.add_argument("--snapshot", metavar="ID", help="only this snapshot (id prefix or 'latest')")
-    p.add_argument("--read-data", action="store_true", help="download every blob and check its digest")
+    p.add_argument("--read-data", action="store_true", help="download every blob and check its digest, "
+                   "reassemble every artifact as a restore would, and hash every file of the copies "
+                   "exporters keep outside the repository (checkpoint DR copies)")
+    p.add_argument("--identity", metavar="FILE", help="age identity file: also decrypt secret artifacts and "
+                   "check them as a restore would (default: the file named by the plan's identity_env)")
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
-    _, _, repo = open_repository(args)
+    plan, registry = open_plan(args)
+    repo = open_target(plan, choose_target(plan, args.target))
+    repo.open()
+    keys = identities(args, plan)
     with out.progress("verify") as advance:
-        report = checking.verify(repo, args.snapshot, read_data=args.read_data, on_blob=advance)
+        report = checking.verify(repo, args.snapshot, read_data=args.read_data, on_blob=advance, identities=keys)
+    with Lock(repo, exclusive=False, command="dr verify").acquire():
+        outside = check_outside_copies(plan, registry, repo, snapshot_ref=args.snapshot, read_data=args.read_data,
+                                       identities=keys)
     depth = f"{report.blobs_checked} blobs ({human_size(report.bytes_read)}) read and hashed" \
         if args.read_data else "blobs checked for presence (add --read-data to hash every byte)"
     out.say(f"{repo.description}: {report.snapshots} snapshots, {report.artifacts} artifacts; {depth}")
     for problem in report.problems:
         out.say(f"  PROBLEM: {problem}")
-    out.say("no problems found" if report.ok else f"{len(report.problems)} problems found")
-    out.document(report.to_json())
-    return Exit.OK if report.ok else Exit.INTEGRITY
+    for note in report.notes:
+        out.note(note)
+    problems = len(report.problems) + _say_copies(outside, out, args.read_data)
+    out.say("no problems found" if not problems else f"{problems} problems found")
+    out.document({**report.to_json(), "ok": not problems, "outside_copies": [c.to_json() for c in outside]})
+    return Exit.OK if not problems else Exit.INTEGRITY
+
+
+def _say_copies(outside, out: Output, read_data: bool) -> int:
+    """Print each source's outside copies; return how many problems they have."""
+    problems = 0
+    for found in outside:
+        bad = [r for r in found.reports if not r.ok]
+        how = "every file hashed" if read_data else "marker, manifest and sizes (add --read-data to hash)"
+        out.say(f"{found.source}: {len(found.reports)} copies outside the repository (snapshot {found.snapshot}), "
+                f"{len(bad)} damaged; {how}")
+        for report in bad:
+            for problem in report.problems:
+                out.say(f"  PROBLEM: {report.what} at {report.where}: {problem}")
+                problems += 1
+    return problems
 
 
 VERIFY = CommandSpec("verify", "check snapshots and blobs (--read-data hashes every byte)", arguments, run)

@@ -59,7 +59,7 @@ def restore_bytes(artifacts: list[Artifact]) -> dict[str, int]:
 
 def default_destinations(exporter: "CheckpointsExporter", artifacts: list[Artifact],
                          rewrite: Rewriter) -> list[Destination]:
-    roots = [str(getattr(r, "url", r) or "") for r in exporter.options.roots]
+    roots = [str(getattr(r, "url", r) or "") for r in getattr(exporter.options, "roots", None) or []]
     if len(roots) == 1 and roots[0]:
         found = rewrite("bucket", roots[0])
         if found:
@@ -68,15 +68,19 @@ def default_destinations(exporter: "CheckpointsExporter", artifacts: list[Artifa
                                          "loads it in place")]
 
 
-def rpo_rows(exporter: "CheckpointsExporter", objective: timedelta | None) -> list[RpoRow]:
+def rpo_rows(exporter: "CheckpointsExporter", objective: timedelta | None, read_data: bool = False) -> list[RpoRow]:
     from dr.exporters.checkpointing.status import rpo_report
 
     archive = {t.name for t in exporter.options.effective_tiers() if getattr(t, "milestones_only", False)}
     rows = []
-    for row in rpo_report(exporter):
-        breach = objective is not None and row.tier not in archive and _lagging(row, objective)
+    for row in rpo_report(exporter, read_data=read_data):
+        # a damaged copy is a breach in any tier: it is the recovery point, and it would not restore
+        breach = bool(row.problems) or (objective is not None and row.tier not in archive
+                                         and _lagging(row, objective))
         detail = (f"source step {row.source_step}, DR copy step {row.copy_step}, "
                   f"rpo {_ago(row.rpo_seconds)}")
+        if row.problems:
+            detail += f"; the DR copy would not restore: {'; '.join(row.problems[:3])}"
         rows.append(RpoRow(f"run {row.run} tier {row.tier}", detail, breach, row.to_json()))
     return rows
 

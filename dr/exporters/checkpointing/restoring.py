@@ -107,7 +107,7 @@ def _from_copy(x: "CheckpointsExporter", artifact: Artifact, record: dict, reque
                tried: list[str]) -> Outcome | None:
     """Restore from one tier's copy; None (and a reason in `tried`) if that copy is not intact."""
     item = artifact.identity
-    place = _copy_place(x, record)
+    place = copy_place(x, record)
     layout = Layout(record["layout"]["key"], bool(record["layout"]["is_dir"]))
     quick = request.dry_run or bool(request.to)  # a real restore verifies while writing
     state, check = check_copy(place, layout, read_data=not quick, expect_manifest=record["manifest"]["sha256"])
@@ -174,7 +174,7 @@ def _existing(dest: Place, prefix: str, files: list[dict]) -> tuple[set[str], st
     return same, ""
 
 
-def _copy_place(x: "CheckpointsExporter", record: dict) -> Place:
+def copy_place(x: "CheckpointsExporter", record: dict) -> Place:
     """The copy's place as recorded; the plan's tier of the same URL wins (its endpoint may
     have been repointed for the recovery)."""
     for tier in x.options.effective_tiers():

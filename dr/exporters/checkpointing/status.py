@@ -11,7 +11,7 @@ These read storage only (no repository, no lock): `dr status` can run them while
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
 from dr.exporters.checkpointing.exporting import scan_roots
@@ -36,27 +36,34 @@ class RunRPO:
     behind: int  # complete source checkpoints newer than the copy (all of them: no copy)
     copy_path: str = ""  # the copied checkpoint's path under its root
     copy_url: str = ""  # where the copy is
+    problems: list[str] = field(default_factory=list)  # why that copy would not restore (checked)
 
     def to_json(self) -> dict:
         return asdict(self)
 
 
 def rpo_report(exporter: "CheckpointsExporter", *, now: float | None = None,
-               settle_seconds: float = 0.0) -> list[RunRPO]:
+               settle_seconds: float = 0.0, read_data: bool = False) -> list[RunRPO]:
     """One row per (run, tier), runs sorted, tiers in plan order. settle_seconds=0 judges
     the source from a single listing (fast; a checkpoint being written is then judged by its
-    files alone, which the completeness rules still catch in almost every case)."""
+    files alone, which the completeness rules still catch in almost every case). The newest
+    copy of each row is checked as a restore checks it (marker, manifest, every file's size;
+    with read_data every file's SHA-256): a copy that would not restore is in `problems`."""
     now = exporter.clock() if now is None else now
     found = scan_roots(exporter, settle_seconds).runs()
     runs = {run: [c for c in cks if c.complete] for run, cks in found.items()}
     rows = []
     for tier in exporter.options.effective_tiers():
         place = exporter.tier_place(tier)
-        held = take_inventory(place, exporter.context.source).held()
+        inventory = take_inventory(place, exporter.context.source)
+        held = inventory.held()
         for run in sorted(set(runs) | set(held)):
             row = _row(run, tier.name, runs.get(run, []), held.get(run, []), now)
             if row.copy_path:
                 row.copy_url = place.url_of(f"{exporter.context.source}/{row.copy_path}")
+                _, check = check_copy(place, inventory.layout(row.copy_path), read_data=read_data,
+                                      parallel=exporter.options.parallel_files)
+                row.problems = list(check.problems)
             rows.append(row)
     return sorted(rows, key=lambda r: r.run)
 

@@ -1,0 +1,55 @@
+"""Checking the copies exporters keep outside the repository, as a restore would (`dr verify`).
+
+Where it sits: `dr verify` checks the repository (dr.repository.checking), then calls
+check_outside_copies(): every source's exporter is asked, through the contract
+(Exporter.verify_copies), to check the copies that its artifacts record (checkpoint DR copies,
+images in DR registries) the way restore() checks them before reading. The snapshot checked
+per source is the one a restore of `latest` would read (the newest holding it), or the one
+--snapshot names. Read-only, and under the caller's shared lock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dr.exporters.contract import CopyReport, ExportContext
+from dr.exporters.registry import PluginError, Registry
+from dr.model.plans import Plan
+from dr.repository.catalogs import read_catalog
+from dr.repository.reading import ArtifactReader
+from dr.repository.repositories import Repository
+
+
+@dataclass
+class SourceCopies:
+    source: str
+    snapshot: str
+    reports: list[CopyReport]
+
+    def to_json(self) -> dict:
+        return {"source": self.source, "snapshot": self.snapshot, "copies": [r.to_json() for r in self.reports]}
+
+
+def check_outside_copies(plan: Plan, registry: Registry, repo: Repository, *, snapshot_ref: str | None = None,
+                         read_data: bool = False, identities: list | None = None) -> list[SourceCopies]:
+    snapshots = [repo.find_snapshot(snapshot_ref)] if snapshot_ref else repo.snapshots()
+    reader = ArtifactReader(repo, identities)
+    catalogs: dict[str, list] = {}
+    out = []
+    for source in plan.spec.sources:
+        holding = [s for s in snapshots if source.name in s.source_names()]
+        try:
+            cls = registry.get(source.type)
+        except PluginError:
+            continue  # dr verify reports the plan's plugin problems when it loads the plan
+        if not holding:
+            continue
+        snapshot = holding[-1]
+        if snapshot.id not in catalogs:
+            catalogs[snapshot.id] = list(read_catalog(repo, snapshot.catalog))
+        mine = [a for a in catalogs[snapshot.id] if a.source == source.name]
+        context = ExportContext(source.name, plan.options[source.name], plan.base_dir, source.sensitivity)
+        reports = cls(context).verify_copies(mine, reader, read_data)
+        if reports:
+            out.append(SourceCopies(source.name, snapshot.short_id, reports))
+    return out
