@@ -87,6 +87,7 @@ class Lock:
         self.command = command
         self.key = ""
         self.warnings: list[str] = []
+        self._stale_seen: set[str] = set()
         self._stop = threading.Event()
         self._refresher: threading.Thread | None = None
 
@@ -120,7 +121,9 @@ class Lock:
         out = []
         for info in read_locks(self.repo, skip=self.key):
             if info.is_stale():
-                self.warnings.append(f"ignoring stale {info.describe()}")
+                if info.key not in self._stale_seen:  # conflicts are read twice per attempt
+                    self._stale_seen.add(info.key)
+                    self.warnings.append(f"ignoring stale {info.describe()}")
                 continue
             if self.exclusive or info.exclusive:
                 out.append(info)
