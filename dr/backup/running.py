@@ -9,13 +9,13 @@ no snapshot is written at all.
 
 from __future__ import annotations
 
-import traceback
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 from dr.exporters.contract import ExportContext
 from dr.exporters.registry import Registry
 from dr.model.artifacts import Artifact
+from dr.model.failure_reports import failure_line, reason
 from dr.model.plans import Plan, SourceSpec, TargetSpec
 from dr.model.snapshots import Snapshot, SourceResult
 from dr.repository.catalogs import read_catalog
@@ -100,8 +100,8 @@ def _run_source(plan: Plan, registry: Registry, writer: SnapshotWriter, source: 
     try:
         registry.get(source.type)(context).export(sink)
     except Exception as exc:  # one source failing must not lose the others
-        log(f"{source.name}: failed: {exc}\n{traceback.format_exc(limit=3)}")
-        result = sink.discard(f"{exc.__class__.__name__}: {exc}")
+        log(failure_line(source.name, exc))  # one line; a traceback only for a bug, with DR_DEBUG=1
+        result = sink.discard(reason(exc))
     else:
         result = sink.commit()
     result.findings = context.findings
