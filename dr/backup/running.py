@@ -21,7 +21,7 @@ from dr.model.snapshots import Snapshot, SourceResult
 from dr.repository.catalogs import read_catalog
 from dr.repository.locks import Lock
 from dr.repository.repositories import Repository
-from dr.repository.targets import open_target
+from dr.repository.targets import check_object_lock, open_target
 from dr.repository.writing import SnapshotWriter
 
 
@@ -79,6 +79,7 @@ def run_backup(plan: Plan, registry: Registry, source_names: Iterable[str] | Non
 def _backup_target(plan: Plan, registry: Registry, target: TargetSpec, sources: list[SourceSpec],
                    lock_wait: float, on_progress, log) -> BackupResult:
     repo = open_target(plan, target)
+    check_object_lock(repo, target)
     repo.init()
     lock = Lock(repo, exclusive=True, command=f"dr backup --plan {plan.name}").acquire(lock_wait)
     with lock:
