@@ -116,3 +116,13 @@ def test_a_catalog_claiming_an_absurd_size_is_a_finding_not_a_crash(tmp_path, ca
     err = capsys.readouterr().err
     assert code != Exit.OK and "Traceback" not in err
     assert not os.path.exists(out_dir / "data" / "a.txt") or (out_dir / "data" / "a.txt").read_text() == "a\n"
+
+
+def test_snapshots_shows_the_size_of_what_survived_not_what_was_read(tmp_path, failing_plugins, capsys):
+    sources = files_source("config", [_data(tmp_path)]) + "  - name: flaky\n    type: flaky\n"
+    plan = write_plan(tmp_path / "plan.yaml", local_target(tmp_path / "repo"), sources)
+    assert main(["backup", "--plan", plan, "-q"]) == Exit.PARTIAL
+    capsys.readouterr()
+    assert main(["snapshots", "--plan", plan]) == Exit.OK
+    [line] = [line for line in capsys.readouterr().out.splitlines() if "flaky (failed)" in line]
+    assert " 2 B " in line and "MiB" not in line  # config holds a.txt ("a\n"); flaky read 3 MiB, then failed

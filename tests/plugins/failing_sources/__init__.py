@@ -31,7 +31,7 @@ class FlakyExporter(_Failing):
     summary = "fails with a store that answers 503 SlowDown"
 
     def export(self, sink: ArtifactSink) -> None:
-        sink.write("thing", "one", b"1")
+        sink.write("thing", "one", b"1" * (3 << 20))  # read and stored, then lost with the source
         raise TransientStoreError("put s3://bucket/repo/blobs/ab/abcdef: 503 SlowDown (after 5 attempts)")
 
 
