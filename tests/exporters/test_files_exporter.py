@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import os
 import stat
 
@@ -329,3 +330,20 @@ def test_setuid_setgid_and_sticky_bits_are_stripped_unless_kept(harness, tmp_pat
     assert not any("stripped" in o.reason for o in outcomes)
     assert stat.S_IMODE(os.stat(kept / "bin" / "tool").st_mode) == 0o6755
     assert stat.S_IMODE(os.stat(kept / "bin").st_mode) == 0o1777
+
+
+def test_names_of_a_secret_source_are_plaintext_and_the_docs_say_so(harness, tree, tmp_path):
+    """Secret-class sources encrypt content only: names and symlink targets stay readable in the
+    catalog. Pinned here so that the day names are encrypted, the documents change with it."""
+    _, recipient = encryption.generate_identity()
+    backup = harness.backup(FilesExporter, opts(tree), base_dir=str(tmp_path), recipients=[recipient],
+                            sensitivity=Sensitivity.SECRET)
+    catalog = harness.repo.read_blob(backup.snapshot.catalog)
+    text = gzip.decompress(catalog)
+    assert b"cfg/secret.key" in text and b"a/b/deep.yaml" in text  # a path and a symlink target
+    assert CANARY not in text
+    docs = os.path.join(os.path.dirname(__file__), "..", "..", "docs")
+    with open(os.path.join(docs, "format.md"), encoding="utf-8") as handle:
+        assert "**Names are not protected, even for a secret-class source.**" in handle.read()
+    with open(os.path.join(docs, "exporters.md"), encoding="utf-8") as handle:
+        assert "file names and link targets are NOT protected" in " ".join(handle.read().split())
