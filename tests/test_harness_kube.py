@@ -23,14 +23,15 @@ from kubernetes.dynamic.exceptions import ResourceNotFoundError
 
 from tests.harness import EmulatedCluster, write_kubeconfig
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "upstream"
+from tests.upstream_fixtures import FIXTURES, missing
+
 CLUSTERQUEUE_CRD = FIXTURES / "kueue" / "crds" / "kueue.x-k8s.io_clusterqueues.yaml"
 LOCALQUEUE_CRD = FIXTURES / "kueue" / "crds" / "kueue.x-k8s.io_localqueues.yaml"
 
 
 def load_crd(path: Path) -> dict:
     # A missing upstream fixture is a broken checkout: fail, never skip.
-    assert path.is_file(), f"upstream fixture missing: {path} (see shared fixtures SOURCES.md)"
+    assert path.is_file(), missing(path)
     return yaml.safe_load(path.read_text())
 
 

@@ -9,7 +9,6 @@ no snapshot is written at all.
 
 from __future__ import annotations
 
-import traceback
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
@@ -17,12 +16,13 @@ from dr.backup.dependencies import DependencyLedger, RecordingSink
 from dr.exporters.contract import ExportContext
 from dr.exporters.registry import Registry
 from dr.model.artifacts import Artifact
+from dr.model.failure_reports import failure_line, reason
 from dr.model.plans import Plan, SourceSpec, TargetSpec
 from dr.model.snapshots import Snapshot, SourceResult
 from dr.repository.catalogs import read_catalog
 from dr.repository.locks import Lock
 from dr.repository.repositories import Repository
-from dr.repository.targets import open_target
+from dr.repository.targets import check_object_lock, open_target
 from dr.repository.writing import SnapshotWriter
 
 
@@ -78,6 +78,7 @@ def run_backup(plan: Plan, registry: Registry, source_names: Iterable[str] | Non
 def _backup_target(plan: Plan, registry: Registry, target: TargetSpec, sources: list[SourceSpec],
                    lock_wait: float, on_progress, log) -> BackupResult:
     repo = open_target(plan, target)
+    check_object_lock(repo, target)
     repo.init()
     lock = Lock(repo, exclusive=True, command=f"dr backup --plan {plan.name}").acquire(lock_wait)
     with lock:
@@ -128,8 +129,8 @@ def _run_source(plan: Plan, registry: Registry, writer: SnapshotWriter, source: 
     try:
         registry.get(source.type)(context).export(RecordingSink(sink, ledger) if ledger is not None else sink)
     except Exception as exc:  # one source failing must not lose the others
-        log(f"{source.name}: failed: {exc}\n{traceback.format_exc(limit=3)}")
-        result = sink.discard(f"{exc.__class__.__name__}: {exc}")
+        log(failure_line(source.name, exc))  # one line; a traceback only for a bug, with DR_DEBUG=1
+        result = sink.discard(reason(exc))
     else:
         result = sink.commit()
     result.findings = context.findings

@@ -20,6 +20,7 @@ from dr.cli.commands import COMMANDS
 from dr.cli.exitcodes import Exit
 from dr.cli.output import Output
 from dr.exporters.registry import PluginError
+from dr.model.failure_reports import DEBUG_ENV
 from dr.model.plan_loading import PlanError
 from dr.model.plans import NotInPlan
 from dr.model.recovery import UnknownDomain
@@ -65,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.extra = extra
     out = Output(as_json=args.json, quiet=args.quiet)
+    if args.debug:  # the library reads it too: a failed source's traceback (dr.model.failure_reports)
+        os.environ[DEBUG_ENV] = "1"
     try:
         return int(args.handler(args, out))
     except PlanError as exc:

@@ -250,6 +250,7 @@ class RestoreOption:
     help: str
     key: str  # the RestoreRequest.remap key; with pairs, OLD=NEW becomes remap[key + OLD] = NEW
     pairs: bool = False  # the value is OLD=NEW and the option repeats
+    switch: bool = False  # a flag without a value (metavar ""): given, it sets remap[key] = "true"
 
 
 @dataclass

@@ -9,6 +9,10 @@ elsewhere, and unique because Options rejects two paths with the same basename.
 Unchanged files are not read again: the change token is size, mtime, inode and mode (as in
 restic); when it equals the previous snapshot's, the sink reuses the stored content.
 
+Restore strips setuid, setgid and sticky bits unless asked to keep them (--keep-special-bits):
+a catalog is data anyone with write access to the store could forge, and a restored setuid
+root binary is a privilege escalation. Each item whose bits were stripped says so.
+
 Restore never writes outside the destination: identities that are absolute or contain '..'
 are refused, every parent directory is opened relative to the previous one with O_NOFOLLOW (a
 symlink in the destination is never written through), and files are written to a temporary
@@ -31,7 +35,8 @@ from typing import Callable, Iterator
 from pydantic import Field, field_validator
 
 from dr.exporters.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter,
-                                   ExporterOptions, NoDestination, Outcome, RestoreRequest, Rewriter)
+                                   ExporterOptions, NoDestination, Outcome, RestoreOption, RestoreRequest,
+                                   Rewriter)
 from dr.exporters.contract import OutcomeStatus as Status
 from dr.model.artifacts import Artifact, Sensitivity
 
@@ -39,6 +44,8 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # a FIFO must not block us
 _WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 KINDS = ("file", "directory", "symlink")
+SPECIAL_BITS = stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX
+KEEP_SPECIAL = "keep-special-bits"  # RestoreRequest.remap key of the restore option
 Stat = os.stat_result
 
 
@@ -96,6 +103,8 @@ class FilesExporter(Exporter):
     type_name = "files"
     contract_version = 2
     summary = "Local directories and files, with modes, mtimes, empty directories and symlinks"
+    restore_options = (RestoreOption(KEEP_SPECIAL, "", "restore setuid, setgid and sticky bits as the catalog "
+                                     "records them (stripped by default)", KEEP_SPECIAL, switch=True),)
 
     class Options(ExporterOptions):
         #: directories or files; relative ones resolve against the plan's folder
@@ -247,6 +256,23 @@ class _Restore:
     def __init__(self, root: int | None, dest: str, reader: ContentReader, request: RestoreRequest):
         self.root, self.dest, self.reader, self.request = root, dest, reader, request
         self.dirs: list[tuple[list[str], Artifact, Outcome]] = []
+        self.keep_special = request.remap.get(KEEP_SPECIAL) == "true"
+
+    def _mode(self, artifact: Artifact) -> int:
+        """The mode to restore: the catalog's, without setuid/setgid/sticky unless asked to keep them."""
+        mode = int(artifact.meta["mode"], 8)
+        return mode if self.keep_special else mode & ~SPECIAL_BITS
+
+    def _stripped(self, artifact: Artifact, outcome: Outcome) -> Outcome:
+        """Say in the item's outcome that special bits were not restored."""
+        recorded = int(artifact.meta["mode"], 8)
+        if self.keep_special or not recorded & SPECIAL_BITS or outcome.status in (Status.FAILED, Status.CONFLICT):
+            return outcome
+        names = [n for bit, n in ((stat.S_ISUID, "setuid"), (stat.S_ISGID, "setgid"), (stat.S_ISVTX, "sticky"))
+                 if recorded & bit]
+        outcome.reason += (f"; {'/'.join(names)} bits of mode {recorded:04o} stripped (mode "
+                           f"{self._mode(artifact):04o}; --keep-special-bits keeps them)")
+        return outcome
 
     def run(self, artifacts: list[Artifact]) -> Iterator[Outcome]:
         """Shallow first, so parents exist; directory modes and mtimes last, deepest first."""
@@ -281,9 +307,11 @@ class _Restore:
                 if parent is not None:
                     existing = os.stat(parts[-1], dir_fd=parent, follow_symlinks=False)
             if artifact.kind == "directory":
-                self.dirs.append((parts, artifact, self._dir(artifact, parent, parts[-1], existing)))
+                outcome = self._stripped(artifact, self._dir(artifact, parent, parts[-1], existing))
+                self.dirs.append((parts, artifact, outcome))
                 return None
-            return self._leaf(artifact, parent, parts[-1], existing)
+            outcome = self._leaf(artifact, parent, parts[-1], existing)
+            return self._stripped(artifact, outcome) if artifact.kind == "file" else outcome
         finally:
             if parent is not None and parent != self.root:
                 os.close(parent)
@@ -340,7 +368,7 @@ class _Restore:
 
     def _dir(self, artifact: Artifact, parent: int | None, name: str, existing: Stat | None) -> Outcome:
         """Directories merge: a retry after a partial restore converges without overwrite."""
-        shown, mode = self._show(artifact), artifact.meta["mode"]
+        shown, mode = self._show(artifact), f"{self._mode(artifact):04o}"
         if existing is not None and stat.S_ISDIR(existing.st_mode):
             if _mode(existing) == mode:
                 return Outcome(artifact.identity, Status.UNCHANGED, f"{shown} exists with mode {mode}")
@@ -358,7 +386,7 @@ class _Restore:
     def _finish_dir(self, parts: list[str], artifact: Artifact, outcome: Outcome) -> Outcome:
         fd = self._open_dir(parts)
         try:
-            os.chmod(fd, int(artifact.meta["mode"], 8))
+            os.chmod(fd, self._mode(artifact))
             os.utime(fd, ns=(artifact.meta["mtime_ns"],) * 2)
         finally:
             os.close(fd)
@@ -394,7 +422,7 @@ class _Restore:
     def _same_file(self, artifact: Artifact, parent: int, name: str, existing: Stat) -> bool:
         """Identical: a regular file with the same mode and content (its digest, else its plaintext)."""
         if not stat.S_ISREG(existing.st_mode) or existing.st_size != artifact.size \
-                or _mode(existing) != artifact.meta.get("mode"):
+                or stat.S_IMODE(existing.st_mode) != self._mode(artifact):
             return False
         with os.fdopen(os.open(name, _READ_FLAGS, dir_fd=parent), "rb") as handle:
             actual = hashlib.file_digest(handle, "sha256").hexdigest()
@@ -409,7 +437,7 @@ class _Restore:
             shutil.copyfileobj(source, out, 1 << 20)  # the reader verifies every chunk and the whole
             out.flush()
             os.fsync(out.fileno())
-            os.chmod(out.fileno(), int(artifact.meta["mode"], 8))
+            os.chmod(out.fileno(), self._mode(artifact))
             os.utime(out.fileno(), ns=(artifact.meta["mtime_ns"],) * 2)
 
 

@@ -65,7 +65,7 @@ class Registry:
             try:
                 cls = self.get(name)
                 version = getattr(cls, "adapted_from", cls.contract_version)
-                options = [f"--{o.flag} {o.metavar}: {o.help}" for o in cls.restore_options]
+                options = [f"--{o.flag} {o.metavar}".rstrip() + f": {o.help}" for o in cls.restore_options]
                 out.append(PluginInfo(name, self._eps[name].value, cls.summary, version, "", options,
                                       [k.name for k in cls.remap_kinds]))
             except PluginError as exc:

@@ -102,9 +102,45 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+# A plan is a few hundred nodes; aliases can make a few hundred bytes stand for billions (an
+# "alias bomb"), and everything that walks the plan (the line map, validation) walks them all.
+NODE_BUDGET = 100_000
+
+
+class _TooManyNodes(Exception):
+    pass
+
+
+def _expanded_size(node: Any, sizes: dict[int, int], open_nodes: set[int]) -> int:
+    """How many nodes the tree has once every alias is expanded; stops at NODE_BUDGET.
+
+    Each distinct node is counted once (memoized), so the work is bounded by the text's size.
+    """
+    if id(node) in sizes:
+        return sizes[id(node)]
+    if id(node) in open_nodes:
+        raise _TooManyNodes("an alias that contains itself (endless once expanded)")
+    open_nodes.add(id(node))
+    total = 1
+    children = node.value if isinstance(node, (yaml.SequenceNode, yaml.MappingNode)) else ()
+    for child in children:
+        for part in (child if isinstance(node, yaml.MappingNode) else (child,)):
+            total += _expanded_size(part, sizes, open_nodes)
+            if total > NODE_BUDGET:
+                raise _TooManyNodes(f"aliases that expand to more than {NODE_BUDGET:,} nodes")
+    open_nodes.discard(id(node))
+    sizes[id(node)] = total
+    return total
+
+
 def _parse_yaml(text: str, path: str):
     try:
-        return yaml.compose(text, Loader=yaml.SafeLoader), yaml.load(text, Loader=_UniqueKeyLoader)
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        _expanded_size(node, {}, set())  # before anything walks the tree or builds the data
+        return node, yaml.load(text, Loader=_UniqueKeyLoader)
+    except _TooManyNodes as exc:
+        raise PlanError([Problem(path, "", f"YAML with {exc}",
+                                 "a plan without alias bombs: use fewer or smaller anchors")]) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark else None

@@ -58,6 +58,12 @@ class Snapshot:
     def source_names(self) -> list[str]:
         return [s.name for s in self.sources if s.ok]
 
+    @property
+    def held_bytes(self) -> int:
+        """The size of what the snapshot holds: its sources that succeeded. (stats.bytes_read
+        also counts what failed sources read before failing, which the snapshot does not hold.)"""
+        return sum(s.bytes for s in self.sources if s.ok)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "plan": self.plan,

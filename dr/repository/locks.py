@@ -26,6 +26,7 @@ from dr.repository.stores.base import ObjectMissing
 
 STALE_AFTER = 30 * 60
 REFRESH_EVERY = 5 * 60
+MAX_COLLISIONS = 5  # simultaneous acquisitions that saw each other: retries before giving up
 
 
 class RepositoryLocked(RepositoryError):
@@ -86,11 +87,13 @@ class Lock:
         self.command = command
         self.key = ""
         self.warnings: list[str] = []
+        self._stale_seen: set[str] = set()
         self._stop = threading.Event()
         self._refresher: threading.Thread | None = None
 
     def acquire(self, wait_seconds: float = 0.0) -> "Lock":
         deadline = time.monotonic() + wait_seconds
+        collisions = 0
         while True:
             conflicts = self._conflicts()
             if not conflicts:
@@ -101,6 +104,12 @@ class Lock:
                     return self
                 self.repo.store.delete(self.key)  # lost a race: both back off, one retries first
                 self.key = ""
+                if collisions < MAX_COLLISIONS:
+                    # Nobody held the lock when we looked: a collision, not a holder. Retry after a
+                    # random pause even past the deadline, or two simultaneous starts both give up.
+                    collisions += 1
+                    time.sleep(random.uniform(0.05, 0.5) * collisions)
+                    continue
             if time.monotonic() >= deadline:
                 raise RepositoryLocked(
                     f"{self.repo.description} is locked: {conflicts[0].describe()}. Wait for it to "
@@ -112,7 +121,9 @@ class Lock:
         out = []
         for info in read_locks(self.repo, skip=self.key):
             if info.is_stale():
-                self.warnings.append(f"ignoring stale {info.describe()}")
+                if info.key not in self._stale_seen:  # conflicts are read twice per attempt
+                    self._stale_seen.add(info.key)
+                    self.warnings.append(f"ignoring stale {info.describe()}")
                 continue
             if self.exclusive or info.exclusive:
                 out.append(info)

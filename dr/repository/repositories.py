@@ -45,7 +45,10 @@ class Repository:
             return self.open()
         except NotARepository:
             if self.store.exists(layout.CONFIG):
-                raise  # something else lives here: never write over it
+                # Either another process initialized the store between our read and this check
+                # (read its config: format.md section 6), or something else lives here: then the
+                # second open fails too, and we never write over it.
+                return self.open()
         config = {
             "format": layout.FORMAT_NAME,
             "version": layout.FORMAT_VERSION,

@@ -70,6 +70,7 @@ def estimate_lines(estimate: RtoEstimate) -> list[str]:
     for part in estimate.parts:
         shown = "unknown" if part.seconds is None else show(part.seconds)
         lines.append(f"  {part.label:<30} {shown:>9}  {part.basis}")
+    lines += [redact(f"  finding: {finding}") for finding in estimate.findings]
     return lines
 
 

@@ -31,6 +31,10 @@ from dr.model.snapshots import Snapshot
 from dr.restore.steps import READY, Step
 
 MEASURED_BACKUPS = 10  # the newest backups whose throughput is averaged
+# One artifact claiming more than this is a damaged or forged catalog, not a real backup: the
+# estimate leaves it out and says so (a finding), rather than estimate centuries or overflow.
+ABSURD_BYTES = 1 << 50  # 1 PiB
+MAX_SECONDS = 100 * 365 * 86400  # an estimate is clamped here (a timedelta overflows beyond ~2.7 million years)
 
 # (part, label, plan field or None when computed from bytes)
 PARTS = [
@@ -61,6 +65,7 @@ class RtoEstimate:
     parts: list[Part] = field(default_factory=list)
     throughput: float | None = None  # bytes per second
     throughput_basis: str = ""
+    findings: list[str] = field(default_factory=list)  # what made the estimate leave something out
 
     @property
     def total(self) -> float:
@@ -76,10 +81,12 @@ class RtoEstimate:
     def to_json(self) -> dict[str, Any]:
         return {"total_seconds": round(self.total, 3), "complete": self.complete,
                 "throughput_bytes_per_second": self.throughput, "throughput_basis": self.throughput_basis,
-                "parts": [p.to_json() for p in self.parts]}
+                "parts": [p.to_json() for p in self.parts], "findings": list(self.findings)}
 
 
 def show(seconds: float) -> str:
+    if seconds >= MAX_SECONDS:
+        return "over " + format_duration(timedelta(seconds=MAX_SECONDS))
     return f"{seconds:.1f}s" if seconds < 60 else format_duration(timedelta(seconds=round(seconds)))
 
 
@@ -104,27 +111,40 @@ def measured_throughput(snapshots: list[Snapshot]) -> tuple[float | None, str]:
 BYTE_PARTS = ("image_warmup", "data_warmup", "checkpoint_download")
 
 
-def byte_parts(steps: list[Step]) -> dict[str, int]:
+def byte_parts(steps: list[Step], findings: list[str] | None = None) -> dict[str, int]:
     """Bytes each warm-up part moves, over the steps that will run, as each step's exporter
     counts them (contract v2 restore_bytes; a part it names that is not one of BYTE_PARTS
-    counts as data warm-up)."""
+    counts as data warm-up). Artifacts claiming absurd sizes are left out, each a finding."""
     out = dict.fromkeys(BYTE_PARTS, 0)
     for step in (s for s in steps if s.status == READY):
-        parts = step.instance.restore_bytes(step.artifacts) if step.instance is not None else \
-            {"data_warmup": step.bytes}
+        plausible = [a for a in step.artifacts if 0 <= a.size <= ABSURD_BYTES]
+        if findings is not None:
+            findings += _absurd(step, [a for a in step.artifacts if not 0 <= a.size <= ABSURD_BYTES])
+        parts = step.instance.restore_bytes(plausible) if step.instance is not None else \
+            {"data_warmup": sum(a.size for a in plausible)}
         for part, size in parts.items():
-            out[part if part in out else "data_warmup"] += int(size)
+            out[part if part in out else "data_warmup"] += min(max(int(size), 0), ABSURD_BYTES)
     return out
+
+
+def _absurd(step: Step, artifacts: list) -> list[str]:
+    if not artifacts:
+        return []
+    worst = max(artifacts, key=lambda a: abs(a.size))
+    more = f" (and {len(artifacts) - 1} more)" if len(artifacts) > 1 else ""
+    return [f"step {step.name}: artifact {worst.identity} claims {worst.size} bytes{more}, beyond any real "
+            f"backup ({human_size(ABSURD_BYTES)}): the catalog is damaged or forged; left out of the "
+            "estimate, and the restore will refuse content that does not match"]
 
 
 def estimate(rto: RtoSpec, steps: list[Step], snapshots: list[Snapshot]) -> RtoEstimate:
     throughput, basis = measured_throughput(snapshots)
     if throughput is None and rto.throughput_bytes:
         throughput, basis = rto.throughput_bytes, f"restore.rto.throughput ({rto.throughput}); {basis}"
-    sizes = byte_parts(steps)
+    result = RtoEstimate(throughput=throughput, throughput_basis=basis)
+    sizes = byte_parts(steps, result.findings)
     if rto.image_bytes is not None:
         sizes["image_warmup"] += parse_size(rto.image_bytes)
-    result = RtoEstimate(throughput=throughput, throughput_basis=basis)
     for name, label, plan_field in PARTS:
         if plan_field is not None:
             seconds = rto.seconds(plan_field)
@@ -141,4 +161,5 @@ def _from_bytes(name: str, label: str, size: int, throughput: float | None) -> P
         return Part(name, label, 0.0, "nothing to move")
     if not throughput:
         return Part(name, label, None, f"unknown: {human_size(size)} to move and no measured throughput")
-    return Part(name, label, size / throughput, f"{human_size(size)} at {human_size(throughput)}/s")
+    seconds = min(size / throughput, float(MAX_SECONDS))
+    return Part(name, label, seconds, f"{human_size(size)} at {human_size(throughput)}/s")

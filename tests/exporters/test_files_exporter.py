@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import os
 import stat
 
@@ -302,3 +303,47 @@ def test_discover_lists_without_reading(tree, tmp_path):
 def test_options_rejected(bad):
     with pytest.raises(ValidationError):
         FilesExporter.Options(**bad)
+
+
+def test_setuid_setgid_and_sticky_bits_are_stripped_unless_kept(harness, tmp_path):
+    """A catalog can be forged by anyone who can write to the store: mode 6755 must not come back
+    as a setuid root binary unless the operator asks (issue 16, item 7)."""
+    root = tmp_path / "src" / "bin"
+    put(root / "tool", b"#!/bin/sh\n", 0o6755)
+    os.chmod(root, 0o1777)
+    backup = harness.backup(FilesExporter, opts("src/bin"), base_dir=str(tmp_path))
+    assert backup.by_identity()["bin/tool"].meta["mode"] == "6755"
+
+    dest = tmp_path / "out"
+    outcomes = {o.item: o for o in harness.restore(FilesExporter, opts("src/bin"), backup.artifacts, to=str(dest))}
+    assert stat.S_IMODE(os.stat(dest / "bin" / "tool").st_mode) == 0o755
+    assert stat.S_IMODE(os.stat(dest / "bin").st_mode) == 0o777
+    assert "setuid/setgid bits of mode 6755 stripped (mode 0755; --keep-special-bits" in outcomes["bin/tool"].reason
+    assert "sticky bits of mode 1777 stripped" in outcomes["bin"].reason
+    again = harness.restore(FilesExporter, opts("src/bin"), backup.artifacts, to=str(dest))
+    assert set(statuses(again).values()) == {OutcomeStatus.UNCHANGED}, again
+
+    kept = tmp_path / "kept"
+    outcomes = harness.restore(FilesExporter, opts("src/bin"), backup.artifacts, to=str(kept),
+                               remap={"keep-special-bits": "true"})
+    assert set(statuses(outcomes).values()) == {OutcomeStatus.RESTORED}
+    assert not any("stripped" in o.reason for o in outcomes)
+    assert stat.S_IMODE(os.stat(kept / "bin" / "tool").st_mode) == 0o6755
+    assert stat.S_IMODE(os.stat(kept / "bin").st_mode) == 0o1777
+
+
+def test_names_of_a_secret_source_are_plaintext_and_the_docs_say_so(harness, tree, tmp_path):
+    """Secret-class sources encrypt content only: names and symlink targets stay readable in the
+    catalog. Pinned here so that the day names are encrypted, the documents change with it."""
+    _, recipient = encryption.generate_identity()
+    backup = harness.backup(FilesExporter, opts(tree), base_dir=str(tmp_path), recipients=[recipient],
+                            sensitivity=Sensitivity.SECRET)
+    catalog = harness.repo.read_blob(backup.snapshot.catalog)
+    text = gzip.decompress(catalog)
+    assert b"cfg/secret.key" in text and b"a/b/deep.yaml" in text  # a path and a symlink target
+    assert CANARY not in text
+    docs = os.path.join(os.path.dirname(__file__), "..", "..", "docs")
+    with open(os.path.join(docs, "format.md"), encoding="utf-8") as handle:
+        assert "**Names are not protected, even for a secret-class source.**" in handle.read()
+    with open(os.path.join(docs, "exporters.md"), encoding="utf-8") as handle:
+        assert "file names and link targets are NOT protected" in " ".join(handle.read().split())

@@ -17,8 +17,9 @@ import threading
 import yaml
 
 from tests.harness.kube import EmulatedCluster, write_kubeconfig
+from tests.upstream_fixtures import FIXTURES
 
-KUEUE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "fixtures", "upstream", "kueue")
+KUEUE = str(FIXTURES / "kueue")  # optional here: the demo runs without them
 IN_CLUSTER_IMAGE = "registry.kube-system.svc.cluster.local:5000/team-a/trainer:v3"
 
 

@@ -1,7 +1,8 @@
 """The upstream CRDs and examples (shared fixtures), and the real-world source cluster built from them.
 
-The files are read from /work/shared/fixtures/upstream (see its SOURCES.md), never copied. A
-missing file fails the test: a test that silently skipped would hide a broken checkout.
+The files are read from $DR_UPSTREAM_FIXTURES (default ../shared/fixtures/upstream; see
+tests/upstream_fixtures.py and scripts/fetch-upstream-fixtures), never copied. A missing file
+fails the test: a test that silently skipped would hide a broken checkout.
 """
 
 from __future__ import annotations
@@ -10,11 +11,11 @@ import base64
 import gzip
 import json
 import time
-from pathlib import Path
 
 import yaml
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "upstream"
+from tests.upstream_fixtures import FIXTURES, missing
+
 CANARY = "dr-canary-7f3a9c-never-in-plaintext"
 HELM_CANARY = "helm-values-canary-51d0e2"
 
@@ -22,7 +23,7 @@ HELM_CANARY = "helm-values-canary-51d0e2"
 def upstream(relative: str) -> list[dict]:
     """Every document of one upstream YAML file; fails (never skips) when it is missing."""
     path = FIXTURES / relative
-    assert path.is_file(), f"upstream fixture missing: {path} (see {FIXTURES / 'SOURCES.md'})"
+    assert path.is_file(), missing(path)
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: the CRDs are large
     return [d for d in yaml.load_all(path.read_text(), Loader=loader) if d]
 
@@ -32,7 +33,7 @@ def upstream_crds() -> list[dict]:
     crds = []
     for folder in folders:
         files = sorted((FIXTURES / folder).glob("*.yaml"))
-        assert files, f"upstream CRDs missing in {FIXTURES / folder}"
+        assert files, missing(FIXTURES / folder / "*.yaml")
         crds += [doc for f in files for doc in upstream(str(f.relative_to(FIXTURES)))]
     return crds
 

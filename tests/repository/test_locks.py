@@ -78,7 +78,8 @@ def test_a_lock_held_by_a_live_process_blocks_and_a_killed_ones_is_stale(repo, t
     [info] = read_locks(repo)
     assert info.is_stale()
     lock = Lock(repo, exclusive=True, command="me").acquire()
-    assert any("stale" in w for w in lock.warnings)
+    # conflicts are read before and after writing our lock: still one warning (issue 16)
+    assert len([w for w in lock.warnings if "stale" in w]) == 1
     lock.release()
     assert remove_locks(repo) and read_locks(repo) == []
 

@@ -102,6 +102,9 @@ def exporter_options(cls: type, source: str, extra: list[str]) -> dict[str, str]
     parser = argparse.ArgumentParser(prog=f"dr restore --source {source}", add_help=False,
                                      exit_on_error=False)
     for option in cls.restore_options:
+        if option.switch:  # a flag without a value
+            parser.add_argument(f"--{option.flag}", dest=option.flag, action="store_const", const="true")
+            continue
         parser.add_argument(f"--{option.flag}", dest=option.flag, metavar=option.metavar, help=option.help,
                             action="append" if option.pairs else "store")
     try:
@@ -109,7 +112,7 @@ def exporter_options(cls: type, source: str, extra: list[str]) -> dict[str, str]
     except argparse.ArgumentError as exc:
         raise UsageError(f"{exc}") from None
     if unknown:
-        known = ", ".join(f"--{o.flag} {o.metavar}" for o in cls.restore_options) or "none"
+        known = ", ".join(f"--{o.flag} {o.metavar}".rstrip() for o in cls.restore_options) or "none"
         raise UsageError(f"unrecognized arguments: {' '.join(unknown)} (options of the {cls.type_name} "
                          f"exporter: {known})")
     remap: dict[str, str] = {}

@@ -16,7 +16,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
     for snap in snaps:
         sources = ", ".join(s.name + ("" if s.ok else " (failed)") for s in snap.sources)
         out.say(f"  {snap.short_id}  {snap.time:%Y-%m-%d %H:%M:%S}Z  {snap.catalog_entries:>7} artifacts  "
-                f"{human_size(snap.stats.get('bytes_read', 0)):>10}  {sources}")
+                f"{human_size(snap.held_bytes):>10}  {sources}")
     out.document({"target": target.name, "repository": repo.description, "snapshots": [
         {"id": s.id, **s.to_json()} for s in snaps]})
     return Exit.OK

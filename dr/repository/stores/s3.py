@@ -149,6 +149,19 @@ class S3Store(Store):
     def close(self) -> None:
         self._client.close()
 
+    def object_lock_enabled(self) -> bool:
+        """Whether the bucket has S3 Object Lock enabled (not part of the store contract: the
+        backup asks it of a target whose plan says `object_lock: true`)."""
+        try:
+            answer = self._client.get_object_lock_configuration(Bucket=self.bucket)
+        except botocore.exceptions.ClientError as exc:
+            if _code(exc) == "ObjectLockConfigurationNotFoundError":
+                return False
+            raise self._error("get object lock configuration of", "", exc) from exc
+        except Exception as exc:
+            raise self._error("get object lock configuration of", "", exc) from exc
+        return answer.get("ObjectLockConfiguration", {}).get("ObjectLockEnabled") == "Enabled"
+
     def _error(self, op: str, key: str, exc: Exception) -> StoreError:
         """Map a boto/network exception to the contract's errors, naming bucket/key only."""
         where = f"s3://{self.bucket}/{self._prefix}{key}"

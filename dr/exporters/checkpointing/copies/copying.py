@@ -16,8 +16,10 @@ a file visible without a valid entry can only be stale, and is deleted before it
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -140,3 +142,7 @@ def _drop_journal(dst: Place, layout: Layout) -> None:
     """The manifest now holds everything the journal did."""
     journal = layout.journal.rstrip("/")
     dst.delete_many([f.path for f in dst.list_files(journal)])
+    if not dst.is_s3:  # a directory keeps the emptied folders (S3 has none): remove them too
+        for folder, _, _ in sorted(os.walk(dst.url_of(journal)), reverse=True):
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)
