@@ -95,7 +95,7 @@ def _backup_target(plan: Plan, registry: Registry, target: TargetSpec, sources: 
 def _run_source(plan: Plan, registry: Registry, writer: SnapshotWriter, source: SourceSpec,
                 parent: list[Artifact], log) -> SourceResult:
     context = ExportContext(source.name, plan.options[source.name], plan.base_dir, source.sensitivity,
-                            log=lambda m: log(f"{source.name}: {m}"))
+                            log=lambda m: log(f"{source.name}: {m}"), hosts=tuple(plan.placer.host_patterns()))
     sink = writer.source(source.name, source.type, parent)
     try:
         registry.get(source.type)(context).export(sink)

@@ -106,6 +106,9 @@ class ExportContext:
     sensitivity: Sensitivity | None = None  # the plan's override for this source, if any
     log: Callable[[str], None] = lambda message: None
     findings: list[dict] = field(default_factory=list)
+    # Host globs the plan places (Placer.host_patterns): a bare host name an exporter finds in
+    # the content it captures is worth recording as a dependency when one of these matches it.
+    hosts: tuple[str, ...] = ()
 
     def finding(self, severity: str, code: str, message: str, **facts: Any) -> None:
         """Record a problem noticed while exporting (kept in the snapshot manifest)."""

@@ -90,7 +90,7 @@ class Export:
         kinds = self.selection.exported_kinds() if self.selection else set()
         return UnitLister(self.api, self.options, wants_namespace=wants, keep_owner=keep_owner,
                           fingerprint=_fingerprint(self.options, kinds),
-                          observers=[self.kueue.observe], emit=emit, stop=self.stop)
+                          observers=[self.kueue.observe], emit=emit, stop=self.stop, hosts=self.context.hosts)
 
     # -- the parallel part -------------------------------------------------------------------------
     def _run_parallel(self, lister: UnitLister, units: list[tuple[ResourceType, str | None]]) -> None:

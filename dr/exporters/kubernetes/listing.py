@@ -42,11 +42,11 @@ class UnitLister:
     def __init__(self, api: Api, options, *, wants_namespace: Callable[[str | None], bool],
                  keep_owner: Callable[[dict], bool], fingerprint: str,
                  observers: list[Callable[[ResourceType, dict], None]],
-                 emit: Callable[[object], None], stop: threading.Event):
+                 emit: Callable[[object], None], stop: threading.Event, hosts: tuple[str, ...] = ()):
         self.api, self.options = api, options
         self.wants_namespace, self.keep_owner = wants_namespace, keep_owner
         self.fingerprint, self.observers, self.emit, self.stop = fingerprint, list(observers), emit, stop
-        self.scanner = Scanner()
+        self.scanner = Scanner(hosts)
         self.skipped: dict[str, int] = {}
         self._lock = threading.Lock()  # one lister serves every listing thread
 
