@@ -9,7 +9,7 @@ from typing import Iterator
 
 from dr.exporters.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter,
                                    NoDestination, Ordering, Outcome, OutcomeStatus, RestoreRequest, Rewriter)
-from dr.exporters.kubernetes.batches import KIND
+from dr.exporters.kubernetes.batches import KIND, SCANNED_KIND
 from dr.exporters.kubernetes.connecting import api_client, dynamic_client, parse_destination
 from dr.exporters.kubernetes.exporting import Export
 from dr.exporters.kubernetes.options import KubernetesOptions
@@ -84,5 +84,6 @@ class _Recorder:
 
     def write(self, kind, identity, content, *, sensitivity=None, dependencies=(), meta=None, change_token=""):
         meta = meta or {}
-        detail = f"{meta.get('objects')} objects" if kind == KIND else str(meta.get("status", ""))
+        detail = f"{meta.get('objects')} objects" if kind in (KIND, SCANNED_KIND) else str(meta.get("status", ""))
         self.discovered.append(Discovered(kind, identity, detail))
+
