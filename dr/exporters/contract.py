@@ -94,6 +94,9 @@ class Discovered:
     kind: str
     identity: str
     detail: str = ""
+    # A version token (a Kubernetes resourceVersion). Items with one are compared one by one
+    # with the members the snapshot's artifacts record (meta["members"]): new, changed, deleted.
+    version: str = ""
 
 
 @dataclass

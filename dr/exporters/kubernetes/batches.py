@@ -35,6 +35,7 @@ class Batch:
         self.count = 0
         self.dependencies: dict[Dependency, None] = {}
         self.provides: list[str] = []
+        self.members: dict[str, str] = {}  # <type>/<namespace>/<name> -> resourceVersion (coverage)
         self.workload = False
 
     @property
@@ -46,9 +47,10 @@ class Batch:
         return self.rtype.key == ("", "secrets")
 
     def add(self, line: bytes, version_key: str, dependencies: list[Dependency], provides: list[str],
-            workload: bool) -> None:
+            workload: bool, member: tuple[str, str] = ("", "")) -> None:
         self._spool.write(line + b"\n")
         self._hash.update(version_key.encode() + b"\n")
+        self.members[f"{self.rtype.identity(self.namespace)}/{member[0]}"] = member[1]
         self.count += 1
         self.dependencies.update(dict.fromkeys(dependencies))
         self.provides += provides
@@ -75,7 +77,7 @@ class Batch:
                     "objects": self.count, "workload": self.workload, "exported": False}
         return {**self.rtype.to_meta(), "format": FORMAT, "namespace": self.namespace or "",
                 "objects": self.count, "workload": self.workload, "custom": custom,
-                "provides": self.provides}
+                "provides": self.provides, "members": self.members}
 
     def open(self) -> BinaryIO:
         """The JSON Lines content (called by the sink only when the token changed)."""

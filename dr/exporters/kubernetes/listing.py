@@ -85,6 +85,7 @@ class UnitLister:
         if rtype.key == ("", "secrets") and helm_releases.is_release_secret(obj):
             self._helm(obj)
         version_key = f"{meta.get('namespace', '')}/{meta.get('name')}@{meta.get('resourceVersion', '')}"
+        member = (meta.get("name", ""), str(meta.get("resourceVersion") or "-"))  # before stripping
         keep = (lambda ref: False) if rtype.key == CRD_KEY else self.keep_owner
         strip_runtime(obj, include_status=self.options.include_status, keep_owner=keep)
         dependencies, workload = self.scanner.scan(obj)
@@ -93,7 +94,7 @@ class UnitLister:
                 k: meta[k] for k in ("namespace", "name", "resourceVersion") if k in meta}}
         line = _ENCODE(obj).encode()  # the server's field order: stable from one backup to the next
         batch = state.batch_for(meta.get("namespace") if rtype.namespaced else None, self.emit)
-        batch.add(line, version_key, dependencies, _provides(rtype, obj), workload)
+        batch.add(line, version_key, dependencies, _provides(rtype, obj), workload, member)
 
     def _wanted(self, rtype: ResourceType, obj: dict) -> bool:
         if rtype.key == CRD_KEY and not group_selected((obj.get("spec") or {}).get("group", ""), self.options):
