@@ -87,11 +87,11 @@ def test_a_bucket_in_an_env_value_or_an_arg_is_a_dependency_with_its_path():
     ("(see https://docs.example.com/a).", ("http-endpoint", "https://docs.example.com/a")),
 ])
 def test_urls_are_classified_by_scheme(text, expected):
-    assert list(find(text, HostPatterns(()))) == [expected]
+    assert [(kind, reference) for kind, reference, _ in find(text, HostPatterns(()))] == [expected]
 
 
 def test_credentials_in_a_url_never_reach_the_catalog():
-    [(kind, reference), *_] = find("postgres://app:hunter2@db.internal/app", HostPatterns(()))
+    [(kind, reference, _)] = find("postgres://app:hunter2@db.internal/app", HostPatterns(()))
     assert "hunter2" not in reference and kind == "database"
 
 
@@ -105,8 +105,12 @@ def test_a_service_dns_name_resolves_to_that_service():
     job = _cronjob([{"name": "MLFLOW", "value": "http://mlflow.ml.svc.cluster.local:5000"},
                     {"name": "REDIS", "value": "redis.cache.svc:6379"}])
     found = refs(job)
-    assert ("service", "service:ml/mlflow") in found and ("service", "service:cache/redis") in found
+    assert ("service", "redis.cache.svc.cluster.local") in found  # a bare name: the Service is the dependency
+    # in a URL the URL is the dependency (one problem, counted once); its detail names the Service
     assert ("http-endpoint", "http://mlflow.ml.svc.cluster.local:5000") in found
+    assert ("service", "mlflow.ml.svc.cluster.local") not in found
+    assert details(job)["http://mlflow.ml.svc.cluster.local:5000"].endswith(
+        ".env[0].value (resolves to Service mlflow.ml.svc.cluster.local)")
 
 
 def test_bare_host_names_count_only_when_the_plan_places_them():
@@ -155,10 +159,9 @@ def test_argo_cd_application_repo_urls_are_git_remotes_or_chart_repos():
     assert ("git-remote", "http://gitea.git.svc.cluster.local:3000/platform/config") in found
     assert ("helm-chart-repo", "https://charts.example.com") in found
     assert ("kubernetes-api", "https://kubernetes.default.svc") in found
-    assert ("service", "service:git/gitea") in found
     assert not any(kind == "http-endpoint" for kind, _ in found)  # the exact kind wins, once
     assert details(app)["http://gitea.git.svc.cluster.local:3000/platform/config"] == \
-        "Application/argocd/a .spec.source.repoURL"
+        "Application/argocd/a .spec.source.repoURL (resolves to Service gitea.git.svc.cluster.local)"
 
 
 def test_flux_sources():

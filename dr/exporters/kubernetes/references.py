@@ -5,8 +5,11 @@ string may name something a restore needs from outside the cluster:
   <scheme>://...              URLs and object-store URIs, classified by scheme (table below);
                               an http(s) URL ending in .git is a git remote
   git@host:org/repo           scp-like git remotes
-  <svc>.<ns>.svc[.<domain>]   a Service's DNS name: recorded as a dependency on that Service
-                              (`service:<ns>/<svc>`), which the snapshot provides when it holds it
+  <svc>.<ns>.svc[.<domain>]   a Service's DNS name alone: recorded as `<svc>.<ns>.svc.cluster.local`,
+                              the name a backed-up Service provides (listing._provides), so it
+                              resolves to that object when the snapshot holds it; inside a URL,
+                              the URL is the dependency (one problem, counted once) and its
+                              detail says which Service it resolves to
   host[:port][/path]          a bare host name, only when the plan places it (a location's host
                               or prefix, a placement rule): otherwise every dotted word would count
 Patterns are compiled once; a string is searched only when a cheap substring test says it can
@@ -57,9 +60,13 @@ def url_kind(scheme: str, rest: str) -> str | None:
 
 
 def service_ref(host: str) -> str | None:
-    """`service:<ns>/<name>` for a Service DNS name (`<name>.<ns>.svc[...]`), else None."""
+    """`<name>.<ns>.svc.cluster.local` for a Service DNS name (`<name>.<ns>.svc[...]`), else None."""
     match = _SERVICE_DNS.fullmatch(host.lower())
-    return f"service:{match.group(2)}/{match.group(1)}" if match else None
+    return _service_name(match) if match else None
+
+
+def _service_name(match: re.Match) -> str:
+    return f"{match.group(1)}.{match.group(2)}.svc.cluster.local"
 
 
 class HostPatterns:
@@ -81,8 +88,9 @@ def may_hold_reference(text: str, with_hosts: bool) -> bool:
     return "://" in text or "git@" in text or ".svc" in text or (with_hosts and "." in text)
 
 
-def find(text: str, hosts: HostPatterns) -> Iterator[tuple[str, str]]:
-    """(kind, reference) for every reference in `text`; credentials in URLs are redacted."""
+def find(text: str, hosts: HostPatterns) -> Iterator[tuple[str, str, str]]:
+    """(kind, reference, note) for every reference in `text`; credentials in URLs are redacted.
+    The note says which Service a URL's host resolves to, if any."""
     spans: list[tuple[int, int]] = []
     if "://" in text:
         for match in _URL.finditer(text):
@@ -91,34 +99,34 @@ def find(text: str, hosts: HostPatterns) -> Iterator[tuple[str, str]]:
             if kind is None:
                 continue
             spans.append(match.span())
-            yield kind, redact(url) if "@" in url else url
-            service = _url_service(url)
-            if service:
-                yield "service", service
+            yield kind, redact(url) if "@" in url else url, resolves_to(url)
     if "git@" in text:
         for match in _SCP_GIT.finditer(text):
             if _inside(match.start(), spans):
                 continue
             spans.append(match.span())
-            yield "git-remote", match.group(0).rstrip(_TRAILING)
+            yield "git-remote", match.group(0).rstrip(_TRAILING), ""
     if ".svc" in text:
         for match in _SERVICE_DNS.finditer(text):
             if not _inside(match.start(), spans):
-                yield "service", f"service:{match.group(2)}/{match.group(1)}"
+                yield "service", _service_name(match), ""
     if hosts and "." in text:
         for match in _BARE_HOST.finditer(text):
             if not _inside(match.start(), spans) and hosts.matches(match.group(1)):
-                yield _bare_kind(match.group(0).rstrip(_TRAILING)), match.group(0).rstrip(_TRAILING)
+                token = match.group(0).rstrip(_TRAILING)
+                yield _bare_kind(token), token, ""
 
 
-def _url_service(url: str) -> str | None:
-    if ".svc" not in url:
-        return None
+def resolves_to(url: str) -> str:
+    """'resolves to <svc>.<ns>.svc.cluster.local' when the URL's host is a Service, else ''."""
+    if ".svc" not in url or "://" not in url:
+        return ""
     try:
         host = urlsplit(url).hostname or ""
     except ValueError:  # a malformed port or bracket: not a URL after all
-        return None
-    return service_ref(host)
+        return ""
+    service = service_ref(host)
+    return f"resolves to Service {service}" if service else ""
 
 
 def _bare_kind(token: str) -> str:

@@ -94,13 +94,15 @@ class _State:
 
     def add(self, kind: str, reference: str, at: tuple) -> None:
         self.references.add(reference)
-        self.found[Dependency(kind, reference, f"{self.where} {_path(at)}")] = None
+        note = references.resolves_to(reference)
+        self.found[Dependency(kind, reference, f"{self.where} {_path(at)}" + (f" ({note})" if note else ""))] = None
 
-    def add_found(self, kind: str, reference: str, path: list, key: Any) -> None:
+    def add_found(self, kind: str, reference: str, path: list, key: Any, note: str = "") -> None:
         """From the string pass: once per (kind, reference) and object, at its first path."""
         if reference not in self.references:
             self.references.add(reference)
-            self.found[Dependency(kind, reference, f"{self.where} {_path(tuple(path) + (key,))}")] = None
+            detail = f"{self.where} {_path(tuple(path) + (key,))}" + (f" ({note})" if note else "")
+            self.found[Dependency(kind, reference, detail)] = None
 
 
 class Scanner:
@@ -147,8 +149,8 @@ class Scanner:
                     if value:
                         state.add_found("image", canonical_image(value), path, key)
                 elif references.may_hold_reference(value, with_hosts):
-                    for found_kind, reference in references.find(value, self.hosts):
-                        state.add_found(found_kind, reference, path, key)
+                    for found_kind, reference, note in references.find(value, self.hosts):
+                        state.add_found(found_kind, reference, path, key, note)
             elif (kind is dict and key not in _NEVER_REFERENCES) or kind is list:
                 path.append(key)
                 self._visit(value, path, state)
