@@ -13,7 +13,8 @@ string may name something a restore needs from outside the cluster:
   host[:port][/path]          a bare host name, only when the plan places it (a location's host
                               or prefix, a placement rule): otherwise every dotted word would count
 Patterns are compiled once; a string is searched only when a cheap substring test says it can
-match (this runs for every string of every exported object).
+match (each pattern needs "://", "git@", ".svc" or, with plan hosts, "."; the scanner inlines
+that test, since it runs for every string of every exported object).
 """
 
 from __future__ import annotations
@@ -81,11 +82,6 @@ class HostPatterns:
 
     def matches(self, host: str) -> bool:
         return self.regex is not None and self.regex.match(host.lower()) is not None
-
-
-def may_hold_reference(text: str, with_hosts: bool) -> bool:
-    """False when no pattern can match (each needs one of these literals): most strings."""
-    return "://" in text or "git@" in text or ".svc" in text or (with_hosts and "." in text)
 
 
 def find(text: str, hosts: HostPatterns) -> Iterator[tuple[str, str, str]]:

@@ -38,8 +38,12 @@ CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
 # text, and a CRD's schema is documentation (its conversion webhook is read apart).
 _NOT_WALKED = {"Secret": ("data", "stringData"), "ConfigMap": ("binaryData",),
                "CustomResourceDefinition": ("spec",)}
-# Object metadata and status never hold a pod spec or a reference worth recording.
-_NEVER_REFERENCES = frozenset({"metadata", "status"})
+# Object metadata and status never hold a pod spec or a reference worth recording (labels and
+# annotations are links and selectors, status is runtime state); nor do these pod-spec parts,
+# which repeat in every pod template (quantities, ports, selectors, scheduling).
+_NEVER_REFERENCES = frozenset({"metadata", "status", "resources", "ports", "securityContext", "selector",
+                               "matchLabels", "matchExpressions", "affinity", "tolerations", "nodeSelector",
+                               "labels"})
 
 
 @lru_cache(maxsize=4096)  # objects of one type repeat the same few paths
@@ -145,10 +149,11 @@ class Scanner:
         for key, value in children:
             kind = type(value)
             if kind is str:
-                if key == "image" or (type(key) is str and key.endswith("Image")):
+                # the literals references.find needs, tested inline: this runs for every string
+                if key == "image" or (type(key) is str and key[-5:] == "Image"):
                     if value:
                         state.add_found("image", canonical_image(value), path, key)
-                elif references.may_hold_reference(value, with_hosts):
+                elif "://" in value or "git@" in value or ".svc" in value or (with_hosts and "." in value):
                     for found_kind, reference, note in references.find(value, self.hosts):
                         state.add_found(found_kind, reference, path, key, note)
             elif (kind is dict and key not in _NEVER_REFERENCES) or kind is list:
