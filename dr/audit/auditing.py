@@ -15,9 +15,11 @@ from datetime import datetime, timezone
 from dr.audit.audits import AuditReport, ScenarioResult, SnapshotInfo
 from dr.audit.coverage import ExporterLookup, HeldIdentities, coverage_findings
 from dr.audit.essentials import judge_scenario, unknown_findings
+from dr.audit.findings import Finding
 from dr.audit.gathering import DependencyIndex, gather
 from dr.audit.judging import DependencyJudge, count_verdicts
 from dr.audit.staleness import stale_findings
+from dr.model.locations import canonical_image
 from dr.model.plans import Plan, TargetSpec
 from dr.model.recovery import Copy, Placements, Scenario, essentials
 from dr.model.snapshots import Snapshot
@@ -62,12 +64,27 @@ def run_audit(plan: Plan, repo: Repository, target: TargetSpec, scenarios: list[
     for scenario in scenarios:
         states = judge_scenario(items, scenario, target.name, placements)
         judged = judge.judge(scenario, states.copies_survive)
-        findings += states.findings + judge.scenario_findings(scenario, judged)
+        findings += _count_once(states.findings + judge.scenario_findings(scenario, judged), plan.spec.dr_image)
         results.append(ScenarioResult(scenario, count_verdicts(judged), judged, states))
     order = {s.name: i + 1 for i, s in enumerate(scenarios)}
     findings.sort(key=lambda f: (order.get(f.scenario or "", 0), *f.sort_key()))
     return AuditReport(plan.name, plan.path, now, strict, target.name,
                        _info(snapshot, target, repo, index), results, findings, plan.domains)
+
+
+def _count_once(findings: list[Finding], dr_image: str | None) -> list[Finding]:
+    """dr's own image, when a workload of the snapshot runs it too (dr's backup CronJob), is one
+    problem: the dr-image finding stays and names those workloads; the image finding goes."""
+    mine = canonical_image(dr_image) if dr_image else None
+    essential = next((f for f in findings if f.code == "dr-image-in-failed-domain"), None)
+    if essential is None or mine is None:
+        return findings
+    same = [f for f in findings if f.code == "image-in-failed-domain" and canonical_image(f.reference) == mine]
+    for finding in same:
+        essential.artifacts_affected += finding.artifacts_affected
+        essential.examples += [e for e in finding.examples if e not in essential.examples]
+        essential.sources = sorted(set(essential.sources) | set(finding.sources))
+    return [f for f in findings if not any(f is s for s in same)]
 
 
 def _select(repo: Repository, snapshots: list[Snapshot], ref: str) -> Snapshot | None:

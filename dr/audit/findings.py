@@ -65,6 +65,12 @@ _CODES = [
     Code("not-backed-up", "Something exists at a source now but the audited snapshot does not hold it",
          "Run dr backup --source NAME so the next snapshot holds it; if a backup would still leave it "
          "out, add it to a source in the plan, then back up and audit again."),
+    Code("changed-since-backup", "Objects changed at a source since the audited snapshot (dr audit --live)",
+         "If the change matters for recovery, run dr backup --source NAME now; otherwise the next "
+         "scheduled backup records it."),
+    Code("deleted-since-backup", "Objects deleted at a source are still in the audited snapshot (dr audit --live)",
+         "Run dr backup --source NAME so the next snapshot no longer holds them; a restore from this "
+         "snapshot brings them back, so delete them again after one."),
     Code("coverage-unknown", "The audit could not list what exists at a source (dr audit --live)",
          "Fix what discover() reported (credentials, kubeconfig context, a missing path, the network) "
          "and run dr audit --live again; until then, what is not backed up there is unknown."),

@@ -124,7 +124,8 @@ def _run_source(plan: Plan, registry: Registry, writer: SnapshotWriter, source: 
                 parent: list[Artifact], log, ledger: DependencyLedger | None = None,
                 plan_dependencies=lambda: []) -> SourceResult:
     context = ExportContext(source.name, plan.options[source.name], plan.base_dir, source.sensitivity,
-                            log=lambda m: log(f"{source.name}: {m}"), plan_dependencies=plan_dependencies)
+                            log=lambda m: log(f"{source.name}: {m}"), plan_dependencies=plan_dependencies,
+                            hosts=tuple(plan.placer.host_patterns()))
     sink = writer.source(source.name, source.type, parent)
     try:
         registry.get(source.type)(context).export(RecordingSink(sink, ledger) if ledger is not None else sink)

@@ -95,6 +95,9 @@ class Discovered:
     kind: str
     identity: str
     detail: str = ""
+    # A version token (a Kubernetes resourceVersion). Items with one are compared one by one
+    # with the members the snapshot's artifacts record (meta["members"]): new, changed, deleted.
+    version: str = ""
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,9 @@ class ExportContext:
     findings: list[dict] = field(default_factory=list)
     #: for an exporter that reads_plan_dependencies: the other sources' dependencies
     plan_dependencies: Callable[[], list[PlanDependency]] = lambda: []
+    # Host globs the plan places (Placer.host_patterns): a bare host name an exporter finds in
+    # the content it captures is worth recording as a dependency when one of these matches it.
+    hosts: tuple[str, ...] = ()
 
     def finding(self, severity: str, code: str, message: str, **facts: Any) -> None:
         """Record a problem noticed while exporting (kept in the snapshot manifest)."""

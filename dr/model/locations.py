@@ -38,6 +38,25 @@ def host_of(reference: str) -> str:
     return first.split(":", 1)[0].lower()
 
 
+DOCKER_HUB = "docker.io"
+
+
+def canonical_image(reference: str) -> str:
+    """An image reference with its registry written out, as the container runtime reads it.
+
+    A first component without a dot, a colon or 'localhost' is a Docker Hub repository, not a
+    host: `busybox` is docker.io/library/busybox, `org/img:1` is docker.io/org/img:1. Anything
+    else is returned unchanged (it names its registry already).
+    """
+    ref = reference.strip()
+    first, slash, _ = ref.partition("/")
+    if slash and ("." in first or ":" in first or first == "localhost"):
+        return ref
+    if not ref or "://" in ref or ref.startswith(("/", ".")):
+        return ref
+    return f"{DOCKER_HUB}/{ref}" if slash else f"{DOCKER_HUB}/library/{ref}"
+
+
 def _looks_like_image(ref: str) -> bool:
     # registry:5000/ns/img has a port after the colon; git@h:org/repo has a path.
     first = ref.split("/", 1)[0]
@@ -97,6 +116,14 @@ class Placement:
 class Placer:
     locations: list[Location] = field(default_factory=list)
     rules: list[PlacementRule] = field(default_factory=list)
+
+    def host_patterns(self) -> list[str]:
+        """Every host glob that places something: locations' hosts, their prefixes' hosts and
+        the placement rules (an exporter records a bare host name only when one matches)."""
+        patterns = [h for loc in self.locations for h in loc.hosts]
+        patterns += [host_of(p) for loc in self.locations for p in loc.prefixes]
+        patterns += [rule.match for rule in self.rules]
+        return [p for p in dict.fromkeys(patterns) if p and p != "docker.io"]
 
     def place(self, reference: str) -> Placement:
         host = host_of(reference)

@@ -16,6 +16,8 @@ step's exporter declares (contract v2):
 
 from __future__ import annotations
 
+import re
+
 from dr.model.artifacts import Artifact
 from dr.model.plans import Plan, TargetSpec
 from dr.model.recovery import (BLOCKED, CREDENTIALS, KEY, OK, REMAPPED, TARGET, UNKNOWN, EssentialVerdicts, Judgement,
@@ -23,6 +25,17 @@ from dr.model.recovery import (BLOCKED, CREDENTIALS, KEY, OK, REMAPPED, TARGET, 
 from dr.exporters.contract import AnyOf
 from dr.restore.remaps import rewrite
 from dr.restore.steps import Need, Step
+
+
+def remap_kinds_for(step: Step, kind: str, reference: str) -> list[str]:
+    """The remap kinds the step's exporter declares (contract v2) that could rewrite this
+    reference: the kind lists the dependency kind, and its rewrite changes the reference for
+    some `old` (the whole reference or one of its parts). A namespace remap rewrites
+    `secretstore:<ns>/<name>`, never a Vault URL, though both are secret-store dependencies."""
+    declared = step.instance.remap_kinds if step.instance is not None else ()
+    olds = {reference, *filter(None, re.split(r"[/:.@]+", reference))}
+    return [k.name for k in declared
+            if kind in k.rewrites and any(k.rewrite(reference, old, "\x00new") is not None for old in olds)]
 
 
 class NeedJudge:
@@ -57,7 +70,8 @@ class NeedJudge:
             return Need(kind, reference, j.verdict, self._covered(step, j), provider, count, relies=bool(j.copy))
         found = rewrite(self.plan.spec.restore.remaps, step.name, step.instance, kind, reference)
         if found is None:
-            return Need(kind, reference, j.verdict, self._uncovered(j), self.provider(reference), count)
+            return Need(kind, reference, j.verdict, self._uncovered(j, remap_kinds_for(step, kind, reference)),
+                        self.provider(reference), count)
         k = self.judge.judge(found.new)
         if k.verdict == OK and k.placement.domain is not None:
             return Need(kind, reference, REMAPPED, f"{found.describe()}; the new place is in "
@@ -81,13 +95,17 @@ class NeedJudge:
         return (f"in {self.where(j)}, which is lost when {self.label}; the snapshot's copy in "
                 f"{j.copy.artifact if j.copy else '?'} is rebuilt: {by}")
 
-    def _uncovered(self, j: Judgement) -> str:
+    def _uncovered(self, j: Judgement, remap_kinds: list[str]) -> str:
         if j.verdict == UNKNOWN:
             return (f"nothing in the plan places it (host '{j.placement.host or '-'}'), so nobody can tell "
                     "whether it survives: add a location or placement rule")
         note = f"; {j.note}" if j.note else ""
-        return (f"in {self.where(j)}, which is lost when {self.label}, and no surviving copy exists{note}: "
-                "copy it out of the failed domain and declare a remap (restore.remaps), or --force")
+        lost = f"in {self.where(j)}, which is lost when {self.label}, and no surviving copy exists{note}: "
+        if remap_kinds:  # only kinds this step's exporter declares: the plan schema accepts them
+            return lost + (f"copy it out of the failed domain and declare a remap of kind "
+                           f"{' or '.join(remap_kinds)} (restore.remaps), or --force")
+        return lost + ("replicate it outside the failed domain (or back it up as a source of the plan), "
+                       "or --force; no remap applies to it")
 
     def _destinations(self, step: Step) -> list[Need]:
         needs = []

@@ -131,8 +131,19 @@ def test_a_failing_discovery_is_coverage_unknown_and_redacted(dr, capsys, backed
     assert "cannot reach" in found[0]["message"] and "hunter2" not in found[0]["message"]
 
 
+def _backed_up_cluster(dr, capsys, tmp_path, cluster) -> str:
+    """A plan with one kubernetes source reading `cluster`, backed up once; its path."""
+    from tests.harness import write_kubeconfig
+
+    kubeconfig = write_kubeconfig(os.path.join(tmp_path, "kubeconfig"), {"source": cluster}, current="source")
+    plan = _plan(tmp_path, [{"name": "cluster", "type": "kubernetes", "kubeconfig": kubeconfig,
+                             "context": "source", "rpo": "1h"}])
+    assert dr(["backup", "--plan", plan]) == Exit.OK, capsys.readouterr()
+    return plan
+
+
 def test_a_namespace_created_after_the_backup_is_not_backed_up(dr, capsys, tmp_path):
-    from tests.harness import EmulatedCluster, write_kubeconfig
+    from tests.harness import EmulatedCluster
 
     cluster = EmulatedCluster(name="source").start()
     try:
@@ -140,10 +151,7 @@ def test_a_namespace_created_after_the_backup_is_not_backed_up(dr, capsys, tmp_p
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}},
             {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": "team-a"},
              "data": {"k": "v"}}])
-        kubeconfig = write_kubeconfig(os.path.join(tmp_path, "kubeconfig"), {"source": cluster}, current="source")
-        plan = _plan(tmp_path, [{"name": "cluster", "type": "kubernetes", "kubeconfig": kubeconfig,
-                                 "context": "source", "rpo": "1h"}])
-        assert dr(["backup", "--plan", plan]) == Exit.OK, capsys.readouterr()
+        plan = _backed_up_cluster(dr, capsys, tmp_path, cluster)
         code, document = _audit(dr, capsys, plan, "--live")
         assert _coverage(document) == [], _coverage(document)
         cluster.create_objects([
@@ -155,5 +163,64 @@ def test_a_namespace_created_after_the_backup_is_not_backed_up(dr, capsys, tmp_p
         cluster.stop()
     found = _coverage(document)
     assert found and all(f["code"] == "not-backed-up" and f["sources"] == ["cluster"] for f in found)
-    assert all("team-b" in f["reference"] for f in found), [f["reference"] for f in found]
-    assert any("configmaps" in f["reference"].lower() or "configmap" in f["reference"].lower() for f in found)
+    # per object (one finding per type, naming the objects): everything new is in team-b
+    assert all(f["examples"] and all("team-b" in e for e in f["examples"]) for f in found), found
+    assert "cluster/configmaps/team-b/settings" in {e for f in found for e in f["examples"]}
+    assert "cluster/namespaces/team-b" in {e for f in found for e in f["examples"]}
+
+
+def test_per_object_coverage_reports_new_changed_and_deleted_objects(dr, capsys, tmp_path):
+    """The usual way a platform grows: a new ResourceFlavor, a new object in a namespace already
+    backed up, an edited object, a deleted one. Each is named, with a count and the first few."""
+    import kubernetes
+
+    from tests.harness import EmulatedCluster
+    from tests.kubernetes.upstream import upstream, wait_established
+
+    def configmap(name: str) -> dict:
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "team-a"},
+                "data": {"k": "v"}}
+
+    cluster = EmulatedCluster(name="source").start()
+    try:
+        crds = upstream("kueue/crds/kueue.x-k8s.io_resourceflavors.yaml")
+        cluster.create_objects(crds)
+        wait_established(cluster, crds)
+        cluster.create_objects([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}},
+                                configmap("settings"), configmap("old"), configmap("edited")]
+                               + upstream("kueue/examples/admin_resource-flavor-empty.yaml"))
+        plan = _backed_up_cluster(dr, capsys, tmp_path, cluster)
+        code, document = _audit(dr, capsys, plan, "--live")
+        assert _objects(document) == [], _objects(document)
+
+        cluster.create_objects([configmap(f"new-{i}") for i in range(7)] + [
+            {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "metadata": {"name": "spot"}}])
+        core = kubernetes.client.CoreV1Api(cluster.api_client())
+        core.patch_namespaced_config_map("edited", "team-a", {"data": {"k": "changed"}})
+        core.delete_namespaced_config_map("old", "team-a")
+        code, document = _audit(dr, capsys, plan, "--live")
+        strict, _ = _audit(dr, capsys, plan, "--live", "--strict")
+    finally:
+        cluster.stop()
+    found = {(f["code"], f["reference"]): f for f in _objects(document)}
+    assert set(found) == {("not-backed-up", "cluster: configmaps"),
+                          ("not-backed-up", "cluster: resourceflavors.kueue.x-k8s.io"),
+                          ("changed-since-backup", "cluster: configmaps"),
+                          ("deleted-since-backup", "cluster: configmaps")}, set(found)
+    new = found[("not-backed-up", "cluster: configmaps")]
+    assert new["severity"] == "warning" and new["artifacts_affected"] == 7 and len(new["examples"]) == 5
+    assert new["examples"][0] == "cluster/configmaps/team-a/new-0" and "and 2 more" in new["message"]
+    assert new["kind"] == "ConfigMap" and new["runbook"] == "runbooks/not-backed-up.md"
+    flavor = found[("not-backed-up", "cluster: resourceflavors.kueue.x-k8s.io")]
+    assert flavor["examples"] == ["cluster/resourceflavors.kueue.x-k8s.io/spot"]
+    changed = found[("changed-since-backup", "cluster: configmaps")]
+    assert (changed["severity"], changed["examples"]) == ("info", ["cluster/configmaps/team-a/edited"])
+    assert changed["runbook"] == "runbooks/changed-since-backup.md"
+    deleted = found[("deleted-since-backup", "cluster: configmaps")]
+    assert (deleted["severity"], deleted["examples"]) == ("warning", ["cluster/configmaps/team-a/old"])
+    assert code == Exit.OK and strict == Exit.BLOCKERS  # new objects block under --strict
+
+
+def _objects(document: dict) -> list[dict]:
+    codes = ("not-backed-up", "changed-since-backup", "deleted-since-backup", "coverage-unknown")
+    return [f for f in document["findings"] if f["code"] in codes]

@@ -229,3 +229,19 @@ def test_provides_matches_the_redacted_form_exporters_record(world):
     report = world.audit(failed=["train-eu1"])
     assert [f.code for f in report.findings if "gitea" in f.reference] == ["dependency-remapped"]
     assert all("token123" not in f.reference + f.message for f in report.findings)
+
+
+def test_drs_own_image_run_by_a_workload_is_one_problem_not_two(world):
+    """dr's backup CronJob runs dr's image: the snapshot records it as an image dependency, and
+    the plan names it as dr_image. One blocker per scenario, naming the CronJob too."""
+    contents = dict(worlds.PLANTED)
+    contents["platform-k8s"] = contents["platform-k8s"] + [
+        ("cronjob", "dr-system/dr-backup", [worlds.dep("image", worlds.DR_IMAGE_IN_CLUSTER, "spec.jobTemplate...image")])]
+    world.backup(contents)
+    report = world.audit(failed=["train-eu1"])
+    mine = [f for f in report.findings if f.reference == worlds.DR_IMAGE_IN_CLUSTER]
+    assert [(f.code, f.scenario) for f in mine] == [("dr-image-in-failed-domain", "train-eu1")]
+    assert "platform-k8s/cronjob/dr-system/dr-backup" in mine[0].examples
+    assert mine[0].artifacts_affected == 1 and mine[0].sources == ["platform-k8s"]
+    others = {f.reference for f in report.findings if f.code == "image-in-failed-domain"}
+    assert worlds.IN_CLUSTER_IMAGE in others  # other images are still their own findings

@@ -52,9 +52,10 @@ class Pipeline:
                   "list_timeout_seconds": 10, **overrides}
         return KubernetesExporter.Options(**values)
 
-    def backup(self, **overrides) -> Backup:
+    def backup(self, options=None, **overrides) -> Backup:
+        """options: the Options as given (the exporter's own defaults); else self.options(**overrides)."""
         log: list[str] = []
-        context = ExportContext("cluster", self.options(**overrides), base_dir="/", log=log.append)
+        context = ExportContext("cluster", options or self.options(**overrides), base_dir="/", log=log.append)
         writer = SnapshotWriter(self.repo, [self.recipient])
         try:
             sink = writer.source("cluster", "kubernetes", self.parent)

@@ -19,13 +19,13 @@ from dr.exporters.kubernetes.scanning import Scanner
 from tests.kubernetes.upstream import helm_release_secret, upstream
 
 EXAMPLES = {
-    "lws/examples/leaderworkerset_multi_template.yaml": {"nginxinc/nginx-unprivileged:1.27"},
-    "lws/examples/lws-volume-claim-templates.yaml": {"nginx"},
-    "kueue/examples/jobs_sample-jobset.yaml": {"busybox"},
-    "kueue/examples/jobs_ray-cluster-sample.yaml": {"rayproject/ray:2.9.0"},
+    "lws/examples/leaderworkerset_multi_template.yaml": {"docker.io/nginxinc/nginx-unprivileged:1.27"},
+    "lws/examples/lws-volume-claim-templates.yaml": {"docker.io/library/nginx"},
+    "kueue/examples/jobs_sample-jobset.yaml": {"docker.io/library/busybox"},
+    "kueue/examples/jobs_ray-cluster-sample.yaml": {"docker.io/rayproject/ray:2.9.0"},
     "kueue/examples/jobs_sample-pytorchjob.yaml": {"docker.io/kubeflowkatib/pytorch-mnist-cpu:v1beta1-21320b6"},
     "kueue/examples/jobs_sample-job.yaml": None,  # whatever it names: found, and a Job is a workload
-    "kueue/examples/appwrapper_leaderworkerset-sample.yaml": {"registry.k8s.io/nginx-slim:0.27", "nginx:1.14.2"},
+    "kueue/examples/appwrapper_leaderworkerset-sample.yaml": {"registry.k8s.io/nginx-slim:0.27", "docker.io/library/nginx:1.14.2"},
 }
 
 
@@ -59,7 +59,7 @@ def test_secret_configmap_storage_class_and_webhook_references():
            "spec": {"template": {"spec": pod},
                     "volumeClaimTemplates": [{"spec": {"storageClassName": "fast"}}]}}
     refs = {(d.kind, d.reference) for d in Scanner().scan(sts)[0]}
-    assert refs == {("image", "x:1"), ("image", "init:1"), ("secret", "secret:ns/s1"), ("configmap", "configmap:ns/c2"),
+    assert refs == {("image", "docker.io/library/x:1"), ("image", "docker.io/library/init:1"), ("secret", "secret:ns/s1"), ("configmap", "configmap:ns/c2"),
                     ("secret", "secret:ns/pull"), ("configmap", "configmap:ns/c1"), ("secret", "secret:ns/s2"),
                     ("storage-class", "storageclass:fast")}
     webhook = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",

@@ -108,13 +108,13 @@ def test_an_unchanged_cluster_reuses_every_artifact(pipeline, source):
 def test_dependencies_and_what_each_artifact_provides(pipeline):
     backup = pipeline.backup()
     deps = {(d.kind, d.reference) for a in backup.artifacts for d in a.dependencies}
-    assert {("image", "registry.internal:5000/ml/server:1.2"), ("image", "busybox:1.36"),
-            ("image", "nginxinc/nginx-unprivileged:1.27"), ("secret", "secret:team-a/db"),
+    assert {("image", "registry.internal:5000/ml/server:1.2"), ("image", "docker.io/library/busybox:1.36"),
+            ("image", "docker.io/nginxinc/nginx-unprivileged:1.27"), ("secret", "secret:team-a/db"),
             ("secret", "secret:team-a/regcred"), ("configmap", "configmap:team-a/settings"),
             ("storage-class", "storageclass:default"),
             ("webhook-service", "kueue-webhook-service.kueue-system.svc.cluster.local"),
             ("helm-chart-repo", "https://charts.example.com/model-server")} <= deps
-    details = {d.detail for a in backup.artifacts for d in a.dependencies if d.reference == "busybox:1.36"}
+    details = {d.detail for a in backup.artifacts for d in a.dependencies if d.reference == "docker.io/library/busybox:1.36"}
     assert details == {"CronJob/team-b/nightly .spec.jobTemplate.spec.template.spec.initContainers[0].image"}
     provided = {p for a in backup.artifacts for p in a.meta.get("provides", [])}
     assert {"secret:team-a/db", "configmap:team-a/settings", "storageclass:default",

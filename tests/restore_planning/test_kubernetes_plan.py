@@ -38,7 +38,7 @@ def clusters(tmp_path):
              "stringData": {"pw": "x"}},
             _deployment("trainer", TRAINER), _deployment("api", API)])
         kubeconfig = write_kubeconfig(os.path.join(tmp_path, "kubeconfig"), {"source": source, "dest": dest})
-        yield kubeconfig, dest
+        yield kubeconfig, dest, source
     finally:
         source.stop()
         dest.stop()
@@ -46,7 +46,7 @@ def clusters(tmp_path):
 
 @pytest.fixture
 def platform(world, clusters, capsys):
-    kubeconfig, dest = clusters
+    kubeconfig, dest, _ = clusters
     world.sources = [world.sources[0], {"name": "cluster", "type": "kubernetes", "kubeconfig": kubeconfig,
                                         "context": "source", "namespaces": ["training"],
                                         "workload_kinds": ["Deployment"]}]
@@ -93,3 +93,44 @@ def test_registry_remap_orders_git_first_and_restores_with_the_surviving_registr
     records = [json.loads(p.read_text()) for p in w.journal_files()]
     order = [r["step"] for r in records if r["record"] == "step"]
     assert order == ["declarations", "cluster"]  # the journal shows the order it happened in
+
+
+VAULT = "https://vault.cluster-a.internal:8200"
+
+
+@pytest.fixture
+def platform_with_vault(world, clusters, capsys):
+    """The platform above, plus a cert-manager ClusterIssuer (upstream CRD) signing with a Vault
+    inside the failed cluster: a secret-store dependency, which no exporter of the plan remaps."""
+    from tests.kubernetes.upstream import upstream, wait_established
+    kubeconfig, _, source = clusters
+    crds = upstream("cert-manager/crds/cert-manager.io_clusterissuers.yaml")
+    source.create_objects(crds)
+    wait_established(source, crds)
+    source.create_objects([{"apiVersion": "cert-manager.io/v1", "kind": "ClusterIssuer", "metadata": {"name": "vault"},
+                            "spec": {"vault": {"server": VAULT, "path": "pki/sign/ml"}}}])
+    world.sources = [world.sources[0], {"name": "cluster", "type": "kubernetes", "kubeconfig": kubeconfig,
+                                        "context": "source", "namespaces": ["training"]}]
+    world.backup()
+    capsys.readouterr()
+    return world, kubeconfig
+
+
+def test_the_advice_names_only_remap_kinds_the_plan_accepts(platform_with_vault, capsys):
+    import re
+    w, kubeconfig = platform_with_vault
+    code, doc = _plan(w, capsys, "--to", f"cluster={kubeconfig}:dest", "--dry-run")
+    assert code == Exit.BLOCKERS
+    cluster = next(s for s in doc["steps"] if s["name"] == "cluster")
+    blockers = {n["kind"]: n["reason"] for n in cluster["needs"] if n["verdict"] == "blocker"}
+    assert set(blockers) == {"image", "secret-store"}, blockers
+    assert "no remap applies" in blockers["secret-store"] and "declare a remap" not in blockers["secret-store"]
+    assert "declare a remap of kind registry" in blockers["image"]
+    named = {k for reason in blockers.values() for m in re.findall(r"remap of kind ([\w-]+(?: or [\w-]+)*)", reason)
+             for k in m.split(" or ")}
+    for kind in named:  # each is one the plan's schema takes
+        w.remaps.append({"kind": kind, "old": IN_CLUSTER_REGISTRY, "new": SURVIVING_REGISTRY})
+    code, doc = _plan(w, capsys, "--to", f"cluster={kubeconfig}:dest", "--dry-run")
+    assert code == Exit.BLOCKERS  # a plan, not a plan error (USAGE): only the Vault still blocks
+    cluster = next(s for s in doc["steps"] if s["name"] == "cluster")
+    assert {n["kind"] for n in cluster["needs"] if n["verdict"] == "blocker"} == {"secret-store"}

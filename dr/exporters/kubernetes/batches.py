@@ -17,28 +17,40 @@ from dr.exporters.kubernetes.resources import ResourceType
 from dr.model.artifacts import Dependency, Sensitivity
 
 KIND = "kubernetes-objects"
+# Objects listed only to record what they depend on (a default workload kind the plan leaves
+# out): the content names them (kind, namespace, name, resourceVersion), nothing to restore.
+SCANNED_KIND = "kubernetes-scanned"
 FORMAT = 1  # the JSON Lines content of a kubernetes-objects artifact; bump when it changes
 SPOOL_BYTES = 1 << 20
 
 
 class Batch:
-    def __init__(self, rtype: ResourceType, namespace: str | None, part: int, fingerprint: str):
+    def __init__(self, rtype: ResourceType, namespace: str | None, part: int, fingerprint: str,
+                 scanned_only: bool = False):
         self.rtype, self.namespace, self.part = rtype, namespace, part
+        self.scanned_only = scanned_only
         self._spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)
-        self._hash = hashlib.sha256(fingerprint.encode())
+        # names-only content must never be reused for a full batch of the same identity
+        self._hash = hashlib.sha256(fingerprint.encode() + (b" scanned" if scanned_only else b""))
         self.count = 0
         self.dependencies: dict[Dependency, None] = {}
         self.provides: list[str] = []
+        self.members: dict[str, str] = {}  # <type>/<namespace>/<name> -> resourceVersion (coverage)
         self.workload = False
+
+    @property
+    def kind(self) -> str:
+        return SCANNED_KIND if self.scanned_only else KIND
 
     @property
     def secret(self) -> bool:
         return self.rtype.key == ("", "secrets")
 
     def add(self, line: bytes, version_key: str, dependencies: list[Dependency], provides: list[str],
-            workload: bool) -> None:
+            workload: bool, member: tuple[str, str] = ("", "")) -> None:
         self._spool.write(line + b"\n")
         self._hash.update(version_key.encode() + b"\n")
+        self.members[f"{self.rtype.identity(self.namespace)}/{member[0]}"] = member[1]
         self.count += 1
         self.dependencies.update(dict.fromkeys(dependencies))
         self.provides += provides
@@ -60,9 +72,12 @@ class Batch:
         return override or Sensitivity.INTERNAL
 
     def meta(self, custom: bool) -> dict:
+        if self.scanned_only:  # nothing here is restored, so it provides nothing
+            return {**self.rtype.to_meta(), "format": FORMAT, "namespace": self.namespace or "",
+                    "objects": self.count, "workload": self.workload, "exported": False}
         return {**self.rtype.to_meta(), "format": FORMAT, "namespace": self.namespace or "",
                 "objects": self.count, "workload": self.workload, "custom": custom,
-                "provides": self.provides}
+                "provides": self.provides, "members": self.members}
 
     def open(self) -> BinaryIO:
         """The JSON Lines content (called by the sink only when the token changed)."""

@@ -9,7 +9,7 @@ from typing import Iterator
 
 from dr.exporters.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter,
                                    NoDestination, Ordering, Outcome, OutcomeStatus, RestoreRequest, Rewriter)
-from dr.exporters.kubernetes.batches import KIND
+from dr.exporters.kubernetes.batches import KIND, SCANNED_KIND
 from dr.exporters.kubernetes.connecting import api_client, dynamic_client, parse_destination
 from dr.exporters.kubernetes.exporting import Export
 from dr.exporters.kubernetes.options import KubernetesOptions
@@ -74,6 +74,9 @@ class KubernetesExporter(Exporter):
             yield from Restore(self.options, request, reader, connect, self.context.log).run(artifacts)
 
 
+MEMBER_KIND = "kubernetes-object"  # one object of a kubernetes-objects artifact (Discovered.kind)
+
+
 class _Recorder:
     """A sink that reads nothing: discover() lists what an export would write."""
 
@@ -83,6 +86,11 @@ class _Recorder:
         self.discovered: list[Discovered] = []
 
     def write(self, kind, identity, content, *, sensitivity=None, dependencies=(), meta=None, change_token=""):
+        """The artifact, and each object it holds with its resourceVersion (per-object coverage;
+        objects only scanned are not held by design and named by the backup's finding)."""
         meta = meta or {}
-        detail = f"{meta.get('objects')} objects" if kind == KIND else str(meta.get("status", ""))
+        detail = f"{meta.get('objects')} objects" if kind in (KIND, SCANNED_KIND) else str(meta.get("status", ""))
         self.discovered.append(Discovered(kind, identity, detail))
+        kind_name = meta.get("kind", "object")
+        self.discovered += [Discovered(MEMBER_KIND, member, kind_name, version)
+                            for member, version in (meta.get("members") or {}).items()]

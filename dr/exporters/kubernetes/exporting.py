@@ -20,7 +20,7 @@ from typing import Callable
 
 from dr.exporters.contract import ArtifactSink, ExportContext
 from dr.exporters.kubernetes import helm_releases
-from dr.exporters.kubernetes.batches import FORMAT, KIND, Batch
+from dr.exporters.kubernetes.batches import FORMAT, Batch
 from dr.exporters.kubernetes.discovering import served_types
 from dr.exporters.kubernetes.kueue import KueueCheck
 from dr.exporters.kubernetes.listing import HelmItem, UnitLister
@@ -53,6 +53,7 @@ class Export:
         self.stop = threading.Event()
         self.selection: Selection | None = None
         self.written = 0
+        self.scanned_counts: dict[tuple[str, str], int] = {}
 
     def run(self) -> None:
         served = served_types(self.api)
@@ -63,8 +64,10 @@ class Export:
             self.context.finding("warning", "kubernetes-kind-unknown",
                                  f"workload_kinds names {kind!r}, which the cluster does not serve")
         lister = self._lister(self._queue_put, _owner_rule(selection.exported_kinds()))
-        units = [(t, ns) for t in selection.types if t.key != CRD_KEY for ns in self._namespaces(t)]
+        units = [(t, ns, False) for t in selection.types if t.key != CRD_KEY for ns in self._namespaces(t)]
+        units += [(t, ns, True) for t in selection.scanned for ns in self._namespaces(t)]
         self._run_parallel(lister, units)
+        self._report_scanned()
         for finding in self.kueue.findings():
             self.context.finding(**finding)
         for reason, count in sorted(lister.skipped.items()):
@@ -90,13 +93,13 @@ class Export:
         kinds = self.selection.exported_kinds() if self.selection else set()
         return UnitLister(self.api, self.options, wants_namespace=wants, keep_owner=keep_owner,
                           fingerprint=_fingerprint(self.options, kinds),
-                          observers=[self.kueue.observe], emit=emit, stop=self.stop)
+                          observers=[self.kueue.observe], emit=emit, stop=self.stop, hosts=self.context.hosts)
 
     # -- the parallel part -------------------------------------------------------------------------
-    def _run_parallel(self, lister: UnitLister, units: list[tuple[ResourceType, str | None]]) -> None:
+    def _run_parallel(self, lister: UnitLister, units: list[tuple[ResourceType, str | None, bool]]) -> None:
         self._queue: queue.Queue = queue.Queue(maxsize=2 * self.options.parallelism)
         with ThreadPoolExecutor(self.options.parallelism, thread_name_prefix="kube-list") as pool:
-            futures = [pool.submit(lister.run, rtype, ns) for rtype, ns in units]
+            futures = [pool.submit(lister.run, rtype, ns, scanned) for rtype, ns, scanned in units]
             try:
                 self._drain(futures)
             except BaseException:
@@ -146,13 +149,27 @@ class Export:
         elif isinstance(item, dict):
             self.context.finding(**item)
 
+    def _report_scanned(self) -> None:
+        """Name what the plan's workload_kinds leaves out (backup output and snapshot manifest)."""
+        if not self.selection.scanned:
+            return
+        counts = ", ".join(f"{t.kind} ({self.scanned_counts.get(t.key, 0)})" for t in self.selection.scanned)
+        message = (f"workload_kinds leaves out {counts}: these objects are not in the snapshot and a restore "
+                   "will not bring them back; they were scanned, so the audit still sees what they depend on")
+        self.context.log(message)
+        self.context.finding("warning", "kubernetes-workloads-not-exported", message,
+                             kinds=[t.kind for t in self.selection.scanned],
+                             objects={t.kind: self.scanned_counts.get(t.key, 0) for t in self.selection.scanned})
+
     def _write_batch(self, batch: Batch) -> None:
         custom = self.selection is not None and batch.rtype.key in self.selection.custom
+        if batch.scanned_only:
+            self.scanned_counts[batch.rtype.key] = self.scanned_counts.get(batch.rtype.key, 0) + batch.count
         try:
-            self.sink.write(KIND, batch.identity, batch.open, sensitivity=batch.sensitivity(self.context.sensitivity),
+            self.sink.write(batch.kind, batch.identity, batch.open, sensitivity=batch.sensitivity(self.context.sensitivity),
                             dependencies=list(batch.dependencies), meta=batch.meta(custom),
                             change_token=batch.change_token)
-            self.written += batch.count
+            self.written += 0 if batch.scanned_only else batch.count
         finally:
             batch.close()
 

@@ -42,17 +42,17 @@ class UnitLister:
     def __init__(self, api: Api, options, *, wants_namespace: Callable[[str | None], bool],
                  keep_owner: Callable[[dict], bool], fingerprint: str,
                  observers: list[Callable[[ResourceType, dict], None]],
-                 emit: Callable[[object], None], stop: threading.Event):
+                 emit: Callable[[object], None], stop: threading.Event, hosts: tuple[str, ...] = ()):
         self.api, self.options = api, options
         self.wants_namespace, self.keep_owner = wants_namespace, keep_owner
         self.fingerprint, self.observers, self.emit, self.stop = fingerprint, list(observers), emit, stop
-        self.scanner = Scanner()
+        self.scanner = Scanner(hosts)
         self.skipped: dict[str, int] = {}
         self._lock = threading.Lock()  # one lister serves every listing thread
 
-    def run(self, rtype: ResourceType, namespace: str | None = None) -> None:
+    def run(self, rtype: ResourceType, namespace: str | None = None, scanned_only: bool = False) -> None:
         where = f"list {rtype.qualified}" + (f" in namespace {namespace}" if namespace else "")
-        state = _Open(rtype, self.fingerprint)
+        state = _Open(rtype, self.fingerprint, scanned_only)
         try:
             for page in self._pages(rtype, namespace, where):
                 if self.stop.is_set():
@@ -85,12 +85,16 @@ class UnitLister:
         if rtype.key == ("", "secrets") and helm_releases.is_release_secret(obj):
             self._helm(obj)
         version_key = f"{meta.get('namespace', '')}/{meta.get('name')}@{meta.get('resourceVersion', '')}"
+        member = (meta.get("name", ""), str(meta.get("resourceVersion") or "-"))  # before stripping
         keep = (lambda ref: False) if rtype.key == CRD_KEY else self.keep_owner
         strip_runtime(obj, include_status=self.options.include_status, keep_owner=keep)
         dependencies, workload = self.scanner.scan(obj)
+        if state.scanned_only:  # named, not stored: see batches.SCANNED_KIND
+            obj = {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "metadata": {
+                k: meta[k] for k in ("namespace", "name", "resourceVersion") if k in meta}}
         line = _ENCODE(obj).encode()  # the server's field order: stable from one backup to the next
         batch = state.batch_for(meta.get("namespace") if rtype.namespaced else None, self.emit)
-        batch.add(line, version_key, dependencies, _provides(rtype, obj), workload)
+        batch.add(line, version_key, dependencies, _provides(rtype, obj), workload, member)
 
     def _wanted(self, rtype: ResourceType, obj: dict) -> bool:
         if rtype.key == CRD_KEY and not group_selected((obj.get("spec") or {}).get("group", ""), self.options):
@@ -125,8 +129,8 @@ def _provides(rtype: ResourceType, obj: dict) -> list[str]:
 class _Open:
     """The batch being filled for one unit, and the namespaces already handed over."""
 
-    def __init__(self, rtype: ResourceType, fingerprint: str):
-        self.rtype, self.fingerprint = rtype, fingerprint
+    def __init__(self, rtype: ResourceType, fingerprint: str, scanned_only: bool = False):
+        self.rtype, self.fingerprint, self.scanned_only = rtype, fingerprint, scanned_only
         self.current: Batch | None = None
         self.parts: dict[str | None, int] = {}
 
@@ -135,7 +139,7 @@ class _Open:
             return self.current
         self.finish(emit)
         self.parts[namespace] = self.parts.get(namespace, 0) + 1
-        self.current = Batch(self.rtype, namespace, self.parts[namespace], self.fingerprint)
+        self.current = Batch(self.rtype, namespace, self.parts[namespace], self.fingerprint, self.scanned_only)
         return self.current
 
     def finish(self, emit: Callable[[object], None]) -> None:

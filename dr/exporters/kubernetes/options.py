@@ -7,6 +7,9 @@ from pydantic import Field, field_validator
 from dr.exporters.contract import ExporterOptions
 
 DEFAULT_EXCLUDED_NAMESPACES = ["kube-system", "kube-public", "kube-node-lease"]
+# What most users expect a cluster backup to hold besides configuration: the workloads. Pods
+# and Jobs are exported only when nothing owns them (an owner recreates its own).
+DEFAULT_WORKLOAD_KINDS = ["Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "Pod"]
 
 
 class KubernetesOptions(ExporterOptions):
@@ -20,9 +23,12 @@ class KubernetesOptions(ExporterOptions):
     namespaces: list[str] = Field(default_factory=list, description="namespaces to export; empty: all")
     exclude_namespaces: list[str] = Field(default_factory=lambda: list(DEFAULT_EXCLUDED_NAMESPACES),
                                           description="namespaces never exported (the cluster's own)")
-    workload_kinds: list[str] = Field(default_factory=list, description=(
-        "built-in kinds to export as well, by Kind or plural: Deployment, StatefulSet, DaemonSet, "
-        "Job, CronJob, Service, PersistentVolumeClaim, ValidatingWebhookConfiguration ..."))
+    workload_kinds: list[str] = Field(default_factory=lambda: list(DEFAULT_WORKLOAD_KINDS), description=(
+        "built-in kinds exported besides the configuration, by Kind, plural or plural.group; "
+        "default: Deployment, StatefulSet, DaemonSet, Job, CronJob, Pod (Jobs and Pods only when "
+        "nothing owns them). A shorter list narrows the export: the default kinds it leaves out "
+        "are still listed and scanned for dependencies, and named in a finding. Longer lists add "
+        "kinds: Service, PersistentVolumeClaim, ValidatingWebhookConfiguration ..."))
     include_status: bool = Field(False, description="keep .status in the backup (never restored)")
     page_size: int = Field(500, ge=1, le=10_000, description="objects per list request (limit/continue)")
     list_timeout_seconds: float = Field(60.0, gt=0, description=(

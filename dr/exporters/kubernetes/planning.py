@@ -33,7 +33,8 @@ REMAP_KINDS = (
               "(registry.cluster-a.local/team); new: the surviving registry holding the copies",
               request_prefix="image-registry:"),
     # objects (and ServiceAccount subjects) move to the new namespace
-    RemapKind("namespace", frozenset({"secret", "configmap", "secret-store", "webhook-service"}),
+    RemapKind("namespace", frozenset({"secret", "configmap", "secret-store", "webhook-service", "service",
+                                      "issuer"}),
               "old: a namespace; new: the namespace to restore its objects into",
               request_prefix="namespace:", rewrite=namespaced_rewrite),
     # every storageClassName is rewritten

@@ -7,6 +7,7 @@
                                   ephemeral volumes) and a StorageClass's own name
   image-registry:<old> -> <new>   the registry (or any leading part) of every container image
                                   in any pod template: `<old>/x:1` becomes `<new>/x:1`
+                                  (`busybox` counts as docker.io/library/busybox)
 The same remap applied to the same backup gives the same objects, so a second restore with it
 finds everything unchanged.
 """
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 
 from dr.exporters.kubernetes.resources import ResourceType
 from dr.exporters.kubernetes.scanning import containers, pod_specs, walk
+from dr.model.locations import canonical_image
 
 PREFIXES = ("namespace:", "storage-class:", "image-registry:")
 NAME_LABEL = "kubernetes.io/metadata.name"
@@ -85,7 +87,10 @@ class Remap:
                 container["image"] = self.image(str(container["image"]))
 
     def image(self, ref: str) -> str:
-        for old, new in sorted(self.registries.items(), key=lambda kv: -len(kv[0])):
-            if ref == old or ref.startswith(old.rstrip("/") + "/"):
-                return new.rstrip("/") + ref[len(old.rstrip("/")):]
+        """`ref` under the longest matching old registry; a Docker Hub short name (`busybox`)
+        matches as what it stands for (docker.io/library/busybox), as the scan records it."""
+        for candidate in dict.fromkeys((ref, canonical_image(ref))):
+            for old, new in sorted(self.registries.items(), key=lambda kv: -len(kv[0])):
+                if candidate == old or candidate.startswith(old.rstrip("/") + "/"):
+                    return new.rstrip("/") + candidate[len(old.rstrip("/")):]
         return ref

@@ -19,7 +19,7 @@ from typing import Callable, Iterable, Iterator
 from dr.exporters.contract import ContentReader, Outcome, OutcomeStatus, RestoreRequest
 from dr.exporters.kubernetes import helm_releases
 from dr.exporters.kubernetes.applying import Applier
-from dr.exporters.kubernetes.batches import KIND
+from dr.exporters.kubernetes.batches import KIND, SCANNED_KIND
 from dr.exporters.kubernetes.discovering import served_plurals
 from dr.exporters.kubernetes.ordering import CRDS, Level, TypeInfo, levels
 from dr.exporters.kubernetes.remapping import Remap, RemapError
@@ -214,6 +214,10 @@ def _type_infos(artifacts: list[Artifact]) -> dict[str, TypeInfo]:
 
 
 def _not_restored(artifact: Artifact) -> Outcome:
+    if artifact.kind == SCANNED_KIND:
+        return Outcome(f"scanned/{artifact.identity}", OutcomeStatus.SKIPPED,
+                       "listed for its dependencies only (workload_kinds left this kind out): "
+                       "the snapshot holds no objects of it")
     if artifact.kind == helm_releases.KIND:
         return Outcome(f"helm-release/{artifact.identity}", OutcomeStatus.SKIPPED,
                        f"a decoded view for reading and the audit; the release comes back with its Secret "

@@ -1,32 +1,49 @@
-"""Finding what restoring an object depends on, without knowing its kind.
+"""Finding what restoring an object depends on, without knowing its kind: one pass per object.
 
-A pod template looks the same wherever it sits: a dict with a `containers` list of dicts that
-carry `image`. Walking every object for that shape finds the images of Deployments, Jobs,
-CronJobs, Pods and of custom resources nobody told dr about (LeaderWorkerSet, JobSet,
-RayCluster, PyTorchJob ...). The same walk finds the other shapes worth recording:
-  storageClassName  anywhere (PVCs, volumeClaimTemplates, ephemeral volumes)   storage-class
-  clientConfig      admission webhooks, CRD conversion webhooks                webhook-service
-  spec.provider     external-secrets SecretStore / ClusterSecretStore          secret-store
-and, inside each pod spec, the Secrets and ConfigMaps it mounts or reads (volumes, projected
-volumes, envFrom, env valueFrom, imagePullSecrets). References to objects are written the way
-artifacts declare what they provide (`secret:<ns>/<name>`), so the audit can tell which ones
-the snapshot itself restores.
+Three passes share one walk of the object (metadata and status excepted: they hold no
+dependency, only links and runtime state):
+  shapes    a pod template looks the same wherever it sits: a dict with a `containers` list of
+            dicts that carry `image`. Walking every object for that shape finds the workloads
+            of Deployments, Jobs, CronJobs, Pods and of custom resources nobody told dr about
+            (LeaderWorkerSet, JobSet, RayCluster, PyTorchJob ...), and inside each pod spec the
+            Secrets and ConfigMaps it mounts or reads (volumes, projected volumes, envFrom, env
+            valueFrom, imagePullSecrets). Other shapes:
+              storageClassName  anywhere (PVCs, volumeClaimTemplates, ephemeral volumes)  storage-class
+              clientConfig      admission webhooks, CRD conversion webhooks               webhook-service
+              image, *Image     any string under such a key                               image
+  fields    fields whose meaning is known exactly, per API group (wellknown.py): Argo CD, Flux,
+            cert-manager, External Secrets, ServiceAccounts
+  strings   every other string: URLs, object-store URIs, git remotes, Service DNS names and the
+            plan's own host names (references.py)
+Each dependency's detail names the object and the JSON path where it was found
+(`Deployment/ns/name .spec.template.spec.containers[0].env[2].value`). Image references are
+recorded with their registry written out (dr.model.locations.canonical_image): `busybox` is
+docker.io/library/busybox, so that placement sees the registry, not a host named busybox.
+Object references are written the way artifacts declare what they provide (`secret:<ns>/<name>`),
+so the audit can tell which ones the snapshot itself restores.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
+from dr.exporters.kubernetes import references
+from dr.exporters.kubernetes.wellknown import known_fields
 from dr.model.artifacts import Dependency
+from dr.model.locations import canonical_image
 
 CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
-# Where the walk does not go, and why: nothing there is a reference, and it is large.
-_NOT_WALKED = {"Secret": "data", "ConfigMap": "data", "CustomResourceDefinition": "spec"}
-# Object metadata and status never hold a pod spec or a reference worth recording.
-_NEVER_REFERENCES = frozenset({"metadata", "status"})
-# Keys of an external-secrets provider block that name the store's endpoint.
-_STORE_ENDPOINT_KEYS = ("server", "url", "vaultUrl", "endpoint", "host", "address")
+# Where the walk does not go, and why: Secret values are secret (and base64), binaryData is not
+# text, and a CRD's schema is documentation (its conversion webhook is read apart).
+_NOT_WALKED = {"Secret": ("data", "stringData"), "ConfigMap": ("binaryData",),
+               "CustomResourceDefinition": ("spec",)}
+# Object metadata and status never hold a pod spec or a reference worth recording (labels and
+# annotations are links and selectors, status is runtime state); nor do these pod-spec parts,
+# which repeat in every pod template (quantities, ports, selectors, scheduling).
+_NEVER_REFERENCES = frozenset({"metadata", "status", "resources", "ports", "securityContext", "selector",
+                               "matchLabels", "matchExpressions", "affinity", "tolerations", "nodeSelector",
+                               "labels"})
 
 
 @lru_cache(maxsize=4096)  # objects of one type repeat the same few paths
@@ -76,17 +93,40 @@ class _State:
         name = meta.get("name", "")
         self.where = f"{kind}/{self.namespace}/{name}" if self.namespace else f"{kind}/{name}"
         self.found: dict[Dependency, None] = {}
+        self.references: set[str] = set()  # what the exact passes found: the string pass skips it
         self.workload = False
+
+    def add(self, kind: str, reference: str, at: tuple) -> None:
+        self.references.add(reference)
+        note = references.resolves_to(reference)
+        self.found[Dependency(kind, reference, f"{self.where} {_path(at)}" + (f" ({note})" if note else ""))] = None
+
+    def add_found(self, kind: str, reference: str, path: list, key: Any, note: str = "") -> None:
+        """From the string pass: once per (kind, reference) and object, at its first path."""
+        if reference not in self.references:
+            self.references.add(reference)
+            detail = f"{self.where} {_path(tuple(path) + (key,))}" + (f" ({note})" if note else "")
+            self.found[Dependency(kind, reference, detail)] = None
 
 
 class Scanner:
-    """The dependencies of one object: call scan(obj) for each exported object (thread-safe)."""
+    """The dependencies of one object: call scan(obj) for each exported object (thread-safe).
+
+    hosts: the host globs the plan places (locations, placement rules); a bare host name in a
+    string is recorded only when it matches one.
+    """
+
+    def __init__(self, hosts: Iterable[str] = ()):
+        self.hosts = references.HostPatterns(hosts)
+        self._with_hosts = bool(self.hosts)
 
     def scan(self, obj: dict) -> tuple[list[Dependency], bool]:
         """(dependencies, has a pod template). Order is stable; duplicates removed."""
         state = _State(obj)
-        skipped = _NOT_WALKED.get(state.kind)
-        self._visit({k: v for k, v in obj.items() if k != skipped} if skipped else obj, [], state)
+        for kind, reference, at in known_fields(obj, state.namespace):
+            state.add(kind, reference, at)
+        skipped = _NOT_WALKED.get(state.kind, ())
+        self._visit({k: v for k, v in obj.items() if k not in skipped} if skipped else obj, [], state)
         if state.kind == "CustomResourceDefinition":
             state.found.update(dict.fromkeys(self._conversion(obj, state.where)))
         return list(state.found), state.workload
@@ -98,30 +138,33 @@ class Scanner:
             if "containers" in node and is_pod_spec(node):
                 state.workload = True
                 state.found.update(dict.fromkeys(self._pod(node, tuple(path), state.namespace, state.where)))
-                # Containers hold nothing else of interest; ephemeral volumes may name a class.
-                path.append("volumes")
-                self._visit(node.get("volumes"), path, state)
-                path.pop()
-                return
-            if "storageClassName" in node or "clientConfig" in node or "provider" in node \
-                    or "secretStoreRef" in node:
-                state.found.update(dict.fromkeys(self._shapes(node, tuple(path), state.obj, state.where)))
+            if "storageClassName" in node or "clientConfig" in node:
+                state.found.update(dict.fromkeys(self._shapes(node, tuple(path), state.where)))
             children = node.items()
         elif type(node) is list:
             children = enumerate(node)
         else:
             return
+        with_hosts = self._with_hosts
         for key, value in children:
-            if (type(value) is dict and key not in _NEVER_REFERENCES) or type(value) is list:
+            kind = type(value)
+            if kind is str:
+                # the literals references.find needs, tested inline: this runs for every string
+                if key == "image" or (type(key) is str and key[-5:] == "Image"):
+                    if value:
+                        state.add_found("image", canonical_image(value), path, key)
+                elif "://" in value or "git@" in value or ".svc" in value or (with_hosts and "." in value):
+                    for found_kind, reference, note in references.find(value, self.hosts):
+                        state.add_found(found_kind, reference, path, key, note)
+            elif (kind is dict and key not in _NEVER_REFERENCES) or kind is list:
                 path.append(key)
                 self._visit(value, path, state)
                 path.pop()
 
     def _pod(self, spec: dict, parts: tuple, namespace: str, where: str) -> Iterator[Dependency]:
+        """The object references of one pod spec (its images are found by the `image` key)."""
         for cparts, container in containers(spec):
-            at = parts + cparts
-            yield Dependency("image", str(container["image"]), f"{where} {_path(at + ('image',))}")
-            yield from self._container_refs(container, at, namespace, where)
+            yield from self._container_refs(container, parts + cparts, namespace, where)
         for index, secret in enumerate(spec.get("imagePullSecrets") or []):
             if isinstance(secret, dict) and secret.get("name"):
                 yield _ref("secret", namespace, secret["name"], where, parts + ("imagePullSecrets", index))
@@ -157,18 +200,14 @@ class Scanner:
                 if name:
                     yield _ref(kind, namespace, name, where, at + ("projected", "sources", index, field))
 
-    def _shapes(self, node: dict, parts: tuple, obj: dict, where: str) -> Iterator[Dependency]:
+    @staticmethod
+    def _shapes(node: dict, parts: tuple, where: str) -> Iterator[Dependency]:
         storage_class = node.get("storageClassName")
         if isinstance(storage_class, str) and storage_class:
             yield Dependency("storage-class", f"storageclass:{storage_class}",
                              f"{where} {_path(parts + ('storageClassName',))}")
         if isinstance(node.get("clientConfig"), dict):
             yield from _webhook(node["clientConfig"], parts + ("clientConfig",), where)
-        if parts == ("spec",) and isinstance(node.get("provider"), dict) and \
-                str(obj.get("apiVersion", "")).startswith("external-secrets.io/"):
-            yield from _secret_stores(node["provider"], where)
-        if parts == ("spec",) and isinstance(node.get("secretStoreRef"), dict):
-            yield from _store_ref(node["secretStoreRef"], obj, where)
 
     @staticmethod
     def _conversion(obj: dict, where: str) -> Iterator[Dependency]:
@@ -189,26 +228,3 @@ def _webhook(config: dict, at: tuple, where: str) -> Iterator[Dependency]:
         yield Dependency("webhook-service", dns, f"{where} {_path(at + ('service',))}")
     elif isinstance(config.get("url"), str):
         yield Dependency("webhook-service", config["url"], f"{where} {_path(at + ('url',))}")
-
-
-def _secret_stores(provider: dict, where: str) -> Iterator[Dependency]:
-    """One dependency per provider block: its endpoint, or `<provider>:<region>` for cloud ones."""
-    for name, config in provider.items():
-        if not isinstance(config, dict):
-            continue
-        endpoint = next((config[k] for k in _STORE_ENDPOINT_KEYS if isinstance(config.get(k), str)), None)
-        if endpoint is None:
-            region = config.get("region") or config.get("location") or config.get("projectID") or ""
-            service = config.get("service", "")
-            endpoint = ":".join(p for p in (name, str(service), str(region)) if p)
-        yield Dependency("secret-store", endpoint, f"{where} .spec.provider.{name}")
-
-
-def _store_ref(ref: dict, obj: dict, where: str) -> Iterator[Dependency]:
-    """An ExternalSecret's store: covered when the snapshot holds that SecretStore object."""
-    if not ref.get("name"):
-        return
-    kind = str(ref.get("kind") or "SecretStore").lower()
-    namespace = (obj.get("metadata") or {}).get("namespace", "") if kind == "secretstore" else ""
-    yield Dependency("secret-store", f"{kind}:{namespace}/{ref['name']}" if namespace else f"{kind}:{ref['name']}",
-                     f"{where} .spec.secretStoreRef")

@@ -7,7 +7,10 @@ Three tables decide it:
   SKIPPED        single objects never exported: per-cluster objects that the destination's
                  own controllers create (restoring the source's copy would conflict).
 Custom resources are exported for every CRD whose group passes include_groups/exclude_groups
-(globs); built-in workload types only when the plan names them in workload_kinds.
+(globs); built-in kinds when workload_kinds names them (by default the workloads:
+options.DEFAULT_WORKLOAD_KINDS). A default workload kind the plan leaves out is still listed
+and scanned (`scanned`): its objects are not stored, but what they depend on is recorded, so
+the audit knows what the platform needs.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import fnmatch
 from dataclasses import dataclass, field
 from typing import Callable
 
+from dr.exporters.kubernetes.options import DEFAULT_WORKLOAD_KINDS
 from dr.exporters.kubernetes.resources import ResourceType
 
 CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
@@ -50,6 +54,10 @@ def _skip_token(obj: dict) -> bool:
     return obj.get("type") == "kubernetes.io/service-account-token"
 
 
+def _skip_owned(obj: dict) -> bool:
+    return bool(obj["metadata"].get("ownerReferences"))
+
+
 def _skip_bootstrap_rbac(obj: dict) -> bool:
     return (obj["metadata"].get("labels") or {}).get("kubernetes.io/bootstrapping") == "rbac-defaults"
 
@@ -62,6 +70,10 @@ SKIPPED: dict[str, list[tuple[Callable[[dict], bool], str]]] = {
                              "destination issues its own")],
     "ClusterRole": [(_skip_bootstrap_rbac, "default RBAC that every API server reconciles itself")],
     "ClusterRoleBinding": [(_skip_bootstrap_rbac, "default RBAC that every API server reconciles itself")],
+    "Pod": [(_skip_owned, "pods with an owner (ReplicaSet, Job, StatefulSet, a custom controller) are "
+                          "recreated by it; only standalone pods are exported")],
+    "Job": [(_skip_owned, "jobs with an owner (a CronJob, a Kueue or JobSet controller) are recreated "
+                          "by it; restoring one would run it twice")],
 }
 
 
@@ -85,6 +97,7 @@ class Selection:
     namespaces: list[str]  # empty: all
     excluded_namespaces: set[str]
     unknown_kinds: list[str] = field(default_factory=list)
+    scanned: list[ResourceType] = field(default_factory=list)  # listed for dependencies, not stored
 
     def wants_namespace(self, namespace: str | None) -> bool:
         if not namespace:
@@ -115,7 +128,7 @@ def _wanted_kind(rtype: ResourceType, kinds: list[str]) -> str | None:
 def select(served: list[ResourceType], crds: list[dict], options) -> Selection:
     """Choose the exported types from what the cluster serves and which CRDs define them."""
     custom = {(c["spec"]["group"], c["spec"]["names"]["plural"]) for c in crds}
-    chosen, named = [], set()
+    chosen, named, scanned = [], set(), []
     for rtype in served:
         if rtype.key in NEVER:
             continue
@@ -124,5 +137,7 @@ def select(served: list[ResourceType], crds: list[dict], options) -> Selection:
             named.add(kind_name)
         if rtype.key in CONFIGURATION or kind_name or (rtype.key in custom and group_selected(rtype.group, options)):
             chosen.append(rtype)
+        elif rtype.group in ("", "apps", "batch") and _wanted_kind(rtype, DEFAULT_WORKLOAD_KINDS):
+            scanned.append(rtype)
     unknown = [k for k in options.workload_kinds if k not in named]
-    return Selection(chosen, custom, list(options.namespaces), set(options.exclude_namespaces), unknown)
+    return Selection(chosen, custom, list(options.namespaces), set(options.exclude_namespaces), unknown, scanned)
