@@ -62,6 +62,12 @@ def plugin_registry(exporter: type[Exporter]) -> Registry:
     return Registry([EntryPoint(exporter.type_name, value, GROUP)])
 
 
+def _members_discovered(artifact: Artifact, versioned: set[str]) -> bool:
+    """An artifact holding several members (meta['members']) is discovered when each is."""
+    members = artifact.meta.get("members")
+    return isinstance(members, dict) and bool(members) and set(members) <= versioned
+
+
 def _require(condition: Any, message: str) -> None:
     if not condition:
         raise AssertionError(message)
@@ -196,19 +202,25 @@ class ExporterConformance:
     # -- the checks -------------------------------------------------------------------------
     def check_discover_agrees_with_export(self) -> None:
         """Everything discover() finds, export() writes, and nothing else: matched as the
-        audit's coverage matches (kind and identity, or an identity in meta['provides'])."""
+        audit's coverage matches (kind and identity, or an identity in meta['provides']; a
+        discovered item with a `version` is a member that an artifact's meta['members'] lists,
+        at that version)."""
         exported = self.artifacts
         source = self.plan.source(SOURCE)
         context = ExportContext(SOURCE, self.plan.options[SOURCE], self.plan.base_dir, source.sensitivity)
         discovered = list(self.registry.get(self.name)(context).discover())
         held = HeldIdentities()
         list(held.record(a.to_json() for a in exported))
-        missing = [f"{d.kind} {d.identity}" for d in discovered if not held.holds(SOURCE, d)]
+        members = held.members.get(SOURCE, {})
+        missing = [f"{d.kind} {d.identity}" for d in discovered
+                   if (members.get(d.identity) != d.version if d.version else not held.holds(SOURCE, d))]
         _require(not missing, f"{self.name}: discover() found what export() did not write: {_listed(missing)}")
         pairs = {(d.kind, d.identity) for d in discovered}
         references = {normalize(d.identity) for d in discovered}
+        versioned = {d.identity for d in discovered if d.version}
         unfound = [f"{a.kind} {a.identity}" for a in exported if (a.kind, a.identity) not in pairs
-                   and not any(normalize(p) in references for p in provided_in(a.meta))]
+                   and not any(normalize(p) in references for p in provided_in(a.meta))
+                   and not _members_discovered(a, versioned)]
         _require(not unfound, f"{self.name}: export() wrote what discover() does not name: {_listed(unfound)}")
 
     def check_second_export_reuses_everything(self) -> None:
