@@ -155,7 +155,7 @@ class S3Store(Store):
         try:
             answer = self._client.get_object_lock_configuration(Bucket=self.bucket)
         except botocore.exceptions.ClientError as exc:
-            if _code(exc) == "ObjectLockConfigurationNotFoundError":
+            if error_code(exc) == "ObjectLockConfigurationNotFoundError":
                 return False
             raise self._error("get object lock configuration of", "", exc) from exc
         except Exception as exc:
