@@ -150,7 +150,7 @@ def _audit(main, root: str, plan_path: str, out: Output) -> int:
     if code != Exit.BLOCKERS:
         out.error(f"the audit should have found the planted blocker (exit 4), got exit {code}")
         return Exit.FAILURE
-    out.say(f"\nThe audit exits 4: it found the planted blocker. dr's own image lives in the in-cluster "
+    out.say("\nThe audit exits 4: it found the planted blocker. dr's own image lives in the in-cluster "
             "registry of cluster-a, so the tool needed to recover would be lost with the cluster. "
             "Fix: mirror the image to a registry outside cluster-a and point dr_image at it. "
             + ("The trainer Deployment's image sits in the same in-cluster registry: restored objects "

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 
-from dr.model.artifacts import Artifact
 from dr.model.plans import Plan, TargetSpec
 from dr.model.recovery import (BLOCKED, CREDENTIALS, KEY, OK, REMAPPED, TARGET, UNKNOWN, EssentialVerdicts, Judgement,
                                RecoveryJudge, is_lost, normalize)

@@ -26,7 +26,7 @@ import yaml
 from dr.audit.coverage import HeldIdentities
 from dr.audit.gathering import normalize
 from dr.backup import BackupResult, run_backup
-from dr.exporters.contract import (AnyOf, Destination, ExportContext, Exporter, NoDestination, Outcome,
+from dr.exporters.contract import (ExportContext, Exporter, Outcome,
                                    RestoreRequest)
 from dr.exporters.contract import OutcomeStatus as Status
 from dr.exporters.registry import GROUP, Registry

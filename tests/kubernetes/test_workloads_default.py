@@ -11,7 +11,6 @@ import os
 
 import pytest
 
-from dr.exporters.contract import ExportContext
 from dr.exporters.kubernetes import KubernetesExporter
 from dr.exporters.kubernetes.options import DEFAULT_WORKLOAD_KINDS
 from tests.harness import EmulatedCluster, write_kubeconfig

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import os
 import string
 from importlib.metadata import EntryPoint, entry_points
 
