@@ -297,14 +297,21 @@ class Registry:
         body.finish()
 
     def tags(self, path: str) -> list[str]:
-        def get():
-            return self.send("GET", f"/v2/{path}/tags/list?n=10000", _pull(path)).json().get("tags") or []
-        return self.retrying(get)
+        return self._paged(f"/v2/{path}/tags/list?n=1000", _pull(path), "tags")
 
     def catalog(self) -> list[str]:
-        def get():
-            return self.send("GET", "/v2/_catalog?n=10000", "registry:catalog:*").json().get("repositories") or []
-        return self.retrying(get)
+        return self._paged("/v2/_catalog?n=1000", "registry:catalog:*", "repositories")
+
+    def _paged(self, url: str, scope: str, key: str) -> list[str]:
+        """Every page of a list, following the Link headers (the API's pagination)."""
+        found: list[str] = []
+        while url:
+            def get(url=url):
+                response = self.send("GET", url, scope)
+                return response.json().get(key) or [], response.links.get("next", {}).get("url", "")
+            page, url = self.retrying(get)
+            found += page
+        return found
 
     def referrers(self, path: str, digest: str) -> list[dict] | None:
         """The referrers API's descriptors; None when the registry has no referrers API (404)."""

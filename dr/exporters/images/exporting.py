@@ -14,6 +14,7 @@ registry answers, or when every image failed.
 
 from __future__ import annotations
 
+import io
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -180,8 +181,8 @@ class ExportRun:
                                 attached=o.signatures, referrers=o.referrers)
 
     def _write(self, item: Wanted, ref: ImageRef, resolved_at: str, copies: list) -> None:
-        def content() -> bytes:
-            return records.content(self.exporter, ref, copies)
+        def content() -> io.BytesIO:  # called only when the change token differs
+            return io.BytesIO(records.content(self.exporter, ref, copies))
         record = records.summary(ref, copies)
         self.sink.write(KIND, item.identity, content, sensitivity=self.exporter.sensitivity(),
                         dependencies=records.dependencies(ref, copies),
