@@ -26,7 +26,7 @@ from dr.model.artifacts import Artifact
 from dr.model.plans import Plan, TargetSpec
 from dr.model.recovery import RecoveryJudge, copies_of, copies_survive, lost_domains
 from dr.model.snapshots import Snapshot, SourceResult
-from dr.restore.destinations import units_for
+from dr.restore.destinations import provided_at, units_for
 from dr.restore.needs import NeedJudge, key_need, precondition_needs
 from dr.restore.ordering import order
 from dr.restore.steps import HELD, READY, REFUSED, Need, Step, group_steps
@@ -124,8 +124,9 @@ def plan_restore(plan: Plan, snapshot: Snapshot, artifacts: list[Artifact], targ
     preconditions = precondition_needs(plan, judge, target, label)
     key = key_need(plan, judge, label)
     needs = NeedJudge(plan, judge, label)
+    provided = provided_at(artifacts)
     for step in steps:
-        step.units, step.problem = units_for(plan, step, destinations.get(step.name))
+        step.units, step.problem = units_for(plan, step, destinations.get(step.name), provided)
         step.problem = _no_data(step, held) or step.problem
         encrypted = key is not None and any(a.encrypted for a in step.artifacts)
         step.needs = preconditions + needs.judge_step(step) + ([key] if encrypted else [])
