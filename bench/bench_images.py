@@ -9,7 +9,8 @@ runs second):
   2. `skopeo copy` once per image, the way people script it;
   3. `skopeo sync --src yaml` of the same 20 images in one call;
   4. each again, unchanged (dr: second backup; skopeo: the same commands again);
-  5. unless --big-mib 0, `dr backup` of one image with a --big-mib layer: peak RSS.
+  5. `dr backup` of a plan listing no image: the fixed cost of a dr process (start, plan, repository);
+  6. unless --big-mib 0, `dr backup` of one image with a --big-mib layer: peak RSS.
 skopeo's blob-info cache lives in a fresh $HOME per run (no memory of other runs).
 Wall time and peak RSS (VmHWM) per command, printed as a table (JSON with --json).
 
@@ -135,6 +136,9 @@ def main() -> None:
             second = tool()
             rows[name] = {"first_s": round(first.seconds, 2), "first_rss_mb": round(first.peak_rss_mb),
                           "unchanged_s": round(second.seconds, 2), "unchanged_rss_mb": round(second.peak_rss_mb)}
+        empty = dr_backup(work, "dr-empty", f"{dr_dest.url}/empty", [])()
+        rows["dr backup, no image (its fixed cost)"] = {"first_s": round(empty.seconds, 2),
+                                                        "first_rss_mb": round(empty.peak_rss_mb)}
         if args.big_mib:
             client = source.client()
             layer = push_file_blob(client, "bench/big", random_file(work, "big", args.big_mib << 20))

@@ -18,6 +18,7 @@ PUT/PATCH is never sent before the auth is known.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import time
 from dataclasses import dataclass
@@ -81,6 +82,15 @@ def _retry_after(response: requests.Response) -> float | None:
     return min(float(value), 60.0) if value.replace(".", "", 1).isdigit() else None
 
 
+class _Adapter(requests.adapters.HTTPAdapter):
+    """Sends request bodies in 1 MiB blocks (urllib3's default is 16 KiB): a layer streamed
+    through Python costs 64 times fewer read/hash/send rounds."""
+
+    def init_poolmanager(self, *args, **kwargs):
+        kwargs.setdefault("blocksize", READ_SIZE)
+        super().init_poolmanager(*args, **kwargs)
+
+
 class Registry:
     """One registry endpoint (`scheme://host`), shared by every thread of a run."""
 
@@ -94,7 +104,7 @@ class Registry:
         self.session.verify = verify_tls
         if host.split(":")[0] in ("127.0.0.1", "localhost", "[::1]"):
             self.session.trust_env = False  # no proxy for loopback, whatever the environment says
-        adapter = requests.adapters.HTTPAdapter(pool_connections=4, pool_maxsize=32)
+        adapter = _Adapter(pool_connections=4, pool_maxsize=32)
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)
         self._tokens: dict[str, str] = {}
@@ -138,7 +148,13 @@ class Registry:
         url = url if url.startswith("http") else urljoin(self.base, url)
         for _ in range(2):
             response = self._raw(method, url, {**self._headers(scope), **(headers or {})}, **kwargs)
-            if response.status_code != 401 or not replayable:
+            if response.status_code == 401 and not replayable:
+                # a streamed body cannot be sent again: forget the token (it may have expired)
+                # and let the caller's retry start the upload over, authenticating first
+                response.close()
+                self._tokens.pop(scope, None)
+                raise TemporaryError(f"{method} {url.split('?')[0]}: HTTP 401 during an upload")
+            if response.status_code != 401:
                 break
             response.close()
             self._authenticate(response.headers.get("WWW-Authenticate", ""), scope)
@@ -336,7 +352,6 @@ def _push(path: str) -> str:
 
 
 def _media_type(body: bytes) -> str:
-    import json
     try:
         return json.loads(body).get("mediaType") or MANIFEST_TYPES[0]
     except ValueError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Callable, Iterator
 
@@ -62,7 +63,6 @@ class ImagesExporter(Exporter):
         return self._connections
 
     def _auth_file(self) -> str | None:
-        import os
         path = self.options.auth_file
         return os.path.join(self.context.base_dir, path) if path else None
 

@@ -110,6 +110,7 @@ class ExportRun:
         self.context = exporter.context
         self.copier = exporter.copier(count=sink.transferred)
         self.failed: list[str] = []
+        self._lock = threading.Lock()
 
     def execute(self) -> None:
         try:
@@ -188,8 +189,6 @@ class ExportRun:
                         dependencies=records.dependencies(ref, copies),
                         meta=records.meta(item, ref, resolved_at, copies),
                         change_token=records.change_token(record, self.exporter.options.platforms))
-
-    _lock = threading.Lock()
 
     def _fail(self, code: str, message: str, **facts) -> None:
         with self._lock:

@@ -86,7 +86,8 @@ def meta(item: "Wanted", ref: ImageRef, resolved_at: str, copies: list) -> dict:
     return {"provides": list(item.spellings), "provides_at": {s: pinned for s in item.spellings},
             "digest": ref.digest, "tag": ref.tag or "", "resolved_at": resolved_at,
             "copies": [f"{d.name}@{c.dr_digest}" for _, d, c in copies],
-            "bytes": sum(c.blobs and sum(c.blobs.values()) or 0 for _, _, c in copies[:1]),
+            # the image's size, known when it was copied now (an unchanged one was not read)
+            "bytes": sum(copied.blobs.values()),
             "why": item.why[:5]}
 
 
