@@ -1,5 +1,5 @@
 """A large layer is streamed registry to registry: memory stays bounded (measured in a child
-process, whose peak RSS is its own), and the PATCH-chunked upload path is the one taken."""
+process: its own VmHWM), and the PATCH-chunked upload path is the one taken."""
 
 from __future__ import annotations
 
@@ -14,16 +14,20 @@ from tests.harness.registries import push_file_blob, push_image
 LAYER_MIB = 64
 
 CHILD = textwrap.dedent("""
-    import json, resource, sys
+    import json, sys
+
+    def hwm():  # VmHWM: this program's own peak (ru_maxrss would start at the parent's RSS at fork)
+        with open("/proc/self/status") as status:
+            return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
     from dr.exporters.images.client import Registry
     from dr.exporters.images.copying import Copier, Endpoint
     source, dr, digest = sys.argv[1:4]
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    before = hwm()
     copier = Copier(parallel_blobs=4, chunk=16 << 20)
     copied = copier.copy(Endpoint(Registry(source, scheme="http"), "team/big"),
                          Endpoint(Registry(dr, scheme="http"), "memory/team/big"), digest, ["1"])
     copier.close()
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = hwm()
     print(json.dumps({"before_kib": before, "peak_kib": peak, "copied": copied.bytes_copied}))
 """)
 
