@@ -150,7 +150,6 @@ def main() -> None:
     finally:
         for server in servers:
             server.stop()
-            shutil.rmtree(server.root, ignore_errors=True)
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -19,6 +19,7 @@ import io
 import json
 import os
 import secrets
+import shutil
 import tarfile
 import tempfile
 import threading
@@ -54,6 +55,7 @@ class DistributionRegistry(ServerProcess):
         super().__init__(self._argv, lambda port: f"http://127.0.0.1:{port}/v2/", name=name)
 
     def _argv(self, port: int) -> list[str]:
+        self.root.mkdir(parents=True, exist_ok=True)
         config = {"version": 0.1, "log": {"level": "warn", "accesslog": {"disabled": True}},
                   "storage": {"filesystem": {"rootdirectory": str(self.root / "data")},
                               "delete": {"enabled": True}},
@@ -82,6 +84,11 @@ class DistributionRegistry(ServerProcess):
             except OSError:
                 time.sleep(0.05)
         return False
+
+    def stop(self) -> None:
+        """Stop the server and remove its storage (the images it held can be large)."""
+        super().stop()
+        shutil.rmtree(self.root, ignore_errors=True)
 
     @property
     def host(self) -> str:
