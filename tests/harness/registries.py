@@ -114,6 +114,7 @@ class RegistryProxy:
         self.fail_status = 500
         self.retry_after: str | None = None
         self.corrupt: set[str] = set()
+        self.truncate = 0  # blob downloads to break half-way (the connection closes)
         self.bearer: tuple[str, str] | None = None  # (user, password) the token endpoint accepts
         self.tokens: set[str] = set()
         self.seen: Counter = Counter()
@@ -134,13 +135,20 @@ class RegistryProxy:
 
     def reset(self) -> None:
         self.fail_next, self.fail_status, self.retry_after = 0, 500, None
-        self.corrupt, self.bearer = set(), None
+        self.corrupt, self.bearer, self.truncate = set(), None, 0
         self.seen.clear()
 
     def _take_failure(self) -> bool:
         with self._lock:
             if self.fail_next > 0:
                 self.fail_next -= 1
+                return True
+            return False
+
+    def _take_truncation(self) -> bool:
+        with self._lock:
+            if self.truncate > 0:
+                self.truncate -= 1
                 return True
             return False
 
@@ -190,11 +198,16 @@ class RegistryProxy:
                        if k.lower() not in ("transfer-encoding", "connection", "content-length")}
                 length = answer.headers.get("Content-Length", str(len(data))) if self.command == "HEAD" \
                     else str(len(data))
+                if "/blobs/sha256:" in self.path and self.command == "GET" and data and proxy._take_truncation():
+                    self.close_connection = True  # promise every byte, send half, hang up
+                    return self._answer(answer.status_code, data[:len(data) // 2], {**out, "Content-Length": length})
                 self._answer(answer.status_code, data, {**out, "Content-Length": length})
 
             def _answer(self, status: int, data: bytes, headers: dict):
                 self.send_response(status)
                 headers.setdefault("Content-Length", str(len(data)))
+                if self.close_connection:
+                    headers["Connection"] = "close"
                 for key, value in headers.items():
                     self.send_header(key, value)
                 self.end_headers()

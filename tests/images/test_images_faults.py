@@ -29,6 +29,15 @@ def test_a_registry_failing_for_a_while_is_retried_honouring_retry_after(tmp_pat
     assert source_result(result).ok and list(records) == [api]
 
 
+def test_a_download_that_breaks_half_way_is_copied_again_from_its_start(tmp_path, registries, images, proxy):
+    worker = images.worker.replace(registries.source.host, proxy.host)
+    plan = plan_with(tmp_path, {"to": [f"{registries.dr.url}/broken-stream"], "images": [worker], "retries": 3})
+    proxy.truncate = 2
+    result, records, _ = backup(plan)
+    assert source_result(result).ok and not source_result(result).findings and list(records) == [worker]
+    assert proxy.truncate == 0  # both breaks happened, and the copies that followed succeeded
+
+
 def test_missing_tag_corrupt_blob_and_down_registry_each_name_the_image_and_the_rest_copy(
         tmp_path, registries, images, proxy):
     corrupt = images.worker.replace(registries.source.host, proxy.host)

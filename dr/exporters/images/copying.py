@@ -23,7 +23,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
-from dr.exporters.images.client import HashingReader, Manifest, Registry, sha256
+import requests
+import urllib3
+
+from dr.exporters.images.client import HashingReader, Manifest, Registry, TemporaryError, sha256
 from dr.exporters.images.references import backup_tag, cosign_tags
 
 LAYER_KEYS = ("config", "layers", "blobs")
@@ -236,6 +239,9 @@ class Copier:
             length = int(response.headers.get("Content-Length", size) or size)
             reader = HashingReader(response.raw, digest, length, f"{src.name}@{digest}")
             dst.registry.upload_blob(dst.path, digest, reader, length, self.chunk)
+        except (urllib3.exceptions.HTTPError, requests.RequestException, OSError) as exc:
+            # a connection that broke mid-stream: the copy starts over (the caller retries)
+            raise TemporaryError(f"{src.name}@{digest}: the transfer broke ({exc.__class__.__name__})") from None
         finally:
             response.close()
         self.count(length)
