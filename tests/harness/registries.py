@@ -138,17 +138,11 @@ class RegistryProxy:
         self.corrupt, self.bearer, self.truncate = set(), None, 0
         self.seen.clear()
 
-    def _take_failure(self) -> bool:
+    def _take(self, counter: str) -> bool:
+        """Use up one of the faults counted by the attribute `counter`; False when none is left."""
         with self._lock:
-            if self.fail_next > 0:
-                self.fail_next -= 1
-                return True
-            return False
-
-    def _take_truncation(self) -> bool:
-        with self._lock:
-            if self.truncate > 0:
-                self.truncate -= 1
+            if getattr(self, counter) > 0:
+                setattr(self, counter, getattr(self, counter) - 1)
                 return True
             return False
 
@@ -166,7 +160,7 @@ class RegistryProxy:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 if self.path.startswith("/token"):
                     return self._token()
-                if proxy._take_failure():
+                if proxy._take("fail_next"):
                     headers = {"Retry-After": proxy.retry_after} if proxy.retry_after else {}
                     return self._answer(proxy.fail_status, b'{"errors":[{"code":"UNAVAILABLE"}]}', headers)
                 if proxy.bearer and self.headers.get("Authorization", "")[7:] not in proxy.tokens:
@@ -198,7 +192,7 @@ class RegistryProxy:
                        if k.lower() not in ("transfer-encoding", "connection", "content-length")}
                 length = answer.headers.get("Content-Length", str(len(data))) if self.command == "HEAD" \
                     else str(len(data))
-                if "/blobs/sha256:" in self.path and self.command == "GET" and data and proxy._take_truncation():
+                if "/blobs/sha256:" in self.path and self.command == "GET" and data and proxy._take("truncate"):
                     self.close_connection = True  # promise every byte, send half, hang up
                     return self._answer(answer.status_code, data[:len(data) // 2], {**out, "Content-Length": length})
                 self._answer(answer.status_code, data, {**out, "Content-Length": length})
