@@ -68,3 +68,28 @@ def test_ecr_hosts_get_a_token_through_boto3(monkeypatch):
     with mock_aws():
         credential = ecr_credential("123456789012.dkr.ecr.us-east-1.amazonaws.com")
     assert credential is not None and credential.username == "AWS" and credential.password
+
+
+def test_credentials_from_a_kubernetes_pull_secret_named_by_the_plan(tmp_path, registries, images):
+    import kubernetes
+
+    from tests.harness.kube import EmulatedCluster, write_kubeconfig
+    from tests.images.conftest import PASSWORD, USER, backup, plan_with, source_result
+
+    cluster = EmulatedCluster(name="pull-secrets").start()
+    try:
+        kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", {"source": cluster})
+        token = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+        config = json.dumps({"auths": {registries.dr_auth.host: {"auth": token}}}).encode()
+        api = kubernetes.client.CoreV1Api(kubernetes.config.new_client_from_config(config_file=kubeconfig))
+        api.create_namespaced_secret("default", {
+            "metadata": {"name": "dr-push"}, "type": "kubernetes.io/dockerconfigjson",
+            "data": {".dockerconfigjson": base64.b64encode(config).decode()}})
+        options = {"to": [f"{registries.dr_auth.url}/from-secret"], "images": [images.api],
+                   "kubeconfig": "kubeconfig", "pull_secrets": ["default/dr-push"]}
+        result, records, _ = backup(plan_with(tmp_path, options))
+        assert source_result(result).ok and list(records) == [images.api]
+        result, _, _ = backup(plan_with(tmp_path, {**options, "pull_secrets": ["default/missing"]}))
+        assert "pull secret default/missing: HTTP 404" in source_result(result).error
+    finally:
+        cluster.stop()

@@ -3,10 +3,13 @@ docker credential helpers, and ECR through boto3.
 
 Never printed: a `Credential`'s repr hides its secret, and errors name the host only.
 
-Where to look, first match wins (the order docker, podman and skopeo use):
-  1. the plan's `auth_file` (docker config.json format; a Kubernetes `dockerconfigjson`
-     pull secret's `.dockerconfigjson` value is exactly this format)
-  2. $REGISTRY_AUTH_FILE, $DOCKER_CONFIG/config.json, ~/.docker/config.json
+Where to look, first match wins:
+  1. the plan's `auth_file` (docker config.json format)
+  2. the Kubernetes pull secrets the plan names (`pull_secrets`: `namespace/name`, read once
+     per run through the plan's `kubeconfig`/`context`): `.dockerconfigjson` is the same
+     format, the legacy `.dockercfg` is its `auths` alone
+  3. $REGISTRY_AUTH_FILE, $DOCKER_CONFIG/config.json, ~/.docker/config.json (the order docker,
+     podman and skopeo use)
 In a file: `auths[host]` (`auth` = base64 user:password, or `username`/`password`, or
 `identitytoken`), then `credHelpers[host]` / `credsStore` (runs `docker-credential-<name> get`).
 A host ending in `.amazonaws.com` with `dkr.ecr` in it and no entry gets an ECR token
@@ -20,6 +23,7 @@ import json
 import os
 import subprocess
 from dataclasses import dataclass, field
+from typing import Callable, Iterator
 
 
 @dataclass(frozen=True)
@@ -35,22 +39,35 @@ class Credential:
 class Credentials:
     """Credentials by registry host, looked up once per host."""
 
-    def __init__(self, auth_file: str | None = None, *, ecr: bool = True) -> None:
-        self._files = [auth_file] if auth_file else _default_files()
+    def __init__(self, auth_file: str | None = None, *, ecr: bool = True,
+                 pull_secrets: Callable[[], list[dict]] = lambda: []) -> None:
+        self._plan_file = auth_file
         self._ecr = ecr
         self._cache: dict[str, Credential | None] = {}
+        self._pull_secrets = pull_secrets
+        self._secret_configs: list[dict] | None = None
+
+    def load(self) -> None:
+        """Read the pull secrets now (once): a failure is the backup's, with its reason."""
+        if self._secret_configs is None:
+            self._secret_configs = self._pull_secrets()
 
     def for_host(self, host: str) -> Credential | None:
         if host not in self._cache:
             self._cache[host] = self._lookup(host)
         return self._cache[host]
 
+    def _configs(self) -> Iterator[dict | None]:
+        if self._plan_file:
+            yield _read(self._plan_file)
+        self.load()
+        yield from self._secret_configs or []
+        for path in _default_files():
+            yield _read(path)
+
     def _lookup(self, host: str) -> Credential | None:
-        for path in self._files:
-            config = _read(path)
-            if config is None:
-                continue
-            found = from_config(config, host)
+        for config in self._configs():
+            found = from_config(config, host) if config is not None else None
             if found is not None:
                 return found
         if self._ecr and ".dkr.ecr." in host and host.endswith(".amazonaws.com"):
@@ -136,3 +153,31 @@ def ecr_credential(host: str) -> Credential | None:
     token = answer["authorizationData"][0]["authorizationToken"]
     user, _, password = base64.b64decode(token).decode().partition(":")
     return Credential(user, password)
+
+
+def read_pull_secrets(names: list[str], kubeconfig: str | None, context: str | None) -> list[dict]:
+    """The docker configs held by Kubernetes pull secrets `namespace/name`."""
+    if not names:
+        return []
+    import kubernetes  # dr depends on it; imported only when a plan names pull secrets
+
+    if kubeconfig or os.path.exists(os.path.expanduser(os.environ.get("KUBECONFIG", "~/.kube/config"))):
+        client = kubernetes.config.new_client_from_config(config_file=kubeconfig, context=context)
+    else:
+        kubernetes.config.load_incluster_config()
+        client = kubernetes.client.ApiClient()
+    api = kubernetes.client.CoreV1Api(client)
+    configs = []
+    for name in names:
+        namespace, _, secret = name.partition("/")
+        try:
+            data = api.read_namespaced_secret(secret, namespace).data or {}
+        except kubernetes.client.ApiException as exc:
+            raise ValueError(f"pull secret {name}: HTTP {exc.status} {exc.reason}") from None
+        if ".dockerconfigjson" in data:
+            configs.append(json.loads(base64.b64decode(data[".dockerconfigjson"])))
+        elif ".dockercfg" in data:
+            configs.append({"auths": json.loads(base64.b64decode(data[".dockercfg"]))})
+        else:
+            raise ValueError(f"pull secret {name} holds neither .dockerconfigjson nor .dockercfg")
+    return configs

@@ -8,7 +8,7 @@ from typing import Callable, Iterator
 
 from dr.exporters.contract import (AnyOf, ArtifactSink, ContentReader, Destination, Discovered, ExportContext,
                                    Exporter, Ordering, Outcome, RestoreRequest, Rewriter)
-from dr.exporters.images.auth import Credentials
+from dr.exporters.images.auth import Credentials, read_pull_secrets
 from dr.exporters.images.client import Registry, RegistryError
 from dr.exporters.images.copying import Copier
 from dr.exporters.images.exporting import KIND, ExportRun, resolve, wanted_images
@@ -58,8 +58,11 @@ class ImagesExporter(Exporter):
     @property
     def connections(self) -> Connections:
         if self._connections is None:
-            self._connections = Connections(self.options, Credentials(self._auth_file(), ecr=self.options.ecr),
-                                            lambda s: self.sleep(s))
+            o = self.options
+            kubeconfig = os.path.join(self.context.base_dir, o.kubeconfig) if o.kubeconfig else None
+            credentials = Credentials(self._auth_file(), ecr=o.ecr, pull_secrets=lambda: read_pull_secrets(
+                o.pull_secrets, kubeconfig, o.context))
+            self._connections = Connections(o, credentials, lambda s: self.sleep(s))
         return self._connections
 
     def _auth_file(self) -> str | None:

@@ -119,6 +119,7 @@ class ExportRun:
             self.copier.close()
 
     def _execute(self) -> None:
+        self.exporter.connections.credentials.load()  # pull secrets: read once, fail early
         wanted, problems = wanted_images(self.exporter)
         for problem in problems:
             self._fail("image-reference-invalid", problem)

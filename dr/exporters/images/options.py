@@ -44,6 +44,9 @@ class ImagesOptions(ExporterOptions):
     signatures: bool = True
     referrers: bool = True
     auth_file: str | None = None
+    pull_secrets: list[str] = []
+    kubeconfig: str | None = None
+    context: str | None = None
     plain_http: list[str] = []
     tls_verify: bool = True
     ecr: bool = True
@@ -72,6 +75,15 @@ class ImagesOptions(ExporterOptions):
         for pattern in patterns:
             parse_pattern(pattern)
         return patterns
+
+    @field_validator("pull_secrets")
+    @classmethod
+    def _secrets(cls, names: list[str]) -> list[str]:
+        for name in names:
+            namespace, _, secret = name.partition("/")
+            if not namespace or not secret or "/" in secret:
+                raise ValueError(f"{name!r}: a pull secret is namespace/name")
+        return names
 
     @field_validator("platforms")
     @classmethod
