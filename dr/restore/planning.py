@@ -26,7 +26,7 @@ from dr.model.artifacts import Artifact
 from dr.model.plans import Plan, TargetSpec
 from dr.model.recovery import Evidence, RecoveryJudge, copies_of, essentials, judge_essentials, scenario
 from dr.model.snapshots import Snapshot, SourceResult
-from dr.restore.destinations import units_for
+from dr.restore.destinations import provided_at, units_for
 from dr.restore.needs import NeedJudge, key_need, precondition_needs
 from dr.restore.ordering import order
 from dr.restore.steps import HELD, READY, REFUSED, Need, Step, StepStatus, group_steps
@@ -116,8 +116,9 @@ def plan_restore(plan: Plan, snapshot: Snapshot, artifacts: list[Artifact], targ
     preconditions = precondition_needs(plan, essentials_judged, target, failure.label)
     key = key_need(plan, essentials_judged, failure.label)
     needs = NeedJudge(plan, judge, failure.label)
+    provided = provided_at(artifacts)
     for step in steps:
-        step.units, step.problem = units_for(plan, step, destinations.get(step.name))
+        step.units, step.problem = units_for(plan, step, destinations.get(step.name), provided)
         step.problem = _no_data(step, held) or step.problem
         encrypted = key is not None and any(a.encrypted for a in step.artifacts)
         step.needs = preconditions + needs.judge_step(step) + ([key] if encrypted else [])

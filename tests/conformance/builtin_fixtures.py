@@ -5,6 +5,7 @@ files:       a small tree (files, a subdirectory, an empty one, a symlink) resto
 kubernetes:  the real-world emulated cluster of tests/kubernetes (upstream CRDs and examples);
              each destination is a new, empty emulated cluster.
 checkpoints: real PyTorch DCP saves (two runs) with a directory DR copy; restores go to a directory.
+images:     three real distribution registries (source, DR, destinations); two images sharing a layer.
 tables:      the third-party test exporter (tests/plugins/acme_tables): two JSON tables.
 """
 
@@ -20,10 +21,12 @@ from typing import Any, Hashable
 from dr.exporters.checkpoints import CheckpointsExporter
 from dr.exporters.files import FilesExporter
 from dr.exporters.git import GitExporter
+from dr.exporters.images import ImagesExporter
 from dr.exporters.kubernetes import KubernetesExporter
 from dr.exporters.kubernetes.batches import KIND as OBJECTS
 from dr.exporters.kubernetes.resources import ResourceType, item_name
 from dr.testing import ConformanceFixture
+from tests.harness.registries import DistributionRegistry, push_image, tar_layer
 from tests.plugins.acme_tables import TablesExporter
 
 _GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.invalid",
@@ -307,5 +310,55 @@ class TablesFixture(_Destinations, ConformanceFixture):
         return "users.json"
 
 
+# -- images ---------------------------------------------------------------------------------------------
+class ImagesFixture(ConformanceFixture):
+    """Three real distribution registries: the source, the DR registry, and one whose repository
+    prefixes are the restores' destinations."""
+
+    exporter = ImagesExporter
+
+    def __init__(self) -> None:
+        self.servers: list[DistributionRegistry] = []
+        self.made = 0
+
+    def build_source(self, workdir: str) -> None:
+        for name in ("source", "dr", "dest"):
+            self.servers.append(DistributionRegistry(name=f"conformance-{name}").start())
+        self.source, self.dr, self.dest = self.servers
+        client = self.source.client()
+        base = tar_layer({"base": os.urandom(20_000)})
+        for name in ("api", "worker"):
+            push_image(client, f"team/{name}", "1.0", [base, tar_layer({name: os.urandom(5_000)})])
+
+    def source_options(self) -> dict[str, Any]:
+        return {"to": [f"{self.dr.url}/mirror"], "retry_wait_seconds": 0.01,
+                "images": [f"{self.source.host}/team/api:1.0", f"{self.source.host}/team/worker:1.0"]}
+
+    def broken_options(self) -> dict[str, Any]:
+        from tests.servers import free_port
+        return {"to": [self.dr.url], "retries": 0, "images": [f"127.0.0.1:{free_port()}/team/gone:1"]}
+
+    def destination(self) -> str:
+        self.made += 1
+        return f"{self.dest.url}/restored-{self.made}"
+
+    def fingerprint(self, to: str) -> Hashable:
+        client, prefix = self.dest.client(), to.split("/", 3)[3]
+        found = []
+        for path in client.catalog():
+            if path.startswith(prefix + "/"):
+                found += [(path, tag, client.head_manifest(path, tag)[0]) for tag in client.tags(path)]
+        return tuple(sorted(found))
+
+    def perturb(self, to: str) -> str:
+        prefix = to.split("/", 3)[3]
+        push_image(self.dest.client(), f"{prefix}/team/api", "1.0", [b"a different build"])
+        return f"{self.source.host}/team/api:1.0"
+
+    def close(self) -> None:
+        for server in self.servers:
+            server.stop()
+
+
 FIXTURES = {"git": GitFixture, "files": FilesFixture, "kubernetes": KubernetesFixture,
-            "checkpoints": CheckpointsFixture, "tables": TablesFixture}
+            "checkpoints": CheckpointsFixture, "tables": TablesFixture, "images": ImagesFixture}

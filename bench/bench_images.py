@@ -1,0 +1,173 @@
+"""Benchmark: copying images registry A -> registry B, dr's images exporter vs skopeo.
+
+20 images (--images) of about --size-mib in all, every one built on the same base layers
+(--base-share of the total), pushed into registry A (CNCF distribution 2.8, Debian's
+`docker-registry`). Then, each tool into its own fresh registry (a distribution registry
+deduplicates blobs across repositories on disk, so a shared destination would favour whoever
+runs second):
+  1. `dr backup` of a plan whose `images` source lists the 20 images (first copy);
+  2. `skopeo copy` once per image, the way people script it;
+  3. `skopeo sync --src yaml` of the same 20 images in one call;
+  4. each again, unchanged (dr: second backup; skopeo: the same commands again);
+  5. `dr backup` of a plan listing no image: the fixed cost of a dr process (start, plan, repository);
+  6. unless --big-mib 0, `dr backup` of one image with a --big-mib layer: peak RSS.
+skopeo's blob-info cache lives in a fresh $HOME per run (no memory of other runs).
+Wall time and peak RSS (VmHWM) per command, printed as a table (JSON with --json).
+
+Run: .venv/bin/python bench/bench_images.py [--size-mib 1024] [--images 20] [--big-mib 256]
+Needs: docker-registry and skopeo (apt; scripts/install-test-deps installs both).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench.common import measure  # noqa: E402
+from tests.harness.registries import DistributionRegistry, push_file_blob, push_image  # noqa: E402
+
+PLAN = """version: 1
+name: bench-images
+failure_domains:
+  - {{name: site-a, kind: region}}
+  - {{name: site-b, kind: region}}
+protects_against: [site-a]
+targets:
+  - {{name: repo, url: "{repo}", domain: site-b}}
+sources:
+  - name: images
+    type: images
+    to: ["{to}"]
+    images: {images}
+"""
+SKOPEO_TLS = ["--src-tls-verify=false", "--dest-tls-verify=false"]
+
+
+def random_file(folder: str, name: str, size: int) -> str:
+    path = os.path.join(folder, name)
+    with open(path, "wb") as handle:
+        left = size
+        while left > 0:
+            n = min(left, 4 << 20)
+            handle.write(os.urandom(n))
+            left -= n
+    return path
+
+
+def build(source: DistributionRegistry, work: str, count: int, total: int, base_share: float) -> list[str]:
+    """`count` images on two shared base layers; `total` bytes in all (the base counted once)."""
+    client = source.client()
+    base_size = int(total * base_share)
+    own = (total - base_size) // count
+    base = [random_file(work, f"base{i}", size) for i, size in enumerate((base_size * 2 // 3, base_size // 3))]
+    refs = []
+    for n in range(count):
+        path = f"bench/app-{n:02d}"
+        layers = [push_file_blob(client, path, f) for f in base]
+        mine = random_file(work, "own", own)
+        layers.append(push_file_blob(client, path, mine))
+        os.unlink(mine)
+        push_image(client, path, "1.0", layers, note=str(n))
+        refs.append(f"{source.host}/{path}:1.0")
+    return refs
+
+
+def dr_backup(work: str, name: str, to: str, refs: list[str]):
+    folder = os.path.join(work, name)
+    os.makedirs(folder, exist_ok=True)
+    plan = os.path.join(folder, "plan.yaml")
+    with open(plan, "w") as handle:
+        handle.write(PLAN.format(repo=os.path.join(folder, "repo"), to=to, images=json.dumps(refs)))
+    dr = os.path.join(os.path.dirname(sys.executable), "dr")
+    return lambda: measure([dr, "backup", "--plan", plan, "--quiet"])
+
+
+def skopeo_each(refs: list[str], dest: str, home: str):
+    env = {**os.environ, "HOME": home}
+
+    def run():
+        runs = [measure(["skopeo", "copy", *SKOPEO_TLS, f"docker://{ref}",
+                         f"docker://{dest}/{ref.split('/', 1)[1]}"], env=env) for ref in refs]
+        return type(runs[0])(sum(r.seconds for r in runs), max(r.peak_rss_mb for r in runs), "")
+    return run
+
+
+def skopeo_sync(refs: list[str], source: str, dest: str, home: str, work: str):
+    spec = os.path.join(work, "sync.yaml")
+    with open(spec, "w") as handle:
+        repos = {ref.split("/", 1)[1].rsplit(":", 1)[0]: ["1.0"] for ref in refs}
+        handle.write(json.dumps({source: {"tls-verify": False, "images": repos}}))
+    env = {**os.environ, "HOME": home}
+    return lambda: measure(["skopeo", "sync", "--src", "yaml", "--dest", "docker", "--dest-tls-verify=false",
+                            spec, dest], env=env)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--size-mib", type=int, default=1024)
+    parser.add_argument("--images", type=int, default=20)
+    parser.add_argument("--base-share", type=float, default=0.4)
+    parser.add_argument("--big-mib", type=int, default=256)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    work = tempfile.mkdtemp(prefix="dr-bench-images-")
+    servers = []
+    try:
+        def registry(name):
+            servers.append(DistributionRegistry(name=f"bench-{name}").start())
+            return servers[-1]
+        source = registry("a")
+        refs = build(source, work, args.images, args.size_mib << 20, args.base_share)
+        dr_dest, each_dest, sync_dest = registry("dr"), registry("skopeo-copy"), registry("skopeo-sync")
+        homes = {n: tempfile.mkdtemp(dir=work) for n in ("each", "sync")}
+        tools = {"dr backup (images exporter)": dr_backup(work, "dr", f"{dr_dest.url}/mirror", refs),
+                 "skopeo copy, once per image": skopeo_each(refs, f"{each_dest.host}/mirror", homes["each"]),
+                 "skopeo sync --src yaml, one call": skopeo_sync(refs, source.host, f"{sync_dest.host}/mirror",
+                                                                  homes["sync"], work)}
+        rows = {}
+        for name, tool in tools.items():
+            first = tool()
+            second = tool()
+            rows[name] = {"first_s": round(first.seconds, 2), "first_rss_mb": round(first.peak_rss_mb),
+                          "unchanged_s": round(second.seconds, 2), "unchanged_rss_mb": round(second.peak_rss_mb)}
+        empty = dr_backup(work, "dr-empty", f"{dr_dest.url}/empty", [])()
+        rows["dr backup, no image (its fixed cost)"] = {"first_s": round(empty.seconds, 2),
+                                                        "first_rss_mb": round(empty.peak_rss_mb)}
+        if args.big_mib:
+            client = source.client()
+            layer = push_file_blob(client, "bench/big", random_file(work, "big", args.big_mib << 20))
+            push_image(client, "bench/big", "1.0", [layer])
+            big = dr_backup(work, "dr-big", f"{dr_dest.url}/big", [f"{source.host}/bench/big:1.0"])()
+            rows[f"dr backup, one {args.big_mib} MiB layer"] = {"first_s": round(big.seconds, 2),
+                                                                "first_rss_mb": round(big.peak_rss_mb)}
+        report(rows, args)
+    finally:
+        for server in servers:
+            server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def report(rows: dict, args) -> None:
+    load = os.getloadavg()[0]
+    if args.json:
+        print(json.dumps({"size_mib": args.size_mib, "images": args.images, "load": load, "rows": rows}, indent=1))
+        return
+    print(f"{args.images} images, {args.size_mib} MiB in all ({args.base_share:.0%} shared base); load {load:.1f}")
+    print(f"{'':40} {'first s':>8} {'RSS MB':>7} {'unchanged s':>12} {'RSS MB':>7}")
+    for name, r in rows.items():
+        print(f"{name:40} {r['first_s']:>8} {r['first_rss_mb']:>7} {r.get('unchanged_s', ''):>12} "
+              f"{r.get('unchanged_rss_mb', ''):>7}")
+    dr = rows["dr backup (images exporter)"]
+    each = rows["skopeo copy, once per image"]
+    print(f"dr / skopeo copy per image: first {dr['first_s'] / each['first_s']:.2f}; "
+          f"dr unchanged / dr first: {dr['unchanged_s'] / dr['first_s']:.2%}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+"""The `images` exporter class: the contract's answers; the work is in the modules beside it."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Callable, Iterator
+
+from dr.exporters.contract import (AnyOf, ArtifactSink, ContentReader, CopyReport, Destination, Discovered,
+                                   ExportContext, Exporter, Ordering, Outcome, RestoreRequest, Rewriter)
+from dr.exporters.images.auth import Credentials, read_pull_secrets
+from dr.exporters.images.client import Registry, RegistryError
+from dr.exporters.images.copying import Copier
+from dr.exporters.images.exporting import KIND, ExportRun, resolve, wanted_images
+from dr.exporters.images.options import ImagesOptions
+from dr.exporters.images.restoring import restore_images
+from dr.exporters.images.verifying import ImageCheck, verify_copies
+from dr.model.artifacts import Artifact, Sensitivity
+
+
+class Connections:
+    """One `Registry` per host for the life of an exporter instance (tokens and pools shared)."""
+
+    def __init__(self, options: ImagesOptions, credentials: Credentials, sleep: Callable[[float], None]) -> None:
+        self.options, self.credentials, self.sleep = options, credentials, sleep
+        self._registries: dict[tuple[str, str], Registry] = {}
+
+    def get(self, host: str, scheme: str | None = None) -> Registry:
+        scheme = scheme or self.options.scheme_for(host)
+        key = (scheme, host)
+        if key not in self._registries:
+            o = self.options
+            api_host = "registry-1.docker.io" if host == "docker.io" else host
+            self._registries[key] = Registry(api_host, scheme=scheme, credential=self.credentials.for_host(host),
+                                             verify_tls=o.tls_verify, timeout=o.timeout_seconds,
+                                             retries=o.retries, backoff=o.retry_wait_seconds, sleep=self.sleep)
+        return self._registries[key]
+
+    def source(self, host: str) -> Registry:
+        return self.get(host)
+
+
+class ImagesExporter(Exporter):
+    type_name = "images"
+    summary = ("Container images by digest (every platform, signatures, attestations), copied to DR "
+               "registries; the images the plan's other sources run")
+    contract_version = 2
+    Options = ImagesOptions
+    reads_plan_dependencies = True
+    # image copies are restored before the workloads that pull them (the core's @images rule)
+    ordering = Ordering(frozenset({"images"}))
+
+    def __init__(self, context: ExportContext) -> None:
+        super().__init__(context)
+        self.sleep: Callable[[float], None] = time.sleep  # replaceable by tests
+        self._connections: Connections | None = None
+
+    @property
+    def connections(self) -> Connections:
+        if self._connections is None:
+            o = self.options
+            kubeconfig = os.path.join(self.context.base_dir, o.kubeconfig) if o.kubeconfig else None
+            credentials = Credentials(self._auth_file(), ecr=o.ecr, pull_secrets=lambda: read_pull_secrets(
+                o.pull_secrets, kubeconfig, o.context))
+            self._connections = Connections(o, credentials, lambda s: self.sleep(s))
+        return self._connections
+
+    def _auth_file(self) -> str | None:
+        path = self.options.auth_file
+        return os.path.join(self.context.base_dir, path) if path else None
+
+    def copier(self, count: Callable[[int], None], filtered: bool = True) -> Copier:
+        o = self.options
+        return Copier(parallel_blobs=o.parallel_blobs, chunk=o.chunk_mib << 20,
+                      platforms=o.platforms if filtered else [], count=count)
+
+    def copier_for_reading(self) -> Copier:
+        return Copier(parallel_blobs=1)
+
+    def sensitivity(self) -> Sensitivity:
+        return self.context.sensitivity or Sensitivity.INTERNAL
+
+    # -- the contract -----------------------------------------------------------------------
+    def discover(self) -> Iterator[Discovered]:
+        """The images the plan lists and its patterns match, that resolve now (one HEAD each)."""
+        wanted, _ = wanted_images(self, from_plan=False)
+        for item in wanted:
+            try:
+                ref = resolve(self, item.ref)
+            except RegistryError:
+                continue
+            yield Discovered(KIND, item.identity, ref.digest or "")
+
+    def export(self, sink: ArtifactSink) -> None:
+        ExportRun(self, sink).execute()
+
+    def restore(self, artifacts: list[Artifact], reader: ContentReader,
+                request: RestoreRequest) -> Iterator[Outcome]:
+        yield from restore_images(self, artifacts, reader, request)
+
+    # -- contract v2: planning ---------------------------------------------------------------
+    def destinations(self, artifacts: list[Artifact], rewrite: Rewriter) -> list[Destination]:
+        return [Destination(artifacts, None, "the DR copies themselves: workloads are pointed at them "
+                            "(give --to REGISTRY to push the images into a new registry)")]
+
+    def scratch_destination(self, folder: str) -> str | None:
+        return None  # a folder cannot hold a registry
+
+    def restore_needs(self, artifacts: list[Artifact]) -> list[AnyOf]:
+        needs = []
+        for artifact in artifacts:
+            registries = tuple(dict.fromkeys(d.reference for d in artifact.dependencies if d.kind == "registry"))
+            if len(registries) > 1:
+                needs.append(AnyOf("registry", f"a DR copy of {artifact.identity}", registries))
+        return needs
+
+    def restore_bytes(self, artifacts: list[Artifact]) -> dict[str, int]:
+        return {"image_warmup": sum(int(a.meta.get("bytes") or 0) for a in artifacts)}
+
+    # -- beyond the contract ----------------------------------------------------------------
+    def verify(self, artifacts: list[Artifact], reader: ContentReader, read_data: bool = True) -> list[ImageCheck]:
+        """Check every DR copy the artifacts record, by digest (see verifying.py)."""
+        return verify_copies(self, artifacts, reader, read_data=read_data)
+
+    def verify_copies(self, artifacts: list[Artifact], reader: ContentReader, read_data: bool) -> list[CopyReport]:
+        """Contract v2: `dr verify` checks every DR registry copy as restore() would (by digest;
+        with read_data every blob is streamed and hashed, else only HEADed)."""
+        return [CopyReport(check.copy, f"image {check.item}", list(check.problems),
+                           {"manifests": check.manifests, "blobs": check.blobs, "bytes_read": check.bytes_read})
+                for check in self.verify(artifacts, reader, read_data)]

@@ -1,0 +1,105 @@
+"""The `images` exporter's plan options, validated when the plan is loaded (docs/exporters.md,
+section "images", describes each one; a test keeps the two equal).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from urllib.parse import urlsplit
+
+from pydantic import Field, field_validator
+
+from dr.exporters.contract import ExporterOptions
+from dr.exporters.images.references import parse, parse_pattern
+
+LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+
+
+class RegistryURL:
+    """`http(s)://host[:port][/prefix]`: a registry and the repository prefix copies go under."""
+
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url if "://" in url else f"https://{url}")
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"{url!r}: a registry is http(s)://host[:port][/prefix]")
+        if "@" in parts.netloc:
+            raise ValueError(f"{url!r}: put credentials in the auth file, not in the URL")
+        self.scheme, self.host, self.prefix = parts.scheme, parts.netloc, parts.path.strip("/")
+
+    @property
+    def url(self) -> str:
+        return f"{self.scheme}://{self.host}" + (f"/{self.prefix}" if self.prefix else "")
+
+    def __str__(self) -> str:
+        return self.url
+
+
+class ImagesOptions(ExporterOptions):
+    to: list[str] = Field(min_length=1)  # DR registries
+    images: list[str] = []
+    repositories: list[str] = []
+    from_plan: bool = True
+    exclude: list[str] = []
+    platforms: list[str] = []
+    signatures: bool = True
+    referrers: bool = True
+    auth_file: str | None = None
+    pull_secrets: list[str] = []
+    kubeconfig: str | None = None
+    context: str | None = None
+    plain_http: list[str] = []
+    tls_verify: bool = True
+    ecr: bool = True
+    parallel_images: int = Field(4, ge=1, le=64)
+    parallel_blobs: int = Field(8, ge=1, le=64)
+    chunk_mib: int = Field(32, ge=1, le=1024)
+    retries: int = Field(5, ge=0, le=20)
+    retry_wait_seconds: float = Field(0.5, ge=0)
+    timeout_seconds: float = Field(60.0, gt=0)
+
+    @field_validator("to")
+    @classmethod
+    def _registries(cls, urls: list[str]) -> list[str]:
+        return [RegistryURL(u).url for u in urls]
+
+    @field_validator("images")
+    @classmethod
+    def _images(cls, refs: list[str]) -> list[str]:
+        for ref in refs:
+            parse(ref)
+        return refs
+
+    @field_validator("repositories")
+    @classmethod
+    def _patterns(cls, patterns: list[str]) -> list[str]:
+        for pattern in patterns:
+            parse_pattern(pattern)
+        return patterns
+
+    @field_validator("pull_secrets")
+    @classmethod
+    def _secrets(cls, names: list[str]) -> list[str]:
+        for name in names:
+            namespace, _, secret = name.partition("/")
+            if not namespace or not secret or "/" in secret:
+                raise ValueError(f"{name!r}: a pull secret is namespace/name")
+        return names
+
+    @field_validator("platforms")
+    @classmethod
+    def _platforms(cls, platforms: list[str]) -> list[str]:
+        for p in platforms:
+            if not 2 <= len(p.split("/")) <= 3:
+                raise ValueError(f"{p!r}: a platform is os/architecture[/variant] (linux/amd64)")
+        return platforms
+
+    def dr_registries(self) -> list[RegistryURL]:
+        return [RegistryURL(u) for u in self.to]
+
+    def scheme_for(self, host: str) -> str:
+        """Plain HTTP for loopback (as docker does) and the hosts the plan lists; else HTTPS."""
+        name = host.rsplit(":", 1)[0] if not host.startswith("[") else host.split("]")[0] + "]"
+        return "http" if name in LOOPBACK or host in self.plain_http or name in self.plain_http else "https"
+
+    def excluded(self, reference: str) -> bool:
+        return any(fnmatch.fnmatchcase(reference, glob) for glob in self.exclude)

@@ -1,0 +1,109 @@
+"""Restoring images: push the DR copies into a registry, one outcome per image with its reason.
+
+`--to REGISTRY` (`http(s)://host[:port][/prefix]`): each image goes to
+`<host>/<prefix>/<source path>:<tag>` (the source registry's host is left out: the new
+registry replaces it). Its cosign tags and referrers follow. Without `--to` (a whole-plan
+restore) nothing moves: workloads are pointed at the DR copies, so the step checks that each
+copy still holds the image (tag and top manifest by digest) and says `unchanged`.
+
+Outcomes: `planned` (dry run), `unchanged` (the destination tag already names the digest),
+`conflict` (it names another digest; `--overwrite` replaces it), `restored` (copied, every
+digest verified on the way), `failed` (no DR copy could be read: each copy's reason).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterator
+
+from dr.exporters.contract import ContentReader, Outcome, OutcomeStatus, RestoreRequest
+from dr.exporters.images import records
+from dr.exporters.images.client import RegistryError
+from dr.exporters.images.copying import Copier, Endpoint
+from dr.exporters.images.options import RegistryURL
+from dr.exporters.images.references import parse
+from dr.model.artifacts import Artifact
+
+if TYPE_CHECKING:
+    from dr.exporters.images.exporter import ImagesExporter
+
+
+def restore_images(exporter: "ImagesExporter", artifacts: list[Artifact], reader: ContentReader,
+                   request: RestoreRequest) -> Iterator[Outcome]:
+    target = RegistryURL(request.to) if request.to else None
+    copier = exporter.copier(count=lambda n: None, filtered=False)
+    try:
+        for artifact in artifacts:
+            record = records.load(reader.read(artifact))
+            if target is None:
+                yield _check_in_place(exporter, artifact, record, request)
+            else:
+                yield _push(exporter, copier, artifact, record, target, request)
+    finally:
+        copier.close()
+
+
+def _dr_endpoint(exporter: "ImagesExporter", copy: dict) -> Endpoint:
+    url = RegistryURL(copy["registry"])
+    return Endpoint(exporter.connections.get(url.host, url.scheme), copy["repository"][len(url.host) + 1:])
+
+
+def _check_in_place(exporter: "ImagesExporter", artifact: Artifact, record: dict,
+                    request: RestoreRequest) -> Outcome:
+    item, problems = artifact.identity, []
+    for copy in record["copies"]:
+        if request.dry_run:
+            return Outcome(item, OutcomeStatus.PLANNED, f"would check the DR copy {copy['pinned']}")
+        try:
+            dst = _dr_endpoint(exporter, copy)
+            found = dst.registry.head_manifest(dst.path, copy["dr_digest"])
+        except RegistryError as exc:
+            problems.append(f"{copy['pinned']}: {exc}")
+            continue
+        if found:
+            return Outcome(item, OutcomeStatus.UNCHANGED, f"the DR copy {copy['pinned']} is in place; "
+                           "workloads pull it from there")
+        problems.append(f"{copy['pinned']}: the DR registry no longer holds it")
+    return Outcome(item, OutcomeStatus.FAILED, "no DR copy found: " + "; ".join(problems))
+
+
+def _push(exporter: "ImagesExporter", copier: Copier, artifact: Artifact, record: dict, target: RegistryURL,
+          request: RestoreRequest) -> Outcome:
+    item = artifact.identity
+    ref = parse(record["source"])
+    path = "/".join(p for p in (target.prefix, ref.path) if p)
+    where = f"{target.host}/{path}" + (f":{ref.tag}" if ref.tag else "")
+    dr_digest = record["copies"][0]["dr_digest"]
+    if request.dry_run:
+        return Outcome(item, OutcomeStatus.PLANNED, f"would copy {dr_digest} to {where}")
+    dst = Endpoint(exporter.connections.get(target.host, target.scheme), path)
+    try:
+        found = dst.registry.head_manifest(path, ref.tag or dr_digest)
+    except RegistryError as exc:
+        return Outcome(item, OutcomeStatus.FAILED, f"{where}: {exc}")
+    if found and found[0] == dr_digest:
+        return Outcome(item, OutcomeStatus.UNCHANGED, f"{where} already names {dr_digest}")
+    if found and not request.overwrite:
+        return Outcome(item, OutcomeStatus.CONFLICT, f"{where} names {found[0]}, not the backup's "
+                       f"{dr_digest}; --overwrite replaces the tag")
+    problems = []
+    for copy in record["copies"]:
+        try:
+            src = _dr_endpoint(exporter, copy)
+            copied = copier.copy(src, dst, dr_digest, [ref.tag] if ref.tag else [], backup=False,
+                                 attached=bool(record.get("attached")), referrers=False)
+            _referred(copier, src, dst, record)
+        except RegistryError as exc:
+            problems.append(f"from {copy['pinned']}: {exc}")
+            continue
+        return Outcome(item, OutcomeStatus.RESTORED,
+                       f"{dr_digest} to {where} from {copy['pinned']} ({len(copied.blobs)} blobs, "
+                       f"{copied.bytes_copied} bytes copied, digests verified)")
+    return Outcome(item, OutcomeStatus.FAILED, "; ".join(problems))
+
+
+def _referred(copier: Copier, src: Endpoint, dst: Endpoint, record: dict) -> None:
+    """Artifacts that came through the referrers API live in the DR copy by digest only."""
+    for attached in record.get("attached") or []:
+        if attached.get("via") == "referrers" and dst.registry.head_manifest(dst.path, attached["digest"]) is None:
+            tree = copier.read_tree(src, attached["digest"], filter_platforms=False)
+            copier.copy_tree(src, dst, tree, attached["digest"])

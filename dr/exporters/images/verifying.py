@@ -1,0 +1,107 @@
+"""Checking DR registry copies by digest: what `dr verify --images` asks of this exporter.
+
+For each recorded copy: the tag (and backup tag) still names the copy's digest; every
+recorded manifest is fetched and hashed; every recorded blob is present with its recorded size
+(HEAD), or, with read_data, streamed and hashed. Whatever a restore would refuse (a missing
+or corrupt manifest or blob, a moved tag) is a problem of that copy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
+
+from dr.exporters.contract import ContentReader
+from dr.exporters.images import records
+from dr.exporters.images.client import HashingReader, RegistryError
+from dr.exporters.images.copying import Endpoint
+from dr.exporters.images.options import RegistryURL
+from dr.model.artifacts import Artifact
+
+if TYPE_CHECKING:
+    from dr.exporters.images.exporter import ImagesExporter
+
+
+@dataclass
+class ImageCheck:
+    """One DR copy of one image: `ok` when every recorded digest checked out."""
+
+    item: str  # the artifact's identity (the source reference)
+    copy: str  # the DR copy, pinned by digest
+    ok: bool
+    problems: list[str] = field(default_factory=list)
+    manifests: int = 0  # manifests fetched and hashed
+    blobs: int = 0  # blobs found (HEAD) or read and hashed
+    bytes_read: int = 0
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def verify_copies(exporter: "ImagesExporter", artifacts: list[Artifact], reader: ContentReader,
+                  read_data: bool = True) -> list[ImageCheck]:
+    checks = []
+    for artifact in artifacts:
+        record = records.load(reader.read(artifact))
+        for copy in record["copies"]:
+            checks.append(_check(exporter, artifact.identity, record, copy, read_data))
+    return checks
+
+
+def _check(exporter: "ImagesExporter", item: str, record: dict, copy: dict, read_data: bool) -> ImageCheck:
+    url = RegistryURL(copy["registry"])
+    dst = Endpoint(exporter.connections.get(url.host, url.scheme), copy["repository"][len(url.host) + 1:])
+    check = ImageCheck(item, copy["pinned"], True)
+    try:
+        _tags(dst, record, copy, check)
+        for digest in dict.fromkeys([*record["manifests"], copy["dr_digest"],
+                                     *(a["digest"] for a in record.get("attached") or [])]):
+            _manifest(dst, digest, check)
+        for digest, size in sorted(record["blobs"].items()):
+            _blob(dst, digest, size, read_data, check)
+    except RegistryError as exc:  # the registry stopped answering: the rest cannot be checked
+        check.problems.append(str(exc))
+    check.ok = not check.problems
+    return check
+
+
+def _tags(dst: Endpoint, record: dict, copy: dict, check: ImageCheck) -> None:
+    for tag in filter(None, (record.get("tag"), copy.get("backup_tag"))):
+        found = dst.registry.head_manifest(dst.path, tag)
+        if found is None or found[0] != copy["dr_digest"]:
+            check.problems.append(f"{dst.name}:{tag} names {found[0] if found else 'nothing'}, "
+                                  f"not {copy['dr_digest']}")
+
+
+def _manifest(dst: Endpoint, digest: str, check: ImageCheck) -> None:
+    try:
+        dst.registry.get_manifest(dst.path, digest)  # hashed against the digest
+        check.manifests += 1
+    except RegistryError as exc:
+        check.problems.append(f"manifest {digest}: {exc}")
+
+
+def _blob(dst: Endpoint, digest: str, size: int, read_data: bool, check: ImageCheck) -> None:
+    name = f"{dst.name}@{digest}"
+    if not read_data:
+        found = dst.registry.has_blob(dst.path, digest)
+        if found is None:
+            check.problems.append(f"blob {name}: missing")
+        elif found != size:
+            check.problems.append(f"blob {name}: {found} bytes, recorded {size}")
+        else:
+            check.blobs += 1
+        return
+    try:
+        response = dst.registry.open_blob(dst.path, digest)
+        try:
+            body = HashingReader(response.raw, digest, size, name)
+            while body.read(1 << 20):
+                pass
+            body.finish()
+        finally:
+            response.close()
+        check.blobs += 1
+        check.bytes_read += size
+    except RegistryError as exc:
+        check.problems.append(f"blob {name}: {exc}")

@@ -1,0 +1,86 @@
+"""The images exporter backs up against real registries: which images, what lands in the DR
+registries, what the catalog records, and what an unchanged second run costs."""
+
+from __future__ import annotations
+
+from dr.exporters.images.references import backup_tag, cosign_tags
+from dr.model.recovery import copies_of, normalize
+from tests.images.conftest import auth_file, backup, plan_with, source_result
+from tests.harness.registries import RegistryProxy
+
+
+def test_images_the_other_sources_need_and_the_plan_lists_are_copied_to_every_dr_registry(
+        tmp_path, registries, images):
+    dr, dr_auth = registries.dr, registries.dr_auth
+    plan = plan_with(tmp_path, {"to": [f"{dr.url}/mirror", dr_auth.url], "images": [images.multi],
+                                "auth_file": auth_file(tmp_path, registries)},
+                     pods={"api": [images.api], "worker": [images.worker, images.api]})
+    result, records, _ = backup(plan)
+    assert source_result(result).ok and not source_result(result).findings
+    assert sorted(records) == sorted([images.api, images.worker, images.multi])
+
+    artifact, record = records[images.api]
+    host = registries.source.host.replace(":", "-")
+    mirrored = f"{dr.host}/mirror/{host}/team/api"
+    assert record["digest"] == images.api_digest and record["tag"] == "1.0"
+    assert [c["reference"] for c in record["copies"]] == [f"{mirrored}:1.0", f"{dr_auth.host}/{host}/team/api:1.0"]
+    # the original tag, the immutable backup tag and the cosign signature tag are all there
+    tags = dr.client().tags(f"mirror/{host}/team/api")
+    assert {"1.0", backup_tag(images.api_digest), cosign_tags(images.api_digest)[0]} <= set(tags)
+    assert record["attached"] == [{"tag": cosign_tags(images.api_digest)[0], "digest": images.signature,
+                                   "via": "cosign-tag"}]
+    # the audit's view: the artifact provides the reference the pods recorded, and says where
+    assert copies_of([artifact])[normalize(images.api)]
+    assert artifact.meta["provides_at"][images.api] == f"{mirrored}@{images.api_digest}"
+    assert [d.kind for d in artifact.dependencies] == ["registry", "registry"]
+    assert artifact.meta["resolved_at"] and artifact.meta["digest"] == images.api_digest
+
+    _, multi = records[images.multi]
+    assert multi["platforms"] == ["linux/amd64", "linux/arm64"] and len(multi["manifests"]) == 3
+    # the shared base layers crossed once per DR registry (mounted or found, never copied twice)
+    assert result.snapshot.stats["bytes_transferred"] < 2 * (
+        sum(sum(r["blobs"].values()) for _, r in records.values()) - images.base_bytes) + 50_000
+
+
+def test_an_unchanged_second_backup_costs_one_head_per_image_at_the_dr_registry(tmp_path, registries, images):
+    front = RegistryProxy(registries.dr.host)  # counts what the DR registry is asked
+    try:
+        plan = plan_with(tmp_path, {"to": [f"http://{front.host}/unchanged"], "signatures": False},
+                         pods={"api": [images.api], "worker": [images.worker], "multi": [images.multi]})
+        first, records, _ = backup(plan)
+        assert len(records) == 3 and source_result(first).ok
+        front.seen.clear()
+        second, again, _ = backup(plan)
+        assert front.seen == {"GET": 1, "HEAD": 3}  # GET /v2/ once, then one HEAD per image
+        assert second.snapshot.stats["artifacts_reused"] >= 3
+        assert second.snapshot.stats.get("bytes_transferred", 0) == 0
+        assert {k: r for k, (_, r) in again.items()} == {k: r for k, (_, r) in records.items()}
+    finally:
+        front.close()
+
+
+def test_repository_patterns_and_a_platform_filter(tmp_path, registries, images):
+    source = registries.source.host
+    plan = plan_with(tmp_path, {"to": [f"{registries.dr.url}/filtered"], "repositories": [f"{source}/team/mul*"],
+                                "platforms": ["linux/arm64"]})
+    result, records, _ = backup(plan)
+    assert list(records) == [images.multi] and source_result(result).ok
+    _, record = records[images.multi]
+    assert record["platforms"] == ["linux/arm64"] and len(record["manifests"]) == 2
+    assert record["copies"][0]["dr_digest"] != record["digest"]  # our own, filtered index
+    # unchanged second run: still one HEAD, against the filtered index's digest
+    second, again, _ = backup(plan)
+    assert second.snapshot.stats["artifacts_reused"] >= 1 and again[images.multi][1] == record
+
+
+def test_bearer_token_auth_at_the_source(tmp_path, registries, images, proxy):
+    proxy.bearer = ("puller", "pull-pw")
+    import base64
+    import json
+    token = base64.b64encode(b"puller:pull-pw").decode()
+    (tmp_path / "auth.json").write_text(json.dumps({"auths": {proxy.host: {"auth": token}}}))
+    api = images.api.replace(registries.source.host, proxy.host)
+    plan = plan_with(tmp_path, {"to": [f"{registries.dr.url}/bearer"], "images": [api], "auth_file": "auth.json"})
+    result, records, _ = backup(plan)
+    assert source_result(result).ok and list(records) == [api]
+    assert proxy.tokens  # the realm handed out tokens and they were used

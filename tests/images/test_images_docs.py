@@ -1,0 +1,13 @@
+"""Every option of the images exporter is described in docs/exporters.md (its section)."""
+
+from pathlib import Path
+
+from dr.exporters.images.options import ImagesOptions
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "exporters.md"
+
+
+def test_every_option_is_documented():
+    section = DOC.read_text().split("\n## The `images` exporter\n", 1)[1].split("\n## ", 1)[0]
+    missing = [name for name in ImagesOptions.model_fields if f"| `{name}` |" not in section]
+    assert missing == [], "options not in docs/exporters.md, section The images exporter"

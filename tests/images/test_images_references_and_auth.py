@@ -1,0 +1,95 @@
+"""Image references as runtimes read them, and where credentials come from (never printed)."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from dr.exporters.images.auth import Credential, Credentials, ecr_credential, from_config
+from dr.exporters.images.references import BadReference, dr_path, parse, parse_pattern
+
+DIGEST = "sha256:" + "ab" * 32
+
+
+@pytest.mark.parametrize("text,host,path,tag,digest", [
+    ("nginx", "docker.io", "library/nginx", "latest", None),
+    ("nginx:1.25", "docker.io", "library/nginx", "1.25", None),
+    ("bitnami/redis:7", "docker.io", "bitnami/redis", "7", None),
+    ("localhost/app", "localhost", "app", "latest", None),
+    ("reg.local:5000/team/app:v1", "reg.local:5000", "team/app", "v1", None),
+    (f"reg.local/team/app@{DIGEST}", "reg.local", "team/app", None, DIGEST),
+    (f"reg.local/team/app:v1@{DIGEST}", "reg.local", "team/app", "v1", DIGEST),
+])
+def test_references_are_read_as_container_runtimes_read_them(text, host, path, tag, digest):
+    ref = parse(text)
+    assert (ref.host, ref.path, ref.tag, ref.digest) == (host, path, tag, digest)
+
+
+@pytest.mark.parametrize("text", ["reg.local/Team/app:1", "reg.local/app@sha256:short", "reg.local/app:bad tag"])
+def test_bad_references_say_what_is_wrong(text):
+    with pytest.raises(BadReference):
+        parse(text)
+
+
+def test_patterns_and_the_dr_repository_layout():
+    pattern = parse_pattern("reg.local:5000/team/*:v*")
+    assert pattern.matches_path("team/api") and not pattern.matches_path("other/api")
+    assert pattern.matches_tag("v2") and not pattern.matches_tag("latest")
+    assert parse_pattern("reg.local/team/*").tag_glob == "*"
+    assert dr_path(parse("reg.local:5000/team/api:1"), "mirror") == "mirror/reg.local-5000/team/api"
+
+
+def test_credentials_from_a_docker_config_in_every_form_and_never_printed():
+    token = base64.b64encode(b"robot:p4ss").decode()
+    config = {"auths": {"reg.local": {"auth": token}, "https://index.docker.io/v1/": {"username": "hub",
+                                                                                        "password": "h"},
+                        "id.local": {"identitytoken": "refresh-me"}}}
+    assert from_config(config, "reg.local") == Credential("robot", "p4ss")
+    assert from_config(config, "docker.io").username == "hub"
+    assert from_config(config, "id.local").identity_token
+    assert from_config(config, "other.local") is None
+    assert "p4ss" not in repr(from_config(config, "reg.local")) + str(from_config(config, "reg.local"))
+
+
+def test_an_auth_file_named_by_the_plan_wins(tmp_path, monkeypatch):
+    token = base64.b64encode(b"from-plan:x").decode()
+    (tmp_path / "auth.json").write_text(json.dumps({"auths": {"reg.local": {"auth": token}}}))
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "nowhere"))
+    assert Credentials(str(tmp_path / "auth.json")).for_host("reg.local").username == "from-plan"
+    assert Credentials(None, ecr=False).for_host("reg.local") is None
+
+
+def test_ecr_hosts_get_a_token_through_boto3(monkeypatch):
+    from moto import mock_aws
+    for name, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing")):
+        monkeypatch.setenv(name, value)
+    with mock_aws():
+        credential = ecr_credential("123456789012.dkr.ecr.us-east-1.amazonaws.com")
+    assert credential is not None and credential.username == "AWS" and credential.password
+
+
+def test_credentials_from_a_kubernetes_pull_secret_named_by_the_plan(tmp_path, registries, images):
+    import kubernetes
+
+    from tests.harness.kube import EmulatedCluster, write_kubeconfig
+    from tests.images.conftest import PASSWORD, USER, backup, plan_with, source_result
+
+    cluster = EmulatedCluster(name="pull-secrets").start()
+    try:
+        kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", {"source": cluster})
+        token = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+        config = json.dumps({"auths": {registries.dr_auth.host: {"auth": token}}}).encode()
+        api = kubernetes.client.CoreV1Api(kubernetes.config.new_client_from_config(config_file=kubeconfig))
+        api.create_namespaced_secret("default", {
+            "metadata": {"name": "dr-push"}, "type": "kubernetes.io/dockerconfigjson",
+            "data": {".dockerconfigjson": base64.b64encode(config).decode()}})
+        options = {"to": [f"{registries.dr_auth.url}/from-secret"], "images": [images.api],
+                   "kubeconfig": "kubeconfig", "pull_secrets": ["default/dr-push"]}
+        result, records, _ = backup(plan_with(tmp_path, options))
+        assert source_result(result).ok and list(records) == [images.api]
+        result, _, _ = backup(plan_with(tmp_path, {**options, "pull_secrets": ["default/missing"]}))
+        assert "pull secret default/missing: HTTP 404" in source_result(result).error
+    finally:
+        cluster.stop()
