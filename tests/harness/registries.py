@@ -34,7 +34,7 @@ from pathlib import Path
 import requests
 
 from dr.exporters.images.client import HashingReader, Manifest, Registry, sha256
-from tests.servers import ServerProcess, free_port
+from tests.servers import ServerProcess
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
