@@ -13,7 +13,6 @@ def _codes(result) -> dict[str, str]:
 
 
 def test_a_registry_failing_for_a_while_is_retried_honouring_retry_after(tmp_path, registries, images, proxy):
-    slept = []
     api = images.api.replace(registries.source.host, proxy.host)
     plan = plan_with(tmp_path, {"to": [f"{registries.dr.url}/flaky"], "images": [api], "retries": 4})
     proxy.fail_next, proxy.fail_status, proxy.retry_after = 3, 429, "0.2"
