@@ -114,3 +114,22 @@ def moto_server() -> ServerProcess:
         lambda port: f"http://127.0.0.1:{port}/moto-api/",
         name="moto",
     )
+
+
+def etcd_server(data_dir: str, name: str = "default") -> ServerProcess:
+    """A one-member etcd (Debian etcd-server) on free loopback ports, its data in `data_dir`.
+
+    The client port is the ServerProcess's port; the peer port is picked with it. An existing
+    data directory (one `etcdctl snapshot restore` made) is started as it is: the name and peer
+    URL must then be the ones it was restored with (`peer_port` below)."""
+    server: ServerProcess
+
+    def argv(port: int) -> list[str]:
+        server.peer_port = getattr(server, "fixed_peer_port", None) or free_port()
+        client, peer = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{server.peer_port}"
+        return ["etcd", "--data-dir", data_dir, "--name", name, "--listen-client-urls", client,
+                "--advertise-client-urls", client, "--listen-peer-urls", peer,
+                "--initial-advertise-peer-urls", peer, "--initial-cluster", f"{name}={peer}"]
+
+    server = ServerProcess(argv, lambda port: f"http://127.0.0.1:{port}/health", name="etcd")
+    return server

@@ -309,3 +309,8 @@ class TablesFixture(_Destinations, ConformanceFixture):
 
 FIXTURES = {"git": GitFixture, "files": FilesFixture, "kubernetes": KubernetesFixture,
             "checkpoints": CheckpointsFixture, "tables": TablesFixture}
+
+# -- exporters whose fixtures live in their own modules ----------------------------------------------
+from tests.conformance.etcd_fixture import EtcdFixture  # noqa: E402  (after FIXTURES: no cycle)
+
+FIXTURES["etcd"] = EtcdFixture
