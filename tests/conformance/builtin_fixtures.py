@@ -311,6 +311,7 @@ FIXTURES = {"git": GitFixture, "files": FilesFixture, "kubernetes": KubernetesFi
             "checkpoints": CheckpointsFixture, "tables": TablesFixture}
 
 # -- exporters whose fixtures live in their own modules ----------------------------------------------
-from tests.conformance.etcd_fixture import EtcdFixture  # noqa: E402  (after FIXTURES: no cycle)
+from tests.conformance.dns_fixture import DnsFixture  # noqa: E402  (after FIXTURES: no cycle)
+from tests.conformance.etcd_fixture import EtcdFixture  # noqa: E402
 
-FIXTURES["etcd"] = EtcdFixture
+FIXTURES.update({"etcd": EtcdFixture, "dns": DnsFixture})
