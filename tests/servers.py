@@ -116,7 +116,7 @@ def moto_server() -> ServerProcess:
     )
 
 
-def etcd_server(data_dir: str, name: str = "default") -> ServerProcess:
+def etcd_server(data_dir: str, name: str = "default", extra: tuple[str, ...] = ()) -> ServerProcess:
     """A one-member etcd (Debian etcd-server) on free loopback ports, its data in `data_dir`.
 
     The client port is the ServerProcess's port; the peer port is picked with it. An existing
@@ -129,7 +129,7 @@ def etcd_server(data_dir: str, name: str = "default") -> ServerProcess:
         client, peer = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{server.peer_port}"
         return ["etcd", "--data-dir", data_dir, "--name", name, "--listen-client-urls", client,
                 "--advertise-client-urls", client, "--listen-peer-urls", peer,
-                "--initial-advertise-peer-urls", peer, "--initial-cluster", f"{name}={peer}"]
+                "--initial-advertise-peer-urls", peer, "--initial-cluster", f"{name}={peer}", *extra]
 
     server = ServerProcess(argv, lambda port: f"http://127.0.0.1:{port}/health", name="etcd")
     return server
