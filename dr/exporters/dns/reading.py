@@ -29,7 +29,6 @@ from typing import Any
 import boto3
 import dns.exception
 import dns.message
-import dns.name
 import dns.query
 import dns.rdatatype
 import dns.rcode

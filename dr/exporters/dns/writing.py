@@ -27,7 +27,6 @@ import dns.rdata
 import dns.rdataclass
 import dns.rdatatype
 import dns.tsig
-import dns.resolver
 import dns.tsigkeyring
 import dns.update
 from octodns.provider.plan import Plan
