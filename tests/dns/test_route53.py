@@ -194,3 +194,26 @@ def test_throttling_that_does_not_end_fails_the_zone_with_the_reason(harness, tm
     assert done.artifacts == []
     (error,) = [f for f in done.findings if f["severity"] == "error"]
     assert "Throttling" in error["message"] and "shop.example" in error["message"]
+
+
+def test_a_private_zone_is_chosen_by_private_when_a_public_one_shares_its_name(harness, tmp_path, route53,
+                                                                               moto_endpoint):
+    name = f"split-{uuid.uuid4().hex[:8]}.example."
+    public = route53.create_hosted_zone(Name=name, CallerReference=uuid.uuid4().hex)["HostedZone"]["Id"]
+    private = route53.create_hosted_zone(Name=name, CallerReference=uuid.uuid4().hex,
+                                         HostedZoneConfig={"PrivateZone": True},
+                                         VPC={"VPCRegion": "us-east-1", "VPCId": "vpc-12345678"})["HostedZone"]["Id"]
+    upsert(route53, public, records(f"www.{name}", "A", "203.0.113.10"))
+    upsert(route53, private, records(f"www.{name}", "A", "10.0.0.10"))
+    aws = {"endpoint_url": moto_endpoint, "region": "us-east-1"}
+
+    ambiguous = harness.backup(DnsExporter, {"zones": [{"zone": name, "route53": {}}], "aws": aws},
+                               base_dir=str(tmp_path))
+    (error,) = [f for f in ambiguous.findings if f["severity"] == "error"]
+    assert "2 hosted zones" in error["message"] and "hosted_zone_id" in error["message"]
+
+    done = harness.backup(DnsExporter, {"zones": [{"zone": name, "route53": {"private": True}}], "aws": aws},
+                          base_dir=str(tmp_path))
+    (artifact,) = done.artifacts
+    assert artifact.meta["origin"] == f"route53:{private}"
+    assert {d.reference for d in artifact.dependencies} == {"10.0.0.10"}
