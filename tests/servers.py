@@ -114,3 +114,69 @@ def moto_server() -> ServerProcess:
         lambda port: f"http://127.0.0.1:{port}/moto-api/",
         name="moto",
     )
+
+
+def etcd_server(data_dir: str, name: str = "default", extra: tuple[str, ...] = ()) -> ServerProcess:
+    """A one-member etcd (Debian etcd-server) on free loopback ports, its data in `data_dir`.
+
+    The client port is the ServerProcess's port; the peer port is picked with it. An existing
+    data directory (one `etcdctl snapshot restore` made) is started as it is: the name and peer
+    URL must then be the ones it was restored with (`peer_port` below)."""
+    server: ServerProcess
+
+    def argv(port: int) -> list[str]:
+        server.peer_port = getattr(server, "fixed_peer_port", None) or free_port()
+        client, peer = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{server.peer_port}"
+        return ["etcd", "--data-dir", data_dir, "--name", name, "--listen-client-urls", client,
+                "--advertise-client-urls", client, "--listen-peer-urls", peer,
+                "--initial-advertise-peer-urls", peer, "--initial-cluster", f"{name}={peer}", *extra]
+
+    server = ServerProcess(argv, lambda port: f"http://127.0.0.1:{port}/health", name="etcd")
+    return server
+
+
+class NamedServer(ServerProcess):
+    """An authoritative bind9 (`named -g`) on a free loopback port, ready when it answers a SOA query.
+
+    zones: {zone name: {"records": zone-file body after $ORIGIN/$TTL, "transfer": ACL,
+    "update": ACL}}; ACLs are bind's (`127.0.0.1;`, `key dr-test;`, `none;`). `keys`: {name:
+    base64 secret} (hmac-sha256). Files live in `folder` (writable: dynamic updates journal there).
+    """
+
+    def __init__(self, folder: str, zones: dict[str, dict], keys: dict[str, str] | None = None) -> None:
+        self.folder, self.zones, self.keys = folder, zones, keys or {}
+        os.makedirs(folder, exist_ok=True)
+        super().__init__(self._argv, None, name="named")
+
+    def _argv(self, port: int) -> list[str]:
+        conf = os.path.join(self.folder, "named.conf")
+        blocks = [f'key "{name}" {{ algorithm hmac-sha256; secret "{secret}"; }};' for name, secret in self.keys.items()]
+        blocks.append(f'options {{ directory "{self.folder}"; listen-on port {port} {{ 127.0.0.1; }}; '
+                      f'listen-on-v6 {{ none; }}; recursion no; pid-file "{self.folder}/named.pid"; '
+                      f'session-keyfile "{self.folder}/session.key"; notify no; }};')
+        blocks.append("controls { };")
+        for zone, spec in self.zones.items():
+            path = os.path.join(self.folder, f"{zone}.zone")
+            if not os.path.exists(path):
+                Path(path).write_text(f"$ORIGIN {zone}.\n$TTL 300\n{spec['records']}\n")
+            blocks.append(f'zone "{zone}" {{ type primary; file "{path}"; '
+                          f'allow-transfer {{ {spec.get("transfer", "127.0.0.1;")} }}; '
+                          f'allow-update {{ {spec.get("update", "127.0.0.1;")} }}; }};')
+        Path(conf).write_text("\n".join(blocks) + "\n")
+        return ["named", "-g", "-u", "root", "-c", conf]
+
+    def _wait_ready(self) -> bool:
+        import dns.message
+        import dns.query
+
+        zone = next(iter(self.zones))
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                return False
+            try:
+                dns.query.udp(dns.message.make_query(zone, "SOA"), "127.0.0.1", port=self.port, timeout=0.5)
+                return True
+            except Exception:  # not listening yet, or no answer yet
+                time.sleep(0.05)
+        return False

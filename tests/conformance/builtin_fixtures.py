@@ -362,3 +362,9 @@ class ImagesFixture(ConformanceFixture):
 
 FIXTURES = {"git": GitFixture, "files": FilesFixture, "kubernetes": KubernetesFixture,
             "checkpoints": CheckpointsFixture, "tables": TablesFixture, "images": ImagesFixture}
+
+# -- exporters whose fixtures live in their own modules ----------------------------------------------
+from tests.conformance.dns_fixture import DnsFixture  # noqa: E402  (after FIXTURES: no cycle)
+from tests.conformance.etcd_fixture import EtcdFixture  # noqa: E402
+
+FIXTURES.update({"etcd": EtcdFixture, "dns": DnsFixture})

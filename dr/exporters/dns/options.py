@@ -1,0 +1,88 @@
+"""The `dns` exporter's plan options (documented in docs/exporters.md, section `dns`)."""
+
+from __future__ import annotations
+
+import os
+
+from pydantic import Field, field_validator, model_validator
+
+from dr.exporters.contract import ExporterOptions
+
+
+def absolute(name: str) -> str:
+    """A zone or host name with its trailing dot, lower-cased (DNS names compare so)."""
+    return name.strip().lower().rstrip(".") + "."
+
+
+class Tsig(ExporterOptions):
+    name: str = Field(description="the key's name, as the server knows it")
+    secret_env: str | None = Field(None, description="environment variable holding the base64 secret")
+    secret_file: str | None = Field(None, description="file holding the base64 secret (relative: the plan's folder)")
+    algorithm: str = "hmac-sha256"
+
+    @model_validator(mode="after")
+    def _one_secret(self) -> "Tsig":
+        if (self.secret_env is None) == (self.secret_file is None):
+            raise ValueError("give exactly one of secret_env and secret_file (never the secret itself)")
+        return self
+
+    def secret(self, base_dir: str) -> str:
+        if self.secret_env is not None:
+            value = os.environ.get(self.secret_env)
+            if not value:
+                raise LookupError(f"TSIG key {self.name}: environment variable {self.secret_env} is not set")
+            return value.strip()
+        with open(os.path.join(base_dir, self.secret_file), encoding="ascii") as handle:
+            return handle.read().strip()
+
+
+class Axfr(ExporterOptions):
+    server: str = Field(description="the authoritative server's address (IP or host)")
+    port: int = Field(53, ge=1, le=65535)
+    tsig: Tsig | None = None
+
+
+class Route53(ExporterOptions):
+    hosted_zone_id: str | None = Field(None, description="pins the zone when several share its name")
+    private: bool | None = None
+
+
+class Zone(ExporterOptions):
+    zone: str = Field(description="the zone's name, e.g. example.com")
+    axfr: Axfr | None = None
+    route53: Route53 | None = None
+
+    @field_validator("zone")
+    @classmethod
+    def _absolute(cls, value: str) -> str:
+        if not value.strip().rstrip("."):
+            raise ValueError("must not be empty")
+        return absolute(value)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "Zone":
+        if (self.axfr is None) == (self.route53 is None):
+            raise ValueError(f"{self.zone}: give exactly one of axfr and route53")
+        return self
+
+
+class Aws(ExporterOptions):
+    region: str | None = None
+    endpoint_url: str | None = Field(None, description="another Route53 endpoint (a test server)")
+    max_attempts: int = Field(8, ge=1, description="attempts per call, throttling included (botocore standard mode)")
+
+
+class DnsOptions(ExporterOptions):
+    zones: list[Zone] = Field(min_length=1)
+    aws: Aws = Field(default_factory=Aws)
+    timeout_seconds: float = Field(15.0, gt=0)
+    transfer_attempts: int = Field(3, ge=1, description="AXFR attempts while the zone's serial keeps moving")
+
+    @field_validator("zones")
+    @classmethod
+    def _unique(cls, value: list[Zone]) -> list[Zone]:
+        keys = [(z.zone, bool(z.route53)) for z in value]
+        duplicates = sorted({z for z, r in keys if keys.count((z, r)) > 1})
+        if duplicates:
+            raise ValueError(f"zones listed twice: {', '.join(duplicates)}")
+        return value

@@ -1,0 +1,185 @@
+"""Reading a zone: octoDNS's sources, and the three things dr adds around them.
+
+Where it sits: the exporter asks `change_token()` first (cheap: one SOA query, or one listing of
+Route53 record sets) and calls `read()` only when the token moved (inside the content callable).
+
+What octoDNS gives: `octodns_bind.AxfrSource` (AXFR, TSIG included) and
+`octodns_route53.Route53Provider` as a source (plain records and aliases), each turning the
+server's records into octoDNS records with their validation. What dr fills in, and why:
+  * the SOA serial. octoDNS models no SOA; the serial is the change token, and the serial the
+    transfer itself carried must equal the one the token was taken from, or the zone moved
+    between the two: the transfer is repeated (`transfer_attempts`), then fails with both
+    serials named.
+  * records of types octoDNS has no model for, which its AXFR source drops silently: kept as
+    rdata text (records.py, `unmodelled`).
+  * Route53 record sets with a SetIdentifier (weighted, latency, failover ... and their health
+    check ids): octoDNS's source keeps only the first set of a name and type it did not create,
+    so they are read with boto3 and kept verbatim. Their listing is also the change token.
+  * Route53 zones that share a name (a public and a private one, or two in two accounts): the
+    hosted zone id from the plan is pinned in the provider, which otherwise refuses them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from typing import Any
+
+import boto3
+import dns.exception
+import dns.message
+import dns.query
+import dns.rdatatype
+import dns.rcode
+import dns.zone
+from botocore.config import Config
+from octodns.record import Record, Rr
+from octodns.zone import Zone as OctoZone
+from octodns_bind import AxfrSource, AxfrSourceZoneTransferFailed
+from octodns_route53 import Route53Provider
+
+from dr.exporters.dns.options import Aws, Zone
+from dr.exporters.dns.records import ZoneDocument
+
+logging.getLogger("octodns").setLevel(logging.WARNING)  # its INFO lines would drown dr's own
+
+
+class ZoneUnreadable(Exception):
+    """The zone could not be read; the message says why in the server's own words."""
+
+
+# -- AXFR ---------------------------------------------------------------------------------------
+class _Transfer(AxfrSource):
+    """octoDNS's AXFR source, keeping what it drops: the transfer's SOA serial, unmodelled types."""
+
+    def zone_records(self, zone, target):
+        try:
+            transferred = zone_from_xfr(self.host, zone.name, self.port, self.timeout, self._auth_params())
+        except dns.exception.DNSException as exc:
+            raise ZoneUnreadable(f"AXFR of {zone.name} from {self.host}:{self.port} failed: "
+                                 f"{type(exc).__name__}: {exc}") from None
+        self.serial = transferred.get_soa().serial
+        records, self.unmodelled = [], []
+        for name, ttl, rdata in transferred.iterate_rdatas():
+            kind = dns.rdatatype.to_text(rdata.rdtype)
+            if kind in self.SUPPORTS:
+                records.append(Rr(name.to_text(), kind, ttl, rdata.to_text()))
+            elif kind != "SOA":
+                self.unmodelled.append((zone.hostname_from_fqdn(name.to_text()), kind, ttl, rdata.to_text()))
+        return records
+
+
+def zone_from_xfr(host: str, zone: str, port: int, timeout: float, auth: dict[str, Any]) -> dns.zone.Zone:
+    """One AXFR, as octoDNS's source makes it (a name of its own so a test can move the zone)."""
+    return dns.zone.from_xfr(dns.query.xfr(host, zone, port=port, timeout=timeout, lifetime=timeout,
+                                           relativize=False, **auth), relativize=False)
+
+
+def axfr_source(spec: Zone, secret: str | None, timeout: float) -> _Transfer:
+    tsig = spec.axfr.tsig
+    return _Transfer("dr", spec.axfr.server, port=spec.axfr.port, timeout=timeout,
+                     key_name=tsig.name if tsig else None, key_secret=secret,
+                     key_algorithm=tsig.algorithm if tsig else None)
+
+
+def soa_serial(source: _Transfer, zone: str) -> int:
+    """The zone's serial now, asked of the same server with the same key (one UDP query)."""
+    query = dns.message.make_query(zone, "SOA")
+    auth = source._auth_params()
+    if "keyring" in auth:
+        query.use_tsig(auth["keyring"], keyname=source.key_name, algorithm=source.key_algorithm or "hmac-sha256")
+    try:
+        answer = dns.query.udp(query, source.host, port=source.port, timeout=source.timeout)
+    except dns.exception.DNSException as exc:
+        raise ZoneUnreadable(f"SOA query for {zone} at {source.host}:{source.port}: {type(exc).__name__}: {exc}")
+    soa = [r for rrset in answer.answer for r in rrset if r.rdtype == dns.rdatatype.SOA]
+    if not soa:
+        raise ZoneUnreadable(f"{source.host}:{source.port} is not authoritative for {zone} "
+                             f"({dns.rcode.to_text(answer.rcode())}, no SOA)")
+    return soa[0].serial
+
+
+def read_axfr(source: _Transfer, spec: Zone, expected_serial: int, attempts: int) -> ZoneDocument:
+    """The zone at `expected_serial`: retried while the transfer carries another serial."""
+    seen = []
+    for _ in range(attempts):
+        zone = OctoZone(spec.zone, [])
+        try:
+            source.populate(zone, lenient=True)
+        except AxfrSourceZoneTransferFailed as exc:
+            raise ZoneUnreadable(str(exc)) from None
+        if source.serial == expected_serial:
+            return _document(zone, f"dns://{spec.axfr.server}:{spec.axfr.port}/{spec.zone}", source.serial,
+                             unmodelled=source.unmodelled)
+        seen.append(source.serial)
+        expected_serial = soa_serial(source, spec.zone)
+    raise ZoneUnreadable(f"{spec.zone} kept changing during the transfer (serials {', '.join(map(str, seen))}); "
+                         "back it up again when its updates settle")
+
+
+def _document(zone: OctoZone, origin: str, serial: int | None, unmodelled=(), route53_sets=()) -> ZoneDocument:
+    records: dict[str, list[dict[str, Any]]] = {}
+    for record in sorted(zone.records, key=lambda r: (r.name, r._type)):
+        records.setdefault(record.name, []).append({"type": record._type, **_plain(record.data)})
+    raw = [{"name": n, "type": t, "ttl": ttl, "values": [v]} for n, t, ttl, v in sorted(unmodelled)]
+    return ZoneDocument(zone.name, origin, serial, records, list(route53_sets), raw)
+
+
+def _plain(data: Any) -> Any:
+    """octoDNS's record data (its own dict and value classes) as plain JSON values."""
+    return json.loads(json.dumps(data, default=str))
+
+
+def record_from(zone: OctoZone, name: str, data: dict[str, Any]) -> Record:
+    return Record.new(zone, name, data, lenient=True)
+
+
+# -- Route53 ------------------------------------------------------------------------------------
+def route53_client(aws: Aws):
+    config = Config(retries={"mode": "standard", "max_attempts": aws.max_attempts})
+    return boto3.session.Session(region_name=aws.region or "us-east-1").client(
+        "route53", endpoint_url=aws.endpoint_url, config=config)
+
+
+def route53_provider(client, zone: str, zone_id: str, private: bool | None = None) -> Route53Provider:
+    provider = Route53Provider("dr", private=private, strict_supports=False)
+    provider._conn = client  # dr's client: its endpoint, region and retry policy
+    provider._r53_zones = {zone: zone_id}  # pinned: zones that share a name are no longer ambiguous
+    return provider
+
+
+def route53_zone_id(client, spec: Zone) -> str:
+    if spec.route53.hosted_zone_id:
+        return spec.route53.hosted_zone_id
+    found = [z for z in client.list_hosted_zones_by_name(DNSName=spec.zone)["HostedZones"]
+             if z["Name"].lower() == spec.zone and (spec.route53.private is None
+                                                    or z.get("Config", {}).get("PrivateZone", False) == spec.route53.private)]
+    if len(found) != 1:
+        what = "no hosted zone" if not found else f"{len(found)} hosted zones ({', '.join(z['Id'] for z in found)})"
+        raise ZoneUnreadable(f"{what} named {spec.zone}: set route53.hosted_zone_id (or route53.private)")
+    return found[0]["Id"]
+
+
+def route53_sets(client, zone_id: str) -> list[dict[str, Any]]:
+    """Every record set of the zone, in the API's order."""
+    sets = []
+    for page in client.get_paginator("list_resource_record_sets").paginate(HostedZoneId=zone_id):
+        sets += page["ResourceRecordSets"]
+    return sets
+
+
+def route53_token(sets: list[dict[str, Any]]) -> str:
+    digest = hashlib.sha256(json.dumps(sets, sort_keys=True, default=str).encode()).hexdigest()
+    return f"route53:{len(sets)}:{digest}"
+
+
+def read_route53(client, spec: Zone, zone_id: str, sets: list[dict[str, Any]]) -> ZoneDocument:
+    zone = OctoZone(spec.zone, [])
+    route53_provider(client, spec.zone, zone_id, spec.route53.private).populate(zone, lenient=True)
+    routed = [s for s in sets if "SetIdentifier" in s]
+    for name, kind in {(s["Name"], s["Type"]) for s in routed}:  # octoDNS kept one of them as a plain record
+        host = zone.hostname_from_fqdn(name.lower())
+        for record in [r for r in zone.records if r.name == host and r._type == kind]:
+            zone.remove_record(record)
+    return _document(zone, f"route53:{zone_id}", None, route53_sets=routed)

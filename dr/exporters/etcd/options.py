@@ -1,0 +1,48 @@
+"""The `etcd` exporter's plan options (documented in docs/exporters.md, section `etcd`)."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import Field, field_validator
+
+from dr.exporters.contract import ExporterOptions
+
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
+
+
+class EtcdCluster(ExporterOptions):
+    name: str = Field(description="the artifact's identity; the restored file is <name>.db")
+    endpoints: list[str] = Field(min_length=1, description="client URLs, tried in order")
+    ca_file: str | None = None
+    cert_file: str | None = None
+    key_file: str | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, value: str) -> str:
+        if not _NAME.match(value) or value in (".", ".."):
+            raise ValueError(f"{value!r}: use letters, digits, '.', '_' and '-' (it becomes a file name)")
+        return value
+
+    @field_validator("endpoints")
+    @classmethod
+    def _urls(cls, value: list[str]) -> list[str]:
+        for url in value:
+            if not url.startswith(("http://", "https://")):
+                raise ValueError(f"{url!r}: a client URL starts with http:// or https://")
+        return value
+
+
+class EtcdOptions(ExporterOptions):
+    clusters: list[EtcdCluster] = Field(min_length=1)
+    timeout_seconds: float = Field(30.0, gt=0, description="connect and per-read timeout")
+
+    @field_validator("clusters")
+    @classmethod
+    def _unique_names(cls, value: list[EtcdCluster]) -> list[EtcdCluster]:
+        names = [c.name for c in value]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"cluster names must be unique: {', '.join(duplicates)}")
+        return value
