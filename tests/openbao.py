@@ -117,6 +117,9 @@ def populate(bao: OpenBao) -> dict[str, dict]:
                                                  mount_point="secret")
     client.sys.create_or_update_policy("billing-read", 'path "secret/data/apps/billing/*" { capabilities = ["read"] }')
     client.auth.approle.create_or_update_approle("billing", token_policies=["billing-read"])
+    # OpenBao upgrades a new AppRole role's stored entry the first time it is read (one raft
+    # write, once): read it now, as any earlier backup would have, so "unchanged" means unchanged
+    client.auth.approle.read_role("billing")
     client.secrets.pki.generate_root("internal", "dr-test root CA", extra_params={"issuer_name": "root-2026"},
                                      mount_point="pki")
     client.secrets.pki.create_or_update_role("svc", {"allowed_domains": "svc.example", "allow_subdomains": True},

@@ -5,6 +5,8 @@ files:       a small tree (files, a subdirectory, an empty one, a symlink) resto
 kubernetes:  the real-world emulated cluster of tests/kubernetes (upstream CRDs and examples);
              each destination is a new, empty emulated cluster.
 checkpoints: real PyTorch DCP saves (two runs) with a directory DR copy; restores go to a directory.
+vault:       a real OpenBao raft server (KV v2, a policy, an AppRole, PKI); each destination is a
+             new raft server, initialised and unsealed with its own keys.
 tables:      the third-party test exporter (tests/plugins/acme_tables): two JSON tables.
 """
 
@@ -23,6 +25,8 @@ from dr.exporters.git import GitExporter
 from dr.exporters.kubernetes import KubernetesExporter
 from dr.exporters.kubernetes.batches import KIND as OBJECTS
 from dr.exporters.kubernetes.resources import ResourceType, item_name
+from dr.exporters.vault import VaultExporter
+from dr.exporters.vault.restoring import TOKEN_KEY, UNSEAL_KEY
 from dr.testing import ConformanceFixture
 from tests.plugins.acme_tables import TablesExporter
 
@@ -279,6 +283,78 @@ class CheckpointsFixture(_Destinations, ConformanceFixture):
         return self.items
 
 
+# -- vault ----------------------------------------------------------------------------------------------
+class VaultFixture(ConformanceFixture):
+    """A Vault restores as a whole (one raft snapshot), so "one item differs" is one KV secret
+    written anew at the destination: the snapshot item is then a conflict, and the configuration
+    record (mounts, policies, auth, PKI) stays unchanged. Every destination is a fresh raft server
+    that accepts one shared target token; the restores unseal with the source's shares."""
+
+    exporter = VaultExporter
+    target_token = "dr-conformance-target"
+
+    def __init__(self) -> None:
+        self.servers: dict[str, Any] = {}
+
+    def build_source(self, workdir: str) -> None:
+        from tests.openbao import populate
+
+        self.workdir = workdir
+        self.source = self._start("source")
+        populate(self.source)
+        Path(workdir, "vault-token").write_text(self.source.root_token)
+        Path(workdir, "target-token").write_text(self.target_token)
+        Path(workdir, "unseal-keys").write_text("\n".join(self.source.unseal_keys))
+
+    def _start(self, name: str):
+        from tests.openbao import OpenBao
+
+        bao = OpenBao(f"openbao-{name}").start()
+        self.servers[bao.address] = bao
+        return bao
+
+    def _options(self, address: str) -> dict[str, Any]:
+        return {"address": address, "auth": {"method": "token", "token_file": "vault-token"},
+                "unseal": {"type": "shamir", "custodians": ["alice", "bob", "carol"], "threshold": 2}}
+
+    def source_options(self) -> dict[str, Any]:
+        return self._options(self.source.address)
+
+    def broken_options(self) -> dict[str, Any]:
+        return self._options("http://127.0.0.1:9")  # the discard port: refused
+
+    def destination(self) -> str:
+        bao = self._start(f"destination-{len(self.servers)}")
+        bao.client().auth.token.create(id=self.target_token, policies=["root"])
+        return bao.address
+
+    def remap(self) -> dict[str, str]:
+        return {TOKEN_KEY: os.path.join(self.workdir, "target-token"),
+                UNSEAL_KEY: os.path.join(self.workdir, "unseal-keys")}
+
+    def fingerprint(self, to: str) -> Hashable:
+        from tests.openbao import read_kv
+
+        bao = self.servers[to]
+        if bao.client("").sys.read_seal_status()["sealed"]:
+            return ("sealed",)
+        token = next(t for t in (self.source.root_token, bao.root_token) if bao.client(t).is_authenticated())
+        client = bao.client(token)
+        mounts = sorted((p, m["type"]) for p, m in client.sys.list_mounted_secrets_engines()["data"].items())
+        policies = {p: client.sys.read_policy(p)["data"]["rules"] for p in client.sys.list_policies()["data"]["keys"]}
+        kv = json.dumps(read_kv(bao, token), sort_keys=True) if ("secret/", "kv") in mounts else ""
+        return (token == self.source.root_token, tuple(mounts), json.dumps(policies, sort_keys=True), kv)
+
+    def perturb(self, to: str) -> str:
+        self.servers[to].client(self.source.root_token).secrets.kv.v2.create_or_update_secret(
+            "apps/billing/api", secret={"token": "changed at the destination"}, mount_point="secret")
+        return "raft-snapshot"
+
+    def close(self) -> None:
+        for bao in self.servers.values():
+            bao.stop()
+
+
 # -- tables: the third-party test exporter (tests/plugins/acme_tables, not installed) ---------------
 class TablesFixture(_Destinations, ConformanceFixture):
     exporter = TablesExporter
@@ -308,4 +384,4 @@ class TablesFixture(_Destinations, ConformanceFixture):
 
 
 FIXTURES = {"git": GitFixture, "files": FilesFixture, "kubernetes": KubernetesFixture,
-            "checkpoints": CheckpointsFixture, "tables": TablesFixture}
+            "checkpoints": CheckpointsFixture, "vault": VaultFixture, "tables": TablesFixture}
