@@ -7,6 +7,8 @@ kubernetes:  the real-world emulated cluster of tests/kubernetes (upstream CRDs 
 checkpoints: real PyTorch DCP saves (two runs) with a directory DR copy; restores go to a directory.
 vault:       a real OpenBao raft server (KV v2, a policy, an AppRole, PKI); each destination is a
              new raft server, initialised and unsealed with its own keys.
+secretsmanager: moto's Secrets Manager over HTTP (its own server): three secrets, values included;
+             each destination is another region of it.
 tables:      the third-party test exporter (tests/plugins/acme_tables): two JSON tables.
 """
 
@@ -25,6 +27,7 @@ from dr.exporters.git import GitExporter
 from dr.exporters.kubernetes import KubernetesExporter
 from dr.exporters.kubernetes.batches import KIND as OBJECTS
 from dr.exporters.kubernetes.resources import ResourceType, item_name
+from dr.exporters.secretsmanager import SecretsManagerExporter
 from dr.exporters.vault import VaultExporter
 from dr.exporters.vault.restoring import TOKEN_KEY, UNSEAL_KEY
 from dr.testing import ConformanceFixture
@@ -355,6 +358,68 @@ class VaultFixture(ConformanceFixture):
             bao.stop()
 
 
+# -- secretsmanager -------------------------------------------------------------------------------------
+class SecretsManagerFixture(ConformanceFixture):
+    """Values included (secret-class), so the values restore; the metadata records say skipped."""
+
+    exporter = SecretsManagerExporter
+    regions = ["us-west-2", "eu-central-1", "ap-southeast-1", "ap-northeast-1", "ca-central-1", "eu-north-1",
+               "sa-east-1", "ap-south-1"]
+    _env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_EC2_METADATA_DISABLED": "true"}
+
+    def __init__(self) -> None:
+        self.server = None
+        self.saved = {name: os.environ.get(name) for name in self._env}
+
+    def build_source(self, workdir: str) -> None:
+        from tests.servers import moto_server
+
+        os.environ.update(self._env)  # moto takes any credentials; close() puts the old ones back
+        self.server = moto_server().start()
+        self.endpoint = f"http://127.0.0.1:{self.server.port}"
+        sm = self._client("us-east-1")
+        sm.create_secret(Name="apps/db", SecretString='{"password": "p1"}', Description="database",
+                         Tags=[{"Key": "team", "Value": "a"}], AddReplicaRegions=[{"Region": "eu-west-1"}])
+        sm.create_secret(Name="apps/tls-key", SecretBinary=b"\x00key\xff")
+        sm.create_secret(Name="apps/api", SecretString="token-1")
+
+    def _client(self, region: str):
+        import boto3
+
+        return boto3.client("secretsmanager", region_name=region, endpoint_url=self.endpoint)
+
+    def source_options(self) -> dict[str, Any]:
+        return {"region": "us-east-1", "endpoint_url": self.endpoint, "include_values": True}
+
+    def broken_options(self) -> dict[str, Any]:
+        return {"region": "us-east-1", "endpoint_url": "http://127.0.0.1:9", "timeout_seconds": 2}
+
+    def destination(self) -> str:
+        return self.regions.pop(0)
+
+    def fingerprint(self, to: str) -> Hashable:
+        sm = self._client(to)
+        found = []
+        for entry in sm.list_secrets()["SecretList"]:
+            value = sm.get_secret_value(SecretId=entry["Name"])
+            found.append((entry["Name"], entry.get("Description", ""), json.dumps(entry.get("Tags", [])),
+                          value.get("SecretString"), value.get("SecretBinary")))
+        return tuple(sorted(found))
+
+    def perturb(self, to: str) -> str:
+        self._client(to).put_secret_value(SecretId="apps/api", SecretString="changed at the destination")
+        return "apps/api:value"
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+        for name, value in self.saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 # -- tables: the third-party test exporter (tests/plugins/acme_tables, not installed) ---------------
 class TablesFixture(_Destinations, ConformanceFixture):
     exporter = TablesExporter
@@ -384,4 +449,5 @@ class TablesFixture(_Destinations, ConformanceFixture):
 
 
 FIXTURES = {"git": GitFixture, "files": FilesFixture, "kubernetes": KubernetesFixture,
-            "checkpoints": CheckpointsFixture, "vault": VaultFixture, "tables": TablesFixture}
+            "checkpoints": CheckpointsFixture, "vault": VaultFixture,
+            "secretsmanager": SecretsManagerFixture, "tables": TablesFixture}
