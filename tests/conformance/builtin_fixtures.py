@@ -1,4 +1,4 @@
-"""ConformanceFixtures for the four built-in exporters (dr.testing.exporter_fixtures).
+"""ConformanceFixtures for the built-in exporters (dr.testing.exporter_fixtures).
 
 git:         two real bare remotes (branches, tags, a note); restores go to new bare repositories.
 files:       a small tree (files, a subdirectory, an empty one, a symlink) restored into a directory.
