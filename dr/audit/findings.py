@@ -53,6 +53,10 @@ _CODES = [
     Code("secret-store-in-failed-domain", "Secrets a restore needs live only in a secret store that is lost",
          "Back up the secret store itself (a Vault/OpenBao raft snapshot as a secret-class source) to a "
          "surviving target, or replicate it outside the failed domain."),
+    Code("unseal-key-in-failed-domain", "What unseals a backed-up Vault is lost with the failure",
+         "Keep the unseal outside the failed domain: a multi-region KMS key with a replica in a surviving "
+         "region, a transit Vault outside the failed cluster, or Shamir custodians outside it; then change "
+         "the vault source's unseal option and back up again."),
     Code("dependency-in-failed-domain", "A restore needs something that is lost with the failure",
          "Move or replicate the dependency outside the failed domain, or have its exporter capture it "
          "into the snapshot (declaring meta['provides']), then run dr backup and dr audit again."),

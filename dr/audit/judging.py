@@ -31,6 +31,10 @@ _KIND_CODES = {
     "secret-store": "secret-store-in-failed-domain",
     "vault": "secret-store-in-failed-domain",
     "kms": "secret-store-in-failed-domain",
+    # what unseals a Vault's raft snapshot (the vault exporter): without it the snapshot is useless
+    "unseal-kms": "unseal-key-in-failed-domain",
+    "unseal-transit": "unseal-key-in-failed-domain",
+    "unseal-custodian": "unseal-key-in-failed-domain",
 }
 
 

@@ -21,7 +21,8 @@ SECTIONS = [
     "Keep for the review",
 ]
 INCIDENTS = ["cluster-loss", "region-loss", "stale-backup", "registry-in-failed-domain",
-             "secret-store-in-failed-domain", "incomplete-checkpoint", "partial-restore-failure"]
+             "secret-store-in-failed-domain", "incomplete-checkpoint", "partial-restore-failure",
+             "vault-lost-with-cluster"]
 RUNBOOKS = sorted({runbook_for(code) for code in CODES} | {f"runbooks/{name}.md" for name in INCIDENTS})
 
 

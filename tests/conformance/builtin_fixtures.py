@@ -1,4 +1,4 @@
-"""ConformanceFixtures for the four built-in exporters (dr.testing.exporter_fixtures).
+"""ConformanceFixtures for the built-in exporters (dr.testing.exporter_fixtures).
 
 git:         two real bare remotes (branches, tags, a note); restores go to new bare repositories.
 files:       a small tree (files, a subdirectory, an empty one, a symlink) restored into a directory.
@@ -6,6 +6,10 @@ kubernetes:  the real-world emulated cluster of tests/kubernetes (upstream CRDs 
              each destination is a new, empty emulated cluster.
 checkpoints: real PyTorch DCP saves (two runs) with a directory DR copy; restores go to a directory.
 images:     three real distribution registries (source, DR, destinations); two images sharing a layer.
+vault:       a real OpenBao raft server (KV v2, a policy, an AppRole, PKI); each destination is a
+             new raft server, initialised and unsealed with its own keys.
+secretsmanager: moto's Secrets Manager over HTTP (its own server): three secrets, values included;
+             each destination is another region of it.
 tables:      the third-party test exporter (tests/plugins/acme_tables): two JSON tables.
 """
 
@@ -25,6 +29,9 @@ from dr.exporters.images import ImagesExporter
 from dr.exporters.kubernetes import KubernetesExporter
 from dr.exporters.kubernetes.batches import KIND as OBJECTS
 from dr.exporters.kubernetes.resources import ResourceType, item_name
+from dr.exporters.secretsmanager import SecretsManagerExporter
+from dr.exporters.vault import VaultExporter
+from dr.exporters.vault.restoring import TOKEN_KEY, UNSEAL_KEY
 from dr.testing import ConformanceFixture
 from tests.harness.registries import DistributionRegistry, push_image, tar_layer
 from tests.plugins.acme_tables import TablesExporter
@@ -282,6 +289,140 @@ class CheckpointsFixture(_Destinations, ConformanceFixture):
         return self.items
 
 
+# -- vault ----------------------------------------------------------------------------------------------
+class VaultFixture(ConformanceFixture):
+    """A Vault restores as a whole (one raft snapshot), so "one item differs" is one KV secret
+    written anew at the destination: the snapshot item is then a conflict, and the configuration
+    record (mounts, policies, auth, PKI) stays unchanged. Every destination is a fresh raft server
+    that accepts one shared target token; the restores unseal with the source's shares."""
+
+    exporter = VaultExporter
+    target_token = "dr-conformance-target"
+
+    def __init__(self) -> None:
+        self.servers: dict[str, Any] = {}
+
+    def build_source(self, workdir: str) -> None:
+        from tests.openbao import populate
+
+        self.workdir = workdir
+        self.source = self._start("source")
+        populate(self.source)
+        Path(workdir, "vault-token").write_text(self.source.root_token)
+        Path(workdir, "target-token").write_text(self.target_token)
+        Path(workdir, "unseal-keys").write_text("\n".join(self.source.unseal_keys))
+
+    def _start(self, name: str):
+        from tests.openbao import OpenBao
+
+        bao = OpenBao(f"openbao-{name}").start()
+        self.servers[bao.address] = bao
+        return bao
+
+    def _options(self, address: str) -> dict[str, Any]:
+        return {"address": address, "auth": {"method": "token", "token_file": "vault-token"},
+                "unseal": {"type": "shamir", "custodians": ["alice", "bob", "carol"], "threshold": 2}}
+
+    def source_options(self) -> dict[str, Any]:
+        return self._options(self.source.address)
+
+    def broken_options(self) -> dict[str, Any]:
+        return self._options("http://127.0.0.1:9")  # the discard port: refused
+
+    def destination(self) -> str:
+        bao = self._start(f"destination-{len(self.servers)}")
+        bao.client().auth.token.create(id=self.target_token, policies=["root"])
+        return bao.address
+
+    def remap(self) -> dict[str, str]:
+        return {TOKEN_KEY: os.path.join(self.workdir, "target-token"),
+                UNSEAL_KEY: os.path.join(self.workdir, "unseal-keys")}
+
+    def fingerprint(self, to: str) -> Hashable:
+        from tests.openbao import read_kv
+
+        bao = self.servers[to]
+        if bao.client("").sys.read_seal_status()["sealed"]:
+            return ("sealed",)
+        token = next(t for t in (self.source.root_token, bao.root_token) if bao.client(t).is_authenticated())
+        client = bao.client(token)
+        mounts = sorted((p, m["type"]) for p, m in client.sys.list_mounted_secrets_engines()["data"].items())
+        policies = {p: client.sys.read_policy(p)["data"]["rules"] for p in client.sys.list_policies()["data"]["keys"]}
+        kv = json.dumps(read_kv(bao, token), sort_keys=True) if ("secret/", "kv") in mounts else ""
+        return (token == self.source.root_token, tuple(mounts), json.dumps(policies, sort_keys=True), kv)
+
+    def perturb(self, to: str) -> str:
+        self.servers[to].client(self.source.root_token).secrets.kv.v2.create_or_update_secret(
+            "apps/billing/api", secret={"token": "changed at the destination"}, mount_point="secret")
+        return "raft-snapshot"
+
+    def close(self) -> None:
+        for bao in self.servers.values():
+            bao.stop()
+
+
+# -- secretsmanager -------------------------------------------------------------------------------------
+class SecretsManagerFixture(ConformanceFixture):
+    """Values included (secret-class), so the values restore; the metadata records say skipped."""
+
+    exporter = SecretsManagerExporter
+    regions = ["us-west-2", "eu-central-1", "ap-southeast-1", "ap-northeast-1", "ca-central-1", "eu-north-1",
+               "sa-east-1", "ap-south-1"]
+    _env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_EC2_METADATA_DISABLED": "true"}
+
+    def __init__(self) -> None:
+        self.server = None
+        self.saved = {name: os.environ.get(name) for name in self._env}
+
+    def build_source(self, workdir: str) -> None:
+        from tests.servers import moto_server
+
+        os.environ.update(self._env)  # moto takes any credentials; close() puts the old ones back
+        self.server = moto_server().start()
+        self.endpoint = f"http://127.0.0.1:{self.server.port}"
+        sm = self._client("us-east-1")
+        sm.create_secret(Name="apps/db", SecretString='{"password": "p1"}', Description="database",
+                         Tags=[{"Key": "team", "Value": "a"}], AddReplicaRegions=[{"Region": "eu-west-1"}])
+        sm.create_secret(Name="apps/tls-key", SecretBinary=b"\x00key\xff")
+        sm.create_secret(Name="apps/api", SecretString="token-1")
+
+    def _client(self, region: str):
+        import boto3
+
+        return boto3.client("secretsmanager", region_name=region, endpoint_url=self.endpoint)
+
+    def source_options(self) -> dict[str, Any]:
+        return {"region": "us-east-1", "endpoint_url": self.endpoint, "include_values": True}
+
+    def broken_options(self) -> dict[str, Any]:
+        return {"region": "us-east-1", "endpoint_url": "http://127.0.0.1:9", "timeout_seconds": 2}
+
+    def destination(self) -> str:
+        return self.regions.pop(0)
+
+    def fingerprint(self, to: str) -> Hashable:
+        sm = self._client(to)
+        found = []
+        for entry in sm.list_secrets()["SecretList"]:
+            value = sm.get_secret_value(SecretId=entry["Name"])
+            found.append((entry["Name"], entry.get("Description", ""), json.dumps(entry.get("Tags", [])),
+                          value.get("SecretString"), value.get("SecretBinary")))
+        return tuple(sorted(found))
+
+    def perturb(self, to: str) -> str:
+        self._client(to).put_secret_value(SecretId="apps/api", SecretString="changed at the destination")
+        return "apps/api:value"
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+        for name, value in self.saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 # -- tables: the third-party test exporter (tests/plugins/acme_tables, not installed) ---------------
 class TablesFixture(_Destinations, ConformanceFixture):
     exporter = TablesExporter
@@ -361,7 +502,8 @@ class ImagesFixture(ConformanceFixture):
 
 
 FIXTURES = {"git": GitFixture, "files": FilesFixture, "kubernetes": KubernetesFixture,
-            "checkpoints": CheckpointsFixture, "tables": TablesFixture, "images": ImagesFixture}
+            "checkpoints": CheckpointsFixture, "tables": TablesFixture, "images": ImagesFixture,
+            "vault": VaultFixture, "secretsmanager": SecretsManagerFixture}
 
 # -- exporters whose fixtures live in their own modules ----------------------------------------------
 from tests.conformance.dns_fixture import DnsFixture  # noqa: E402  (after FIXTURES: no cycle)

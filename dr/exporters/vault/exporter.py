@@ -1,0 +1,124 @@
+"""The `vault` exporter class: what dr's core asks of it, and export / discover / restore.
+
+Two artifacts per source:
+  vault-raft-snapshot / raft-snapshot   the raft snapshot, secret-class (encrypted to the
+        plan's recipients inside the process), checked while it streams; its dependencies
+        are what unseals it, its meta['provides'] the Vault's address (so the audit counts it
+        as a copy of that Vault);
+  vault-configuration / configuration   the configuration as JSON, without secret values.
+Both carry the change token `raft:<cluster id>:<raft committed index>`: any write to a raft
+Vault moves the index, so an unchanged Vault costs two unauthenticated reads, a token lookup
+and nothing else (a login, AppRole or Kubernetes, is itself a write: see docs/exporters.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from typing import Iterator
+
+import hvac
+
+from dr.exporters.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter, NoDestination,
+                                   Ordering, Outcome, OutcomeStatus, RestoreOption, RestoreRequest, Rewriter)
+from dr.exporters.vault.configuration import ConfigReader, render
+from dr.exporters.vault.connecting import (STREAM_ERRORS, VaultUnavailable, new_client, read_state, session,
+                                           stream)
+from dr.exporters.vault.options import VaultOptions
+from dr.exporters.vault.restoring import CONFIG, SNAPSHOT, TOKEN_KEY, UNSEAL_KEY, Restore
+from dr.exporters.vault.snapshots import CheckedStream
+from dr.exporters.vault.unsealing import describe, unseal_dependencies
+from dr.model.artifacts import Artifact, Sensitivity
+
+SNAPSHOT_ID, CONFIG_ID = "raft-snapshot", "configuration"
+SNAPSHOT_PATH = "/v1/sys/storage/raft/snapshot"
+
+
+class VaultExporter(Exporter):
+    type_name = "vault"
+    summary = "HashiCorp Vault / OpenBao: verified raft snapshots, configuration as data, unseal dependencies"
+    contract_version = 2
+    Options = VaultOptions
+    # the core restores secret stores before anything else (dr/restore/ordering_rules.py)
+    ordering = Ordering(frozenset({"secret-stores"}))
+    restore_options = (
+        RestoreOption("target-token-file", "FILE", "a token of the new Vault (allowed sudo on "
+                      "sys/storage/raft/snapshot-force); default: $VAULT_TOKEN", TOKEN_KEY),
+        RestoreOption("unseal-keys-file", "FILE", "the original unseal key shares, one a line, to unseal "
+                      "the restored Vault and check it (Shamir)", UNSEAL_KEY),
+    )
+
+    def destinations(self, artifacts: list[Artifact], rewrite: Rewriter) -> list[Destination]:
+        raise NoDestination(f"a Vault is restored only into a Vault you name, never over {self.options.address} "
+                            "by default: give --to https://new-vault (initialised, unsealed, raft storage)")
+
+    def scratch_destination(self, folder: str) -> str | None:
+        return None  # a folder cannot hold a Vault
+
+    # -- discover / export ---------------------------------------------------------------------
+    def discover(self) -> Iterator[Discovered]:
+        state = read_state(new_client(self.options, self.context.base_dir))  # no token needed
+        problem = state.usable()
+        if problem:
+            raise VaultUnavailable(problem)
+        yield Discovered(SNAPSHOT, SNAPSHOT_ID, f"raft index {state.raft_index}")
+        yield Discovered(CONFIG, CONFIG_ID, f"OpenBao/Vault {state.version}")
+
+    def export(self, sink: ArtifactSink) -> None:
+        problem = read_state(new_client(self.options, self.context.base_dir)).usable()
+        if problem:  # before any login: a sealed Vault is a failed source with this reason
+            raise VaultUnavailable(problem)
+        with session(self.options, self.context.base_dir) as client:
+            state = read_state(client)  # after the login: its own write is in the index
+            if state.usable():
+                raise VaultUnavailable(state.usable())
+            token = f"raft:{state.cluster_id}:{state.raft_index}"
+            self.context.log(f"vault {self.options.address}: raft index {state.raft_index}, "
+                             f"unseal {describe(self.options)}")
+            meta = {"cluster_id": state.cluster_id, "raft_index": state.raft_index, "version": state.version,
+                    "unseal": self.options.unseal.type}
+            sink.write(CONFIG, CONFIG_ID, lambda: self._configuration(client),
+                       sensitivity=self.context.sensitivity or Sensitivity.INTERNAL, meta=dict(meta),
+                       change_token=f"{token}:{self._kv_scope()}")
+            sink.write(SNAPSHOT, SNAPSHOT_ID, lambda: self._snapshot(client), sensitivity=Sensitivity.SECRET,
+                       dependencies=unseal_dependencies(self.options),
+                       meta={**meta, "provides": [self.options.address]}, change_token=token)
+
+    def _kv_scope(self) -> str:
+        mounts = json.dumps(self.options.kv_mounts)
+        return hashlib.sha256(mounts.encode()).hexdigest()[:12]
+
+    def _configuration(self, client: hvac.Client) -> io.BytesIO:
+        reader = ConfigReader(client, self.options.kv_mounts)
+        document = reader.read()
+        for problem in reader.problems:
+            self.context.finding("warning", "vault-config-unreadable",
+                                 f"{self.options.address}: {problem}; the configuration record lacks it",
+                                 address=self.options.address)
+        return io.BytesIO(render(document))
+
+    def _snapshot(self, client: hvac.Client) -> CheckedStream:
+        response = stream(client, SNAPSHOT_PATH)
+        return CheckedStream(response.raw, STREAM_ERRORS, on_close=response.close)
+
+    # -- restore -------------------------------------------------------------------------------
+    def restore(self, artifacts: list[Artifact], reader: ContentReader,
+                request: RestoreRequest) -> Iterator[Outcome]:
+        snapshots = [a for a in artifacts if a.kind == SNAPSHOT]
+        configs = [a for a in artifacts if a.kind == CONFIG]
+        for artifact in artifacts:
+            if artifact.kind not in (SNAPSHOT, CONFIG):
+                yield Outcome(artifact.identity, OutcomeStatus.SKIPPED, f"not a vault artifact ({artifact.kind})")
+        if not snapshots:
+            for config in configs:
+                yield Outcome(config.identity, OutcomeStatus.SKIPPED,
+                              "a configuration record alone restores nothing: the raft snapshot does")
+            return
+        if not request.to:
+            for artifact in snapshots + configs:
+                yield Outcome(artifact.identity, OutcomeStatus.FAILED,
+                              "restoring a Vault needs a target: --to https://new-vault")
+            return
+        yield from Restore(self.options, self.context.base_dir, reader, request).run(
+            snapshots[0], configs[0] if configs else None)

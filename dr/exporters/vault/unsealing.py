@@ -1,0 +1,52 @@
+"""How the Vault unseals, as the dependencies of its snapshot: the audit places each one.
+
+A raft snapshot is useless without what unseals the cluster it restores: its storage is
+encrypted with a keyring that only the unseal mechanism opens. So the snapshot depends on it,
+and the audit judges that dependency like any other, by where the plan places its reference:
+
+  shamir    one `unseal-custodian` per key-share holder, `custodian:<name>`: place custodians
+            with locations (prefix `custodian:<name>`) or leave them unknown, which the audit
+            reports. Any `threshold` of them suffice, yet each one is listed: losing one
+            custodian with a region is worth a finding.
+  awskms    `unseal-kms`, the key's regional endpoint: https://kms.<region>.amazonaws.com/<key>,
+            so a rule for *.<region>.amazonaws.com places it in its region.
+  transit   `unseal-transit`, the transit key's URL on the other Vault:
+            <address>/v1/<mount>/keys/<key>; a transit Vault in the failed cluster is a blocker.
+
+These kinds have their own finding code, unseal-key-in-failed-domain, and runbook.
+"""
+
+from __future__ import annotations
+
+from dr.exporters.vault.options import AwsKmsUnseal, ShamirUnseal, TransitUnseal, VaultOptions
+from dr.model.artifacts import Dependency
+
+CUSTODIAN, KMS, TRANSIT = "unseal-custodian", "unseal-kms", "unseal-transit"
+KINDS = frozenset({CUSTODIAN, KMS, TRANSIT})
+
+
+def unseal_dependencies(options: VaultOptions) -> list[Dependency]:
+    unseal = options.unseal
+    if isinstance(unseal, ShamirUnseal):
+        total = len(unseal.custodians)
+        return [Dependency(CUSTODIAN, f"custodian:{name}",
+                           f"holds one of {total} Shamir unseal key shares ({unseal.threshold} unseal)")
+                for name in unseal.custodians]
+    if isinstance(unseal, AwsKmsUnseal):
+        return [Dependency(KMS, f"https://kms.{unseal.region}.amazonaws.com/{unseal.key_id}",
+                           "the AWS KMS key of seal \"awskms\": the restored cluster unseals only with it")]
+    if isinstance(unseal, TransitUnseal):
+        return [Dependency(TRANSIT, f"{unseal.address.rstrip('/')}/v1/{unseal.mount_path.strip('/')}/keys/"
+                                    f"{unseal.key_name}",
+                           "the transit key of seal \"transit\" on another Vault: the restored cluster "
+                           "unseals only through it")]
+    raise AssertionError(f"unknown unseal {unseal!r}")
+
+
+def describe(options: VaultOptions) -> str:
+    unseal = options.unseal
+    if isinstance(unseal, ShamirUnseal):
+        return f"shamir: {unseal.threshold} of {len(unseal.custodians)} custodians"
+    if isinstance(unseal, AwsKmsUnseal):
+        return f"awskms: {unseal.key_id} in {unseal.region}"
+    return f"transit: key {unseal.key_name} on {unseal.address}"

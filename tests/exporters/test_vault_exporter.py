@@ -1,0 +1,223 @@
+"""The vault exporter against real OpenBao raft servers (tests.openbao): backup, restore, faults."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import hvac
+import pyrage
+import pytest
+
+from dr.exporters.contract import NoDestination, OutcomeStatus
+from dr.exporters.registry import Registry
+from dr.exporters.vault import VaultExporter
+from dr.exporters.vault.connecting import VaultAuthFailed, VaultUnavailable
+from dr.exporters.vault.restoring import TOKEN_KEY, UNSEAL_KEY
+from dr.exporters.vault.snapshots import SnapshotDamaged
+from dr.model.artifacts import Sensitivity
+from dr.repository import encryption
+from tests.exporters.conftest import statuses
+from tests.exporters.cutting_proxy import CuttingProxy
+from tests.openbao import OpenBao, read_kv
+
+SNAPSHOT, CONFIG = "raft-snapshot", "configuration"
+
+
+@pytest.fixture(scope="module")
+def age_keys():
+    identity, recipient = encryption.generate_identity()
+    return [pyrage.x25519.Identity.from_str(identity)], recipient
+
+
+def options(bao: OpenBao, folder, token: str | None = None, address: str | None = None, **extra) -> dict:
+    path = folder / "vault-token"
+    path.write_text((bao.root_token if token is None else token) + "\n")
+    return {"address": address or bao.address, "auth": {"method": "token", "token_file": str(path)},
+            "unseal": {"type": "shamir", "custodians": ["alice", "bob", "carol"], "threshold": 2}, **extra}
+
+
+def target_files(folder, target: OpenBao | None, unseal_keys: list[str] | None) -> dict[str, str]:
+    remap = {}
+    if target is not None:
+        (folder / "target-token").write_text(target.root_token)
+        remap[TOKEN_KEY] = str(folder / "target-token")
+    if unseal_keys:
+        (folder / "unseal-keys").write_text("\n".join(unseal_keys))
+        remap[UNSEAL_KEY] = str(folder / "unseal-keys")
+    return remap
+
+
+def backup(harness, opts, tmp_path, recipient, parent=()):
+    return harness.backup(VaultExporter, opts, base_dir=str(tmp_path), recipients=[recipient], parent=list(parent))
+
+
+def test_registered_and_declared():
+    assert Registry().get("vault") is VaultExporter
+    assert "secret-stores" in VaultExporter.ordering.roles
+    exporter = VaultExporter.__new__(VaultExporter)
+    exporter.options = VaultExporter.Options(address="https://vault.example", auth={"method": "token", "token_env": "T"},
+                                             unseal={"type": "awskms", "key_id": "k", "region": "us-east-1"})
+    with pytest.raises(NoDestination, match="--to"):
+        exporter.destinations([], lambda kind, ref: None)
+
+
+def test_snapshot_and_configuration_round_trip(harness, openbao_source, openbao_target, tmp_path, age_keys):
+    keys, recipient = age_keys
+    source = openbao_source
+    expected = read_kv(source)
+    opts = options(source, tmp_path)
+    done = backup(harness, opts, tmp_path, recipient)
+    by_id = done.by_identity()
+    snap, config = by_id[SNAPSHOT], by_id[CONFIG]
+    assert snap.sensitivity == Sensitivity.SECRET and snap.encrypted
+    assert snap.meta["provides"] == [source.address]
+    assert {d.reference for d in snap.dependencies} == {"custodian:alice", "custodian:bob", "custodian:carol"}
+    stored = harness.stored_bytes()
+    assert not any(value in stored for value in (b"s3cret-1", b"s3cret-2", b"tok-abc", b"r0b0t"))
+    assert source.root_token.encode() not in stored
+
+    document = json.loads(_plain(harness, config))
+    assert "billing-read" in document["policies"]
+    assert "billing" in document["auth"]["approle/"]["roles"]
+    assert document["pki"]["pki/"]["roles"]["svc"]["allowed_domains"] == ["svc.example"]
+    assert [i["issuer_name"] for i in document["pki"]["pki/"]["issuers"].values()] == ["root-2026"]
+    db = document["kv"]["secret/"]["secrets"]["apps/billing/db"]
+    assert db["current_version"] == 2 and sorted(db["versions"]) == ["1", "2"]
+
+    # restored without the unseal shares: the target seals; the custodians unseal it by hand
+    outcomes = harness.restore(VaultExporter, opts, done.artifacts, identities=keys, to=openbao_target.address,
+                               remap=target_files(tmp_path, openbao_target, None))
+    assert statuses(outcomes) == {SNAPSHOT: OutcomeStatus.RESTORED, CONFIG: OutcomeStatus.SKIPPED}, outcomes
+    assert "sealed now" in outcomes[0].reason
+    openbao_target.unseal(source.unseal_keys)
+    assert read_kv(openbao_target, source.root_token) == expected
+    again = harness.restore(VaultExporter, opts, done.artifacts, identities=keys, to=openbao_target.address)
+    assert set(statuses(again).values()) == {OutcomeStatus.UNCHANGED}, again
+
+
+def _plain(harness, artifact) -> bytes:
+    from dr.repository.reading import ArtifactReader
+
+    return ArtifactReader(harness.repo).read(artifact)
+
+
+def test_unchanged_vault_is_not_read_again(harness, openbao_source, tmp_path, age_keys):
+    _, recipient = age_keys
+    opts = options(openbao_source, tmp_path)
+    first = backup(harness, opts, tmp_path, recipient)
+    second = backup(harness, opts, tmp_path, recipient, parent=first.artifacts)
+    assert second.stats["artifacts_reused"] == 2 and second.stats["bytes_read"] == 0
+    openbao_source.client().secrets.kv.v2.create_or_update_secret("apps/new", secret={"k": "v"},
+                                                                  mount_point="secret")
+    third = backup(harness, opts, tmp_path, recipient, parent=second.artifacts)
+    assert third.stats["artifacts_reused"] == 0
+    assert "apps/new" in json.loads(_plain(harness, third.by_identity()[CONFIG]))["kv"]["secret/"]["secrets"]
+
+
+def test_restore_into_a_non_empty_vault_needs_overwrite(harness, openbao_source, openbao_target, tmp_path,
+                                                        age_keys):
+    keys, recipient = age_keys
+    opts = options(openbao_source, tmp_path)
+    done = backup(harness, opts, tmp_path, recipient)
+    openbao_target.client().sys.enable_secrets_engine("kv", path="team", options={"version": "2"})
+    remap = target_files(tmp_path, openbao_target, openbao_source.unseal_keys)
+    refused = harness.restore(VaultExporter, opts, done.artifacts, identities=keys, to=openbao_target.address,
+                              remap=remap)
+    assert statuses(refused)[SNAPSHOT] == OutcomeStatus.CONFLICT
+    assert "mount team/" in refused[0].reason and "--overwrite" in refused[0].reason
+    assert "team/" in openbao_target.client().sys.list_mounted_secrets_engines()["data"]  # untouched
+    forced = harness.restore(VaultExporter, opts, done.artifacts, identities=keys, to=openbao_target.address,
+                             remap=remap, overwrite=True)
+    assert statuses(forced) == {SNAPSHOT: OutcomeStatus.RESTORED, CONFIG: OutcomeStatus.RESTORED}, forced
+    assert "replacing what it held (mount team/)" in forced[0].reason
+    assert "with the original unseal keys" in forced[0].reason
+    assert read_kv(openbao_target, openbao_source.root_token) == read_kv(openbao_source)
+
+
+def test_flipped_byte_in_the_stored_snapshot_is_caught_before_sending(harness, openbao_source, openbao_target,
+                                                                     tmp_path, age_keys):
+    keys, recipient = age_keys
+    opts = options(openbao_source, tmp_path)
+    done = backup(harness, opts, tmp_path, recipient)
+    snap = done.by_identity()[SNAPSHOT]
+    blob = harness.blob_path(snap.chunks[-1])
+    raw = bytearray(open(blob, "rb").read())
+    raw[len(raw) // 2] ^= 0x01
+    os.chmod(blob, 0o644)
+    open(blob, "wb").write(bytes(raw))
+    outcomes = harness.restore(VaultExporter, opts, done.artifacts, identities=keys, to=openbao_target.address,
+                               remap=target_files(tmp_path, openbao_target, openbao_source.unseal_keys))
+    assert statuses(outcomes)[SNAPSHOT] == OutcomeStatus.FAILED
+    assert "IntegrityError" in outcomes[0].reason and "nothing was sent" in outcomes[0].reason
+    target = openbao_target.client()  # its own root token still works: nothing was restored
+    assert sorted(target.sys.list_mounted_secrets_engines()["data"]) == ["cubbyhole/", "identity/", "sys/"]
+
+
+def test_sealed_vault_is_a_failed_source(harness, tmp_path, age_keys):
+    _, recipient = age_keys
+    with OpenBao("openbao-sealed") as bao:
+        bao.seal()
+        with pytest.raises(VaultUnavailable, match="is sealed"):
+            backup(harness, options(bao, tmp_path), tmp_path, recipient)
+    assert harness.repo.snapshot_ids() == []
+
+
+def test_wrong_token_is_refused_and_never_shown(harness, openbao_source, tmp_path, age_keys):
+    _, recipient = age_keys
+    with pytest.raises(VaultAuthFailed, match="refused the token from the token file") as caught:
+        backup(harness, options(openbao_source, tmp_path, token="hvs.not-a-real-token"), tmp_path, recipient)
+    assert "not-a-real-token" not in str(caught.value)
+
+
+@pytest.mark.parametrize("mode", ["drop", "clean"])
+def test_snapshot_cut_off_mid_stream_is_never_an_artifact(harness, openbao_source, tmp_path, age_keys, mode):
+    _, recipient = age_keys
+    with CuttingProxy(openbao_source.address, keep=3000, mode=mode) as proxy:
+        with pytest.raises(SnapshotDamaged, match="broke after|ends early"):
+            backup(harness, options(openbao_source, tmp_path, address=proxy.address), tmp_path, recipient)
+    assert harness.repo.snapshot_ids() == []
+
+
+def test_approle_login_backs_up_and_revokes_its_token(harness, openbao_source, tmp_path, age_keys):
+    _, recipient = age_keys
+    root = openbao_source.client()
+    root.sys.create_or_update_policy("dr-backup", 'path "*" { capabilities = ["read", "list", "sudo"] }')
+    root.auth.approle.create_or_update_approle("dr-backup", token_policies=["dr-backup"])
+    role_id = root.auth.approle.read_role_id("dr-backup")["data"]["role_id"]
+    secret_id = root.auth.approle.generate_secret_id("dr-backup")["data"]["secret_id"]
+    (tmp_path / "secret-id").write_text(secret_id)
+    opts = {**options(openbao_source, tmp_path),
+            "auth": {"method": "approle", "role_id": role_id, "secret_id_file": str(tmp_path / "secret-id")}}
+    tokens_before = root.adapter.list("/v1/auth/token/accessors")["data"]["keys"]
+    done = backup(harness, opts, tmp_path, recipient)
+    assert {a.identity for a in done.artifacts} == {SNAPSHOT, CONFIG}
+    assert root.adapter.list("/v1/auth/token/accessors")["data"]["keys"] == tokens_before  # revoked
+
+
+def test_unseal_dependencies_name_kms_region_and_transit_vault(tmp_path):
+    from dr.exporters.vault.unsealing import unseal_dependencies
+
+    def deps(unseal):
+        return [(d.kind, d.reference) for d in unseal_dependencies(VaultExporter.Options(
+            address="https://vault.example", auth={"method": "token", "token_env": "T"}, unseal=unseal))]
+
+    assert deps({"type": "awskms", "key_id": "mrk-1234", "region": "us-east-1"}) == [
+        ("unseal-kms", "https://kms.us-east-1.amazonaws.com/mrk-1234")]
+    assert deps({"type": "transit", "address": "http://vault.vault.svc.cluster.local:8200",
+                 "key_name": "autounseal"}) == [
+        ("unseal-transit", "http://vault.vault.svc.cluster.local:8200/v1/transit/keys/autounseal")]
+
+
+@pytest.mark.parametrize("bad", [
+    {"auth": {"method": "token"}},  # neither file nor env
+    {"auth": {"method": "token", "token_env": "A", "token_file": "f"}},
+    {"unseal": {"type": "shamir", "custodians": ["a"], "threshold": 2}},
+    {"address": "https://user:pw@vault.example"},
+    {"unseal": {"type": "awskms", "key_id": "k"}},  # no region
+])
+def test_options_rejected(bad):
+    good = {"address": "https://vault.example", "auth": {"method": "token", "token_env": "T"},
+            "unseal": {"type": "shamir", "custodians": ["a", "b"], "threshold": 2}}
+    with pytest.raises(ValueError):
+        VaultExporter.Options(**{**good, **bad})
