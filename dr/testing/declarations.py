@@ -73,8 +73,9 @@ def declaration_problems(cls: type[Exporter]) -> list[str]:
     for option in cls.restore_options:
         if not _FLAG.match(option.flag) or option.flag in RESERVED_FLAGS:
             problems.append(f"restore option --{option.flag}: not a free flag name of dr restore")
-        if not option.key or not option.help.strip() or not option.metavar.strip():
-            problems.append(f"restore option --{option.flag}: key, metavar and help must all be given")
+        # a switch takes no value, so its metavar is "" (docs/exporters.md, RestoreOption)
+        if not option.key or not option.help.strip() or not (option.switch or option.metavar.strip()):
+            problems.append(f"restore option --{option.flag}: key, metavar (unless a switch) and help must all be given")
     problems += [f"restore option --{f} is declared twice" for f in sorted(set(flags)) if flags.count(f) > 1]
     return problems
 
