@@ -114,3 +114,18 @@ def moto_server() -> ServerProcess:
         lambda port: f"http://127.0.0.1:{port}/moto-api/",
         name="moto",
     )
+
+
+def mlflow_server(folder: str) -> ServerProcess:
+    """A real MLflow tracking server + model registry: sqlite backend and file artifact root in
+    `folder`, one worker, the job runner off (MLflow 3 otherwise forks ~10 processes, ~1.8 GB)."""
+    tool = venv_tool("mlflow")
+    os.makedirs(folder, exist_ok=True)
+    env_tool = ["env", "-u", "MLFLOW_TRACKING_URI", "MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false", tool]
+    return ServerProcess(
+        lambda port: [*env_tool, "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
+                      "--backend-store-uri", f"sqlite:///{os.path.abspath(folder)}/mlflow.db",
+                      "--default-artifact-root", f"file://{os.path.abspath(folder)}/artifacts"],
+        lambda port: f"http://127.0.0.1:{port}/health",
+        name="mlflow", timeout=90.0,
+    )

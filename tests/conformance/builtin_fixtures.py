@@ -1,10 +1,12 @@
-"""ConformanceFixtures for the four built-in exporters (dr.testing.exporter_fixtures).
+"""ConformanceFixtures for the built-in exporters (dr.testing.exporter_fixtures).
 
 git:         two real bare remotes (branches, tags, a note); restores go to new bare repositories.
 files:       a small tree (files, a subdirectory, an empty one, a symlink) restored into a directory.
 kubernetes:  the real-world emulated cluster of tests/kubernetes (upstream CRDs and examples);
              each destination is a new, empty emulated cluster.
 checkpoints: real PyTorch DCP saves (two runs) with a directory DR copy; restores go to a directory.
+mlflow:      a real MLflow server holding tests/mlflow/registries.py's registry (a deleted version,
+             aliases, stages, runs with lineage); each destination is a new, empty MLflow server.
 tables:      the third-party test exporter (tests/plugins/acme_tables): two JSON tables.
 """
 
@@ -23,8 +25,12 @@ from dr.exporters.git import GitExporter
 from dr.exporters.kubernetes import KubernetesExporter
 from dr.exporters.kubernetes.batches import KIND as OBJECTS
 from dr.exporters.kubernetes.resources import ResourceType, item_name
+from dr.exporters.mlflow import MODEL as MLFLOW_MODEL
+from dr.exporters.mlflow import MlflowExporter
 from dr.testing import ConformanceFixture
+from tests.mlflow.registries import Rest, build_registry, registry_fingerprint
 from tests.plugins.acme_tables import TablesExporter
+from tests.servers import free_port, mlflow_server
 
 _GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.invalid",
             "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.invalid", "LC_ALL": "C"}
@@ -307,5 +313,57 @@ class TablesFixture(_Destinations, ConformanceFixture):
         return "users.json"
 
 
+# -- mlflow: real MLflow servers (tests/servers.py) -----------------------------------------------------
+class MlflowFixture(ConformanceFixture):
+    exporter = MlflowExporter
+
+    def __init__(self) -> None:
+        self.servers: list = []
+        self.destinations: dict[str, Any] = {}
+
+    def _start(self, folder: str) -> str:
+        server = mlflow_server(folder).start()
+        self.servers.append(server)
+        return f"http://127.0.0.1:{server.port}"
+
+    def build_source(self, workdir: str) -> None:
+        self.workdir = workdir
+        self.url = self._start(os.path.join(workdir, "mlflow-source"))
+        build_registry(self.url, "weights-bucket")
+
+    def source_options(self) -> dict[str, Any]:
+        return {"tracking_uri": self.url}
+
+    def broken_options(self) -> dict[str, Any]:
+        return {"tracking_uri": f"http://127.0.0.1:{free_port()}", "timeout_seconds": 2}  # nobody listens
+
+    def destination(self) -> str:
+        for server in self.servers[1:]:
+            server.stop()  # each check restores into its own destination only: keep one running
+        del self.servers[1:]
+        return self._start(os.path.join(self.workdir, f"mlflow-destination-{len(self.destinations)}-{free_port()}"))
+
+    def fingerprint(self, to: str) -> Hashable:
+        return registry_fingerprint(to)
+
+    def perturb(self, to: str) -> str:
+        Rest(to).patch("/model-versions/update", {"name": "fraud-detector", "version": "3",
+                                                  "description": "changed at the destination"})
+        return "fraud-detector/v3"
+
+    def expected_items(self, artifacts, reader) -> set[str]:
+        items = set()
+        for a in artifacts:
+            items.add(a.identity)
+            if a.kind == MLFLOW_MODEL:
+                items |= {f"{a.identity}/v{n}" for n in a.meta["versions"]}
+        return items
+
+    def close(self) -> None:
+        for server in self.servers:
+            server.stop()
+        self.servers.clear()
+
+
 FIXTURES = {"git": GitFixture, "files": FilesFixture, "kubernetes": KubernetesFixture,
-            "checkpoints": CheckpointsFixture, "tables": TablesFixture}
+            "checkpoints": CheckpointsFixture, "mlflow": MlflowFixture, "tables": TablesFixture}
