@@ -235,7 +235,17 @@ class ModelRestore:
                 if plan:
                     yield Outcome(self.item(number), P.PLANNED, f"would create version {number} from {plan.want['source']}")
                 continue
-            got = self._create(plan)
+            try:
+                got = self._create(plan)
+            except MlflowError as exc:
+                if exc.status in (0, 401, 403) or plan is None:
+                    raise
+                # refused (a source MLflow will not take): the number is consumed all the same,
+                # so the versions after it keep theirs
+                self._delete(self._create(None))
+                yield Outcome(self.item(number), P.FAILED, f"the destination refused version {number}: {exc}; "
+                              "its number was consumed by a placeholder so the later versions keep theirs")
+                continue
             if got != number:
                 ahead = got
                 self._delete(got)
