@@ -18,6 +18,7 @@ dr never imports the `mlflow` package: the REST API is enough, and that package 
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Iterator
 
 from dr.exporters.contract import (ArtifactSink, ContentReader, CopyReport, Destination, Discovered, Exporter,
@@ -28,6 +29,7 @@ from dr.exporters.mlflow.options import MlflowOptions
 from dr.exporters.mlflow.reading import parse
 from dr.exporters.mlflow.requesting import Client, MlflowError
 from dr.exporters.mlflow.restoring import FROM_COPIES, REMAP_PREFIX, ModelRestore
+from dr.exporters.mlflow.runs import SharedRuns
 from dr.model.artifacts import Artifact
 from dr.model.redaction import redact
 
@@ -85,18 +87,22 @@ class MlflowExporter(Exporter):
                 request: RestoreRequest) -> Iterator[Outcome]:
         client = self.client(request.to)
         copies = self._copies(artifacts, reader, request)
-        for artifact in sorted(artifacts, key=lambda a: (a.kind != MODEL, a.identity)):
-            if artifact.kind == COPY:
-                from dr.exporters.mlflow.copying import restore_outcome
-                yield restore_outcome(self, artifact, reader)
-                continue
-            lines = parse(reader.read(artifact))
+        models = [(a.identity, parse(reader.read(a))) for a in sorted(artifacts, key=lambda a: a.identity)
+                  if a.kind == MODEL]
+        shared = SharedRuns()
+
+        def one(model: tuple[str, list[dict]]) -> list[Outcome]:
             try:
-                yield from ModelRestore(client, lines, request, copies).run()
-            except MlflowError as exc:
-                yield Outcome(artifact.identity, OutcomeStatus.FAILED, str(exc))
-                if exc.status == 0 or exc.status in (401, 403):
-                    return  # the destination is unreachable or refuses us: the rest would fail alike
+                return list(ModelRestore(client, model[1], request, copies, shared).run())
+            except MlflowError as exc:  # this model's outcome; the others go on
+                return [Outcome(model[0], OutcomeStatus.FAILED, str(exc))]
+        # models in parallel (the server's latency, not dr, is the limit); outcomes in name order
+        with ThreadPoolExecutor(self.options.parallel, thread_name_prefix="dr-mlflow-restore") as pool:
+            for outcomes in pool.map(one, models):
+                yield from outcomes
+        for artifact in sorted((a for a in artifacts if a.kind == COPY), key=lambda a: a.identity):
+            from dr.exporters.mlflow.copying import restore_outcome
+            yield restore_outcome(self, artifact, reader)
 
     def _copies(self, artifacts: list[Artifact], reader: ContentReader,
                 request: RestoreRequest) -> dict[tuple[str, int], str]:

@@ -30,7 +30,8 @@ from typing import Callable, Iterator
 from dr.exporters.contract import Outcome, OutcomeStatus, RestoreRequest, prefix_rewrite
 from dr.exporters.mlflow.locating import rewrite_run
 from dr.exporters.mlflow.requesting import Client, MlflowError
-from dr.exporters.mlflow.runs import RunPlan, create_run, differences, experiment_id, fill_run, find_run
+from dr.exporters.mlflow.runs import (RunPlan, SharedRuns, create_run, differences, experiment_id, fill_run,
+                                      find_run)
 
 REMAP_PREFIX = "artifact-root:"
 FROM_COPIES = "sources-from-copies"
@@ -66,8 +67,9 @@ class VersionPlan:
 
 class ModelRestore:
     def __init__(self, client: Client, lines: list[dict], request: RestoreRequest,
-                 copies: dict[tuple[str, int], str] | None = None) -> None:
+                 copies: dict[tuple[str, int], str] | None = None, shared: SharedRuns | None = None) -> None:
         self.client, self.request, self.copies = client, request, copies or {}
+        self.shared = shared or SharedRuns()
         self.rewrite = remapper(request.remap)
         self.head = lines[0]
         self.name = self.head["name"]
@@ -90,11 +92,18 @@ class ModelRestore:
 
     def _plan_runs(self) -> None:
         for old, run in self.runs.items():
-            exp = experiment_id(self.client, self.experiments.get(run["info"]["experiment_id"]), self.rewrite, False)
-            plan = RunPlan(old, find_run(self.client, run, exp))
+            with self.shared.lock(old):
+                new = self.shared.known.get(old) or self._find(run)
+                if new:
+                    self.shared.known[old] = new
+            plan = RunPlan(old, new)
             if plan.new:
                 plan.differences = differences(self.client, run, plan.new)
             self.run_plans[old] = plan
+
+    def _find(self, run: dict) -> str | None:
+        exp = experiment_id(self.client, self.experiments.get(run["info"]["experiment_id"]), self.rewrite, False)
+        return find_run(self.client, run, exp)
 
     def _mapped(self) -> dict[str, str]:
         return {old: p.new for old, p in self.run_plans.items() if p.new and p.new != old}
@@ -149,8 +158,13 @@ class ModelRestore:
         for old, plan in self.run_plans.items():
             run = self.runs[old]
             if plan.new is None:
-                exp = experiment_id(self.client, self.experiments.get(run["info"]["experiment_id"]), self.rewrite, True)
-                plan.new, plan.created = create_run(self.client, run, exp), True
+                with self.shared.lock(old):  # another model's restore may have created it meanwhile
+                    plan.new = self.shared.known.get(old)
+                    if plan.new is None:
+                        exp = experiment_id(self.client, self.experiments.get(run["info"]["experiment_id"]),
+                                            self.rewrite, True)
+                        plan.new, plan.created = create_run(self.client, run, exp), True
+                        self.shared.known[old] = plan.new
             elif plan.differences and self.request.overwrite:
                 fill_run(self.client, run, plan.new, params=[d[6:] for d in plan.differences if d.startswith("param ")])
 

@@ -11,6 +11,7 @@ Params are immutable in MLflow: a param that differs is reported, never "fixed".
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 from dr.exporters.mlflow.requesting import Client, MlflowError
@@ -27,6 +28,20 @@ class RunPlan:
     created: bool = False
 
 
+class SharedRuns:
+    """The runs of one restore, shared by the models restored in parallel: a run two models'
+    versions share is looked up and created once (one lock per backup run id)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}
+        self.known: dict[str, str] = {}  # backup run id -> destination run id
+
+    def lock(self, old: str) -> threading.Lock:
+        with self._lock:
+            return self._locks.setdefault(old, threading.Lock())
+
+
 def experiment_id(client: Client, record: dict | None, remap_location, create: bool) -> str | None:
     """The destination experiment with the backup's name (created when asked and missing)."""
     name = (record or {}).get("name") or "Default"
@@ -41,7 +56,12 @@ def experiment_id(client: Client, record: dict | None, remap_location, create: b
     location = remap_location((record or {}).get("artifact_location", ""))
     if location:
         body["artifact_location"] = location
-    return client.post("/experiments/create", body)["experiment_id"]
+    try:
+        return client.post("/experiments/create", body)["experiment_id"]
+    except MlflowError as exc:  # created meanwhile by a model restored in parallel
+        if exc.code != "RESOURCE_ALREADY_EXISTS":
+            raise
+        return client.get("/experiments/get-by-name", experiment_name=name)["experiment"]["experiment_id"]
 
 
 def find_run(client: Client, run: dict, experiment: str | None) -> str | None:
