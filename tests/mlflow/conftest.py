@@ -17,17 +17,16 @@ from tests.servers import mlflow_server
 @pytest.fixture(scope="session")
 def mlflow_source(tmp_path_factory, moto_endpoint):
     bucket = "mlflow-weights-src"
-    mp = pytest.MonkeyPatch()
-    for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                 "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}.items():
-        mp.setenv(k, v)
-    s3 = s3_client(moto_endpoint)
-    s3.create_bucket(Bucket=bucket)
     with mlflow_server(str(tmp_path_factory.mktemp("mlflow-source"))) as server:
         url = f"http://127.0.0.1:{server.port}"
-        runs = build_registry(url, bucket, s3=s3)
+        with pytest.MonkeyPatch.context() as mp:  # fake credentials for moto, only while building
+            for k, v in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                         "AWS_DEFAULT_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}.items():
+                mp.setenv(k, v)
+            s3 = s3_client(moto_endpoint)
+            s3.create_bucket(Bucket=bucket)
+            runs = build_registry(url, bucket, s3=s3)
         yield {"url": url, "bucket": bucket, "runs": runs, "endpoint": moto_endpoint, "server": server}
-    mp.undo()
 
 
 @pytest.fixture(scope="session")

@@ -64,7 +64,7 @@ def by_reference(findings: list[dict]) -> dict[str, str]:
     return {f["reference"]: f["severity"] for f in findings}
 
 
-def test_champion_weights_only_in_the_failed_region_block_until_copied(mlflow_source, tmp_path, capsys):
+def test_champion_weights_only_in_the_failed_region_block_until_copied(mlflow_source, aws_env, tmp_path, capsys):
     plan = write_plan(tmp_path, mlflow_source)
     assert main(["backup", "--plan", plan, "-q"]) == Exit.OK
     code, findings = audit(plan, capsys)
@@ -84,7 +84,7 @@ def test_champion_weights_only_in_the_failed_region_block_until_copied(mlflow_so
     assert "remap" in remapped["code"] or "remap" in remapped["message"].lower()
 
 
-def test_verify_finds_a_damaged_copy_and_restore_refuses_it(mlflow_source, tmp_path, capsys, new_mlflow):
+def test_verify_finds_a_damaged_copy_and_restore_refuses_it(mlflow_source, aws_env, tmp_path, capsys, new_mlflow):
     plan = write_plan(tmp_path, mlflow_source, COPY_CHAMPIONS.format(copies=tmp_path / "copies"))
     assert main(["backup", "--plan", plan, "-q"]) == Exit.OK
     assert main(["verify", "--plan", plan, "--read-data", "-q"]) == Exit.OK
@@ -107,7 +107,7 @@ def test_verify_finds_a_damaged_copy_and_restore_refuses_it(mlflow_source, tmp_p
     assert v3["source"] == f"s3://{mlflow_source['bucket']}/fraud/v3"  # not pointed at a damaged copy
 
 
-def test_restore_points_versions_at_their_copies(mlflow_source, tmp_path, capsys, new_mlflow, moto_endpoint_b):
+def test_restore_points_versions_at_their_copies(mlflow_source, aws_env, tmp_path, capsys, new_mlflow, moto_endpoint_b):
     """S3 copies (on another server: another region): MLflow refuses local paths as sources
     (unless under the version's run's artifact directory), so a directory copy cannot be."""
     dr_bucket = "mlflow-weights-dr"
