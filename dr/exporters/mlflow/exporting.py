@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from dr.exporters.contract import ArtifactSink
 from dr.exporters.mlflow.locating import Lookups, resolve
 from dr.exporters.mlflow.reading import (Lineage, ModelGone, aliases_of, change_token, dumps, list_models,
-                                         list_versions, model_lines)
+                                         list_versions, logged_model_location, model_lines)
 from dr.model.artifacts import Dependency, Sensitivity
 from dr.model.redaction import redact
 
@@ -63,7 +63,7 @@ class Registry:
         return self.lineage.run(run_id).get("info", {}).get("artifact_uri")
 
     def _logged_model_location(self, model_id: str) -> str | None:
-        return self.lineage.logged_model(model_id).get("artifact_location")
+        return logged_model_location(self.lineage.logged_model(model_id))
 
     def _version_source(self, name: str, which: str) -> str | None:
         model = self._by_name.get(name)

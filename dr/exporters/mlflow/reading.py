@@ -165,8 +165,24 @@ def model_lines(client: Client, name: str, versions: list[dict], lineage: Lineag
     experiments = dict.fromkeys(r["info"]["experiment_id"] for r in runs if "info" in r)
     lines += runs
     lines += [lineage.experiment(e) for e in experiments]
-    lines += [lineage.logged_model(m) for m in dict.fromkeys(v["model_id"] for v in versions if v.get("model_id"))]
+    lines += [lineage.logged_model(m) for m in dict.fromkeys(filter(None, map(logged_model_id, versions)))]
     return lines
+
+
+def logged_model_id(version: dict) -> str | None:
+    """The MLflow 3 logged model a version names: its model_id, or its `models:/m-<id>` source
+    (the 3.17 server does not return model_id in version records)."""
+    source = version.get("source") or ""
+    if version.get("model_id"):
+        return version["model_id"]
+    if source.startswith("models:/m-"):
+        return source[len("models:/"):].split("/", 1)[0]
+    return None
+
+
+def logged_model_location(record: dict) -> str | None:
+    """Where a logged model's artifacts are (its info.artifact_uri), from its record."""
+    return (record.get("info") or {}).get("artifact_uri") or record.get("artifact_location")
 
 
 def _tags(record: dict) -> dict[str, str]:

@@ -18,7 +18,8 @@ with that reason. Tags and aliases the destination has beyond the backup are lef
 Sources: the version's source as recorded, `runs:/<old>/p` rewritten to the recreated run,
 then the artifact-root remaps (`--remap-uri OLD=NEW`, plan kind `artifact-root`). An MLflow 3
 `models:/m-<id>` source names a logged model that does not exist in a new server: the version
-is created from its storage_location instead (remapped likewise), and the URI as it was is kept
+is created from where its bytes are (its storage_location, else the logged model's artifact URI
+recorded in the backup) instead (remapped likewise), and the URI as it was is kept
 in the tag `dr.source_uri`.
 """
 
@@ -29,6 +30,7 @@ from typing import Callable, Iterator
 
 from dr.exporters.contract import Outcome, OutcomeStatus, RestoreRequest, prefix_rewrite
 from dr.exporters.mlflow.locating import rewrite_run
+from dr.exporters.mlflow.reading import logged_model_id, logged_model_location
 from dr.exporters.mlflow.requesting import Client, MlflowError
 from dr.exporters.mlflow.runs import (RunPlan, SharedRuns, create_run, differences, experiment_id, fill_run,
                                       find_run)
@@ -76,6 +78,7 @@ class ModelRestore:
         self.versions = [r for r in lines if r["record"] == "model-version"]
         self.runs = {r["run_id"]: r for r in lines if r["record"] == "run" and "info" in r}
         self.experiments = {r["experiment_id"]: r for r in lines if r["record"] == "experiment"}
+        self.logged = {r["model_id"]: r for r in lines if r["record"] == "logged-model"}
         self.run_plans: dict[str, RunPlan] = {}
 
     # -- reading the destination --------------------------------------------------------------
@@ -111,9 +114,11 @@ class ModelRestore:
     def _want(self, v: dict) -> dict:
         source = v.get("source", "")
         tags = dict(v.get("tags", {}))
-        if source.startswith("models:/") and v.get("storage_location"):
-            tags[SOURCE_URI_TAG] = source
-            source = v["storage_location"]
+        if source.startswith("models:/m-"):  # a logged model the new server does not have
+            where = v.get("storage_location") or logged_model_location(self.logged.get(logged_model_id(v) or "", {}))
+            if where:
+                tags[SOURCE_URI_TAG] = source
+                source = where
         source = self.rewrite(rewrite_run(source, self._mapped()))
         copy = self.copies.get((self.name, int(v["version"])))
         if copy:
