@@ -10,6 +10,8 @@ vault:       a real OpenBao raft server (KV v2, a policy, an AppRole, PKI); each
              new raft server, initialised and unsealed with its own keys.
 secretsmanager: moto's Secrets Manager over HTTP (its own server): three secrets, values included;
              each destination is another region of it.
+mlflow:      a real MLflow server holding tests/mlflow/registries.py's registry (a deleted version,
+             aliases, stages, runs with lineage); each destination is a new, empty MLflow server.
 tables:      the third-party test exporter (tests/plugins/acme_tables): two JSON tables.
 """
 
@@ -32,9 +34,13 @@ from dr.exporters.kubernetes.resources import ResourceType, item_name
 from dr.exporters.secretsmanager import SecretsManagerExporter
 from dr.exporters.vault import VaultExporter
 from dr.exporters.vault.restoring import TOKEN_KEY, UNSEAL_KEY
+from dr.exporters.mlflow import MODEL as MLFLOW_MODEL
+from dr.exporters.mlflow import MlflowExporter
 from dr.testing import ConformanceFixture
 from tests.harness.registries import DistributionRegistry, push_image, tar_layer
+from tests.mlflow.registries import Rest, build_registry, registry_fingerprint
 from tests.plugins.acme_tables import TablesExporter
+from tests.servers import free_port, mlflow_server
 
 _GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.invalid",
             "GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.invalid", "LC_ALL": "C"}
@@ -501,9 +507,62 @@ class ImagesFixture(ConformanceFixture):
             server.stop()
 
 
+# -- mlflow: real MLflow servers (tests/servers.py) -----------------------------------------------------
+class MlflowFixture(ConformanceFixture):
+    exporter = MlflowExporter
+
+    def __init__(self) -> None:
+        self.servers: list = []
+        self.destinations: dict[str, Any] = {}
+
+    def _start(self, folder: str) -> str:
+        server = mlflow_server(folder).start()
+        self.servers.append(server)
+        return f"http://127.0.0.1:{server.port}"
+
+    def build_source(self, workdir: str) -> None:
+        self.workdir = workdir
+        self.url = self._start(os.path.join(workdir, "mlflow-source"))
+        build_registry(self.url, "weights-bucket")
+
+    def source_options(self) -> dict[str, Any]:
+        return {"tracking_uri": self.url}
+
+    def broken_options(self) -> dict[str, Any]:
+        return {"tracking_uri": f"http://127.0.0.1:{free_port()}", "timeout_seconds": 2}  # nobody listens
+
+    def destination(self) -> str:
+        for server in self.servers[1:]:
+            server.stop()  # each check restores into its own destination only: keep one running
+        del self.servers[1:]
+        return self._start(os.path.join(self.workdir, f"mlflow-destination-{len(self.destinations)}-{free_port()}"))
+
+    def fingerprint(self, to: str) -> Hashable:
+        return registry_fingerprint(to)
+
+    def perturb(self, to: str) -> str:
+        Rest(to).patch("/model-versions/update", {"name": "fraud-detector", "version": "3",
+                                                  "description": "changed at the destination"})
+        return "fraud-detector/v3"
+
+    def expected_items(self, artifacts, reader) -> set[str]:
+        items = set()
+        for a in artifacts:
+            items.add(a.identity)
+            if a.kind == MLFLOW_MODEL:
+                items |= {f"{a.identity}/v{n}" for n in a.meta["versions"]}
+        return items
+
+    def close(self) -> None:
+        for server in self.servers:
+            server.stop()
+        self.servers.clear()
+
+
 FIXTURES = {"git": GitFixture, "files": FilesFixture, "kubernetes": KubernetesFixture,
             "checkpoints": CheckpointsFixture, "tables": TablesFixture, "images": ImagesFixture,
-            "vault": VaultFixture, "secretsmanager": SecretsManagerFixture}
+            "vault": VaultFixture, "secretsmanager": SecretsManagerFixture,
+            "mlflow": MlflowFixture}
 
 # -- exporters whose fixtures live in their own modules ----------------------------------------------
 from tests.conformance.dns_fixture import DnsFixture  # noqa: E402  (after FIXTURES: no cycle)
