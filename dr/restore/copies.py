@@ -31,12 +31,16 @@ class SourceCopies:
 
 
 def check_outside_copies(plan: Plan, registry: Registry, repo: Repository, *, snapshot_ref: str | None = None,
-                         read_data: bool = False, identities: list | None = None) -> list[SourceCopies]:
+                         read_data: bool = False, identities: list | None = None,
+                         sources: set[str] | None = None) -> list[SourceCopies]:
+    """Each source's outside copies, as restore would check them; `sources` limits which."""
     snapshots = [repo.find_snapshot(snapshot_ref)] if snapshot_ref else repo.snapshots()
     reader = ArtifactReader(repo, identities)
     catalogs: dict[str, list] = {}
     out = []
     for source in plan.spec.sources:
+        if sources is not None and source.name not in sources:
+            continue
         holding = [s for s in snapshots if source.name in s.source_names()]
         try:
             cls = registry.get(source.type)

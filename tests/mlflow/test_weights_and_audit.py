@@ -88,6 +88,7 @@ def test_verify_finds_a_damaged_copy_and_restore_refuses_it(mlflow_source, aws_e
     plan = write_plan(tmp_path, mlflow_source, COPY_CHAMPIONS.format(copies=tmp_path / "copies"))
     assert main(["backup", "--plan", plan, "-q"]) == Exit.OK
     assert main(["verify", "--plan", plan, "--read-data", "-q"]) == Exit.OK
+    assert main(["status", "--plan", plan, "--read-data", "-q"]) == Exit.OK
     weights = tmp_path / "copies" / "registry" / "fraud-detector" / "v3" / "files" / "model.safetensors"
     data = bytearray(weights.read_bytes())
     data[10] ^= 1
@@ -96,6 +97,10 @@ def test_verify_finds_a_damaged_copy_and_restore_refuses_it(mlflow_source, aws_e
     assert main(["verify", "--plan", plan, "--read-data"]) == Exit.INTEGRITY
     said = capsys.readouterr()
     assert "model.safetensors: content differs from its recorded SHA-256" in said.out + said.err
+    # dr status reads the same copies the same way: the damaged one is a lost recovery point
+    assert main(["status", "--plan", plan, "--read-data"]) == Exit.RPO_BREACH
+    said = capsys.readouterr()
+    assert "BREACH" in said.out and "model.safetensors: content differs" in said.out
     weights.write_bytes(bytes(data[:-5]))  # truncated: a restore's own check finds it
     to = new_mlflow()
     capsys.readouterr()

@@ -9,16 +9,24 @@ import argparse
 from datetime import timedelta
 
 from dr.audit.rpo_status import rpo_status
-from dr.cli.arguments import CommandSpec, open_plan, plan_and_target_args
+from dr.cli.arguments import CommandSpec, identities, open_plan, plan_and_target_args
 from dr.cli.exitcodes import Exit
 from dr.cli.output import Output
+from dr.exporters.contract import Exporter
+from dr.exporters.registry import PluginError, Registry
 from dr.model.durations import format_duration
-from dr.repository.targets import choose_target
+from dr.model.plans import Plan
+from dr.repository.locks import Lock
+from dr.repository.repositories import NotARepository
+from dr.repository.targets import choose_target, open_target
+from dr.restore.copies import check_outside_copies
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
     plan, registry = open_plan(args)
-    status = rpo_status(plan, registry, choose_target(plan, args.target), read_data=args.read_data)
+    target = choose_target(plan, args.target)
+    status = rpo_status(plan, registry, target, read_data=args.read_data)
+    status.runs.extend(_copy_rows(plan, registry, target, args))
     for row in status.sources:
         age = "never backed up" if row["age_seconds"] is None else \
             f"{format_duration(timedelta(seconds=int(row['age_seconds'])))} ago"
@@ -30,10 +38,40 @@ def run(args: argparse.Namespace, out: Output) -> int:
     return Exit.RPO_BREACH if status.breached else Exit.OK
 
 
+def _copy_rows(plan: Plan, registry: Registry, target, args: argparse.Namespace) -> list[dict]:
+    """The newest copies outside the repository that no exporter's own rpo_report checks (images
+    in DR registries, model weights): checked exactly as `dr verify` checks them, because a copy
+    a restore would refuse is a recovery point already lost (a breach)."""
+    repo = open_target(plan, target)
+    try:
+        repo.open()
+    except NotARepository:
+        return []  # nothing backed up yet: the per-source rows already say so
+    sources = {s.name for s in plan.spec.sources if not _reports_own_copies(registry, s.type)}
+    with Lock(repo, exclusive=False, command="dr status").acquire():
+        found = check_outside_copies(plan, registry, repo, read_data=args.read_data,
+                                     identities=identities(args, plan), sources=sources)
+    return [{"source": copies.source, "subject": f"{copies.source} copy {report.what}",
+             "detail": (f"at {report.where} (snapshot {copies.snapshot}): " + "; ".join(report.problems))
+             if report.problems else f"at {report.where} (snapshot {copies.snapshot}) checks out",
+             "breach": not report.ok, **report.data}
+            for copies in found for report in copies.reports]
+
+
+def _reports_own_copies(registry: Registry, kind: str) -> bool:
+    """An exporter with its own rpo_report checks its copies there (checkpoints: per run and tier)."""
+    try:
+        return registry.get(kind).rpo_report is not Exporter.rpo_report
+    except PluginError:
+        return True  # the plan's plugin problems are reported when it loads
+
+
 def arguments(p: argparse.ArgumentParser) -> None:
     plan_and_target_args(p)
     p.add_argument("--read-data", action="store_true", help="hash every file of each newest DR copy outside "
                    "the repository (without it: marker, manifest and sizes are checked)")
+    p.add_argument("--identity", metavar="FILE", help="age identity file, to read secret artifacts that record "
+                   "copies (default: the file named by the plan's identity_env)")
 
 
 STATUS = CommandSpec("status", "RPO now: newest backup per source and per training run, against objectives "
