@@ -186,6 +186,8 @@ class SourceSink:
         reused = self._reuse(kind, identity, change_token, sensitivity, meta.get(RECIPIENTS_KEY))
         if reused is not None:
             chunks, digest, size, encrypted = reused.chunks, reused.digest, reused.size, reused.encrypted
+            # facts about the content the exporter did not read again this time stay true
+            meta = {**{k: v for k, v in reused.meta.items() if k != "change_token"}, **meta}
             with self._writer._lock:
                 self._writer.stats["artifacts_reused"] += 1
         else:

@@ -55,6 +55,10 @@ def test_an_unchanged_second_backup_costs_one_head_per_image_at_the_dr_registry(
         assert second.snapshot.stats["artifacts_reused"] >= 3
         assert second.snapshot.stats.get("bytes_transferred", 0) == 0
         assert {k: r for k, (_, r) in again.items()} == {k: r for k, (_, r) in records.items()}
+        # the size a restore's RTO estimate needs survives the run that did not read the image
+        assert {k: a.meta["bytes"] for k, (a, _) in again.items()} == \
+            {k: sum(r["blobs"].values()) for k, (_, r) in records.items()}
+        assert all(a.meta["bytes"] > 0 for a, _ in again.values())
     finally:
         front.close()
 

@@ -86,9 +86,10 @@ def meta(item: "Wanted", ref: ImageRef, resolved_at: str, copies: list) -> dict:
     return {"provides": list(item.spellings), "provides_at": {s: pinned for s in item.spellings},
             "digest": ref.digest, "tag": ref.tag or "", "resolved_at": resolved_at,
             "copies": [f"{d.name}@{c.dr_digest}" for _, d, c in copies],
-            # the image's size, known when it was copied now (an unchanged one was not read)
-            "bytes": sum(copied.blobs.values()),
-            "why": item.why[:5]}
+            "why": item.why[:5],
+            # the image's size, known only when it was copied now: an unchanged image was not
+            # read, and a reused artifact keeps the size its copy recorded
+            **({"bytes": sum(copied.blobs.values())} if copied.blobs else {})}
 
 
 def dependencies(ref: ImageRef, copies: list) -> list[Dependency]:
