@@ -3,7 +3,6 @@ charts, one with a .prov); each destination is a new directory chart repository.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any, Hashable
 
