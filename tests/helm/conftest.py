@@ -71,8 +71,9 @@ def charts(tmp_path_factory):
             registry.stop()
 
 
-def plan_with(tmp_path, helm_options: dict, *, extra_sources=(), locations=()) -> object:
-    data = {"version": 1, "name": "helm-test",
+def plan_with(tmp_path, helm_options: dict, *, extra_sources=(), locations=(), recipients=()) -> object:
+    data = {"encryption": {"recipients": list(recipients)}} if recipients else {}
+    data |= {"version": 1, "name": "helm-test",
             "failure_domains": [{"name": "cluster-a", "kind": "cluster"}, {"name": "dr-site", "kind": "site"}],
             "protects_against": ["cluster-a"], "locations": list(locations),
             "targets": [{"name": "dr", "url": str(tmp_path / "repo"), "domain": "dr-site"}],
