@@ -12,6 +12,8 @@ secretsmanager: moto's Secrets Manager over HTTP (its own server): three secrets
              each destination is another region of it.
 mlflow:      a real MLflow server holding tests/mlflow/registries.py's registry (a deleted version,
              aliases, stages, runs with lineage); each destination is a new, empty MLflow server.
+helm:        an HTTP chart repository (two charts, one with a .prov); restores go to directory
+             chart repositories (tests/conformance/helm_fixture.py).
 tables:      the third-party test exporter (tests/plugins/acme_tables): two JSON tables.
 """
 
@@ -567,5 +569,6 @@ FIXTURES = {"git": GitFixture, "files": FilesFixture, "kubernetes": KubernetesFi
 # -- exporters whose fixtures live in their own modules ----------------------------------------------
 from tests.conformance.dns_fixture import DnsFixture  # noqa: E402  (after FIXTURES: no cycle)
 from tests.conformance.etcd_fixture import EtcdFixture  # noqa: E402
+from tests.conformance.helm_fixture import HelmFixture  # noqa: E402
 
-FIXTURES.update({"etcd": EtcdFixture, "dns": DnsFixture})
+FIXTURES.update({"etcd": EtcdFixture, "dns": DnsFixture, "helm": HelmFixture})

@@ -1,0 +1,96 @@
+"""The `helm` exporter class: the contract's answers; the work is in the modules beside it."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from dr.exporters.contract import (ArtifactSink, ContentReader, CopyReport, Destination, Discovered, ExportContext,
+                                   Exporter, NoDestination, Ordering, Outcome, RestoreOption, RestoreRequest,
+                                   Rewriter)
+from dr.exporters.helm import records
+from dr.exporters.helm.exporting import ExportRun
+from dr.exporters.helm.locating import Sources
+from dr.exporters.helm.options import HelmOptions
+from dr.exporters.helm.restoring import PLAIN_HTTP, check_stored, restore_charts
+from dr.exporters.helm.selecting import select
+from dr.exporters.helm.transport import ChartError, Transport
+from dr.model.artifacts import Artifact, Sensitivity
+
+
+class HelmExporter(Exporter):
+    type_name = "helm"
+    summary = ("Helm charts, checked against their published digests, with provenance: the charts of the "
+               "plan's Helm releases and the charts it lists; restored into a chart directory or an OCI registry")
+    contract_version = 2
+    Options = HelmOptions
+    reads_plan_dependencies = True
+    # charts are restored before the workloads whose releases install them (the core's @images
+    # rule also matches steps holding helm-chart artifacts)
+    ordering = Ordering(frozenset({"charts"}))
+    restore_options = (
+        RestoreOption("plain-http", "", "push to the --to oci:// registry over plain HTTP (loopback always is)",
+                      PLAIN_HTTP, switch=True),
+    )
+
+    def __init__(self, context: ExportContext) -> None:
+        super().__init__(context)
+        self._transport: Transport | None = None
+        self._sources: Sources | None = None
+
+    @property
+    def transport(self) -> Transport:
+        if self._transport is None:
+            self._transport = Transport(self.options.timeout_seconds, self.options.tls_verify)
+        return self._transport
+
+    @property
+    def sources(self) -> Sources:
+        if self._sources is None:
+            self._sources = Sources(self)
+        return self._sources
+
+    def sensitivity(self) -> Sensitivity:
+        return self.context.sensitivity or Sensitivity.INTERNAL
+
+    # -- the contract -----------------------------------------------------------------------
+    def discover(self) -> Iterator[Discovered]:
+        """The charts the plan lists that their source publishes now (its index entry or manifest)."""
+        for item in select(self, from_plan=False).wanted.values():
+            try:
+                found = self.sources.locate(item.ref)
+            except ChartError:
+                continue
+            yield Discovered(records.CHART, item.ref.identity, found.digest)
+
+    def export(self, sink: ArtifactSink) -> None:
+        ExportRun(self, sink).execute()
+
+    def restore(self, artifacts: list[Artifact], reader: ContentReader,
+                request: RestoreRequest) -> Iterator[Outcome]:
+        yield from restore_charts(self, artifacts, reader, request)
+
+    # -- contract v2: planning ---------------------------------------------------------------
+    def destinations(self, artifacts: list[Artifact], rewrite: Rewriter) -> list[Destination]:
+        raise NoDestination("charts are restored into a chart directory or an OCI registry: give "
+                            "--to SOURCE=DIR or --to SOURCE=oci://HOST/PATH")
+
+    def scratch_destination(self, folder: str) -> str | None:
+        return folder  # a directory chart repository
+
+    def restore_bytes(self, artifacts: list[Artifact]) -> dict[str, int]:
+        return {"image_warmup": sum(a.size for a in artifacts if a.kind == records.CHART)}
+
+    def verify_copies(self, artifacts: list[Artifact], reader: ContentReader, read_data: bool) -> list[CopyReport]:
+        """Each stored chart against the digest its source published, as restore() checks it
+        before writing (with read_data; the repository's own check covers the blobs)."""
+        if not read_data:
+            return []
+        reports = []
+        for artifact in artifacts:
+            if artifact.kind != records.CHART:
+                continue
+            stored = check_stored(artifact, reader)
+            reports.append(CopyReport(f"repository: {artifact.identity}", f"chart {artifact.identity}",
+                                      [stored.problem] if stored.problem else [],
+                                      {"digest": artifact.meta.get("digest"), "bytes": len(stored.data)}))
+        return reports

@@ -1,0 +1,231 @@
+"""Restoring charts: into a directory that is a chart repository, or into an OCI registry.
+
+`--to DIR`: each chart is written as `<name>-<version>.tgz` with its `.prov` beside it, and
+`index.yaml` lists every chart of the directory (those already there kept), so the directory
+can be served as a chart repository or read by `helm install DIR/<name>-<version>.tgz`.
+`--to oci://HOST/PATH`: each chart is pushed to `HOST/PATH/<name>:<version>` with Helm's media
+types (config, chart layer, provenance layer), as `helm push` does.
+
+Before anything is written, the stored bytes are checked against the digest the source
+published (meta `digest`): a chart whose stored bytes do not match is refused (`failed`), as
+`dr verify` reports it. Outcomes: `planned` (dry run), `unchanged` (the destination holds the
+same chart), `conflict` (it holds another; `--overwrite` replaces it), `restored`, `failed`.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tarfile
+import tempfile
+from typing import TYPE_CHECKING, Iterator
+
+import yaml
+
+from dr.exporters.contract import ContentReader, Outcome, OutcomeStatus, RestoreRequest
+from dr.exporters.helm import records
+from dr.exporters.helm.oci import CHART, CONFIG, MANIFEST, PROVENANCE, OciRegistry, sha256
+from dr.exporters.helm.references import OCI
+from dr.exporters.helm.transport import ChartError, NotFound
+from dr.model.artifacts import Artifact
+
+if TYPE_CHECKING:
+    from dr.exporters.helm.exporter import HelmExporter
+
+PLAIN_HTTP = "plain-http"
+
+
+class Stored:
+    """A chart read back from the repository and checked against its published digest."""
+
+    def __init__(self, artifact: Artifact, data: bytes) -> None:
+        self.artifact, self.data = artifact, data
+        self.meta = artifact.meta
+        self.name, self.version = self.meta["name"], self.meta["version"]
+        self.filename = f"{self.name}-{self.version}.tgz"
+        prov = self.meta.get("provenance")
+        self.provenance = prov.encode() if isinstance(prov, str) else None
+        found = sha256(data)
+        self.problem = "" if found == self.meta.get("digest") else (
+            f"the stored chart's digest is {found}, not the {self.meta.get('digest')} its source published: refused")
+
+    def chart_yaml(self) -> dict:
+        with tarfile.open(fileobj=io.BytesIO(self.data), mode="r:gz") as tar:
+            for member in tar.getmembers():
+                if member.name.count("/") == 1 and member.name.endswith("/Chart.yaml"):
+                    return yaml.safe_load(tar.extractfile(member).read()) or {}  # type: ignore[union-attr]
+        raise ChartError(f"{self.filename}: no Chart.yaml in the chart")
+
+
+def check_stored(artifact: Artifact, reader: ContentReader) -> Stored:
+    return Stored(artifact, reader.read(artifact))
+
+
+def restore_charts(exporter: "HelmExporter", artifacts: list[Artifact], reader: ContentReader,
+                   request: RestoreRequest) -> Iterator[Outcome]:
+    to = request.to or ""
+    charts = [a for a in artifacts if a.kind == records.CHART]
+    for artifact in artifacts:
+        if artifact.kind == records.REPOSITORY:
+            yield Outcome(artifact.identity, OutcomeStatus.SKIPPED, "the list of charts copied from this repository; "
+                          "its charts are restored as items of their own")
+    if to.startswith(OCI):
+        yield from OciRestore(exporter, to, request).run(charts, reader)
+    else:
+        yield from DirectoryRestore(to, request).run(charts, reader)
+
+
+def install_hint(where: str, name: str, version: str, plain_http: bool = False) -> str:
+    flags = " --plain-http" if plain_http else ""
+    return (f"install with: helm upgrade --install RELEASE {where} --version {version}{flags} -n NAMESPACE "
+            f"-f VALUES (the release's values: its helm-release record in the kubernetes source)") \
+        if where.startswith(OCI) else (f"install with: helm upgrade --install RELEASE {where} -n NAMESPACE "
+                                       f"-f VALUES (the release's values: its helm-release record in the kubernetes source)")
+
+
+class DirectoryRestore:
+    def __init__(self, to: str, request: RestoreRequest) -> None:
+        self.to, self.request = to, request
+
+    def run(self, artifacts: list[Artifact], reader: ContentReader) -> Iterator[Outcome]:
+        restored: list[Stored] = []
+        for artifact in artifacts:
+            outcome, stored = self._one(artifact, reader)
+            if stored is not None and outcome.status in (OutcomeStatus.RESTORED, OutcomeStatus.UNCHANGED):
+                restored.append(stored)
+            yield outcome
+        if restored and not self.request.dry_run:
+            write_index(self.to, restored)
+
+    def _one(self, artifact: Artifact, reader: ContentReader) -> tuple[Outcome, Stored | None]:
+        item = artifact.identity
+        stored = check_stored(artifact, reader)
+        if stored.problem:
+            return Outcome(item, OutcomeStatus.FAILED, stored.problem), None
+        files = {stored.filename: stored.data}
+        if stored.provenance is not None:
+            files[stored.filename + ".prov"] = stored.provenance
+        present = {name: _read(os.path.join(self.to, name)) for name in files}
+        where = os.path.join(self.to, stored.filename)
+        if all(present[n] == data for n, data in files.items()):
+            return Outcome(item, OutcomeStatus.UNCHANGED, f"{where} holds this chart already; "
+                           + install_hint(where, stored.name, stored.version)), stored
+        differs = [n for n in files if present[n] is not None and present[n] != files[n]]
+        if differs and not self.request.overwrite:
+            return Outcome(item, OutcomeStatus.CONFLICT, f"{', '.join(differs)} in {self.to} differ from the "
+                           "backup; --overwrite replaces them"), None
+        if self.request.dry_run:
+            return Outcome(item, OutcomeStatus.PLANNED, f"would write {where}" + (
+                " and its .prov" if stored.provenance else "")), None
+        os.makedirs(self.to, exist_ok=True)
+        for name, data in files.items():
+            _write_atomically(os.path.join(self.to, name), data)
+        return Outcome(item, OutcomeStatus.RESTORED, f"{where} ({len(stored.data)} bytes, digest {stored.meta['digest']} "
+                       f"checked{', with provenance' if stored.provenance else ''}); "
+                       + install_hint(where, stored.name, stored.version)), stored
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return None
+
+
+def _write_atomically(path: str, data: bytes) -> None:
+    """A reader never sees half a file: a temporary name in the same folder, then a rename."""
+    fd, temporary = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".dr-")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+def write_index(folder: str, charts: list[Stored]) -> None:
+    """index.yaml over the directory's charts: the entries already there, with these charts'."""
+    path = os.path.join(folder, "index.yaml")
+    try:
+        old = yaml.safe_load(_read(path) or b"") or {}
+    except yaml.YAMLError:
+        old = {}
+    entries: dict[str, list[dict]] = {name: [e for e in versions if isinstance(e, dict)]
+                                      for name, versions in (old.get("entries") or {}).items()
+                                      if isinstance(versions, list)}
+    for stored in charts:
+        entry = {**stored.chart_yaml(), "urls": [stored.filename], "digest": stored.meta["digest"].split(":", 1)[1]}
+        if stored.meta.get("created"):
+            entry["created"] = stored.meta["created"]
+        versions = [e for e in entries.get(stored.name, []) if str(e.get("version")) != stored.version]
+        entries[stored.name] = versions + [entry]
+    for name in entries:
+        entries[name].sort(key=lambda e: str(e.get("version")), reverse=True)
+    index = {"apiVersion": "v1", "entries": dict(sorted(entries.items()))}
+    data = yaml.safe_dump(index, sort_keys=True).encode()
+    if _read(path) != data:
+        _write_atomically(path, data)
+
+
+class OciRestore:
+    def __init__(self, exporter: "HelmExporter", to: str, request: RestoreRequest) -> None:
+        self.to, self.request = to.rstrip("/"), request
+        host, _, self.prefix = self.to[len(OCI):].partition("/")
+        self.plain = request.remap.get(PLAIN_HTTP) == "true"
+        scheme = "http" if self.plain else exporter.options.scheme_for(host)
+        self.registry = OciRegistry(exporter.transport, host, scheme)
+        self.plain = scheme == "http"
+
+    def run(self, artifacts: list[Artifact], reader: ContentReader) -> Iterator[Outcome]:
+        for artifact in artifacts:
+            try:
+                yield self._one(artifact, reader)
+            except ChartError as exc:
+                yield Outcome(artifact.identity, OutcomeStatus.FAILED, str(exc))
+
+    def _one(self, artifact: Artifact, reader: ContentReader) -> Outcome:
+        item = artifact.identity
+        stored = check_stored(artifact, reader)
+        if stored.problem:
+            return Outcome(item, OutcomeStatus.FAILED, stored.problem)
+        path = "/".join(p for p in (self.prefix, stored.name) if p)
+        where = f"{OCI}{self.registry.host}/{path}"
+        hint = install_hint(where, stored.name, stored.version, self.plain)
+        present = self._present(path, stored.version)
+        if present == stored.meta["digest"] and (stored.provenance is None or self._has_prov(path, stored)):
+            return Outcome(item, OutcomeStatus.UNCHANGED, f"{where}:{stored.version} holds this chart already; {hint}")
+        if present is not None and not self.request.overwrite:
+            return Outcome(item, OutcomeStatus.CONFLICT, f"{where}:{stored.version} holds another chart "
+                           f"({present}); --overwrite replaces the tag")
+        if self.request.dry_run:
+            return Outcome(item, OutcomeStatus.PLANNED, f"would push {where}:{stored.version}")
+        self._push(path, stored)
+        return Outcome(item, OutcomeStatus.RESTORED, f"{where}:{stored.version} ({len(stored.data)} bytes, digest "
+                       f"{stored.meta['digest']} checked{', with provenance' if stored.provenance else ''}); {hint}")
+
+    def _present(self, path: str, version: str) -> str | None:
+        """The chart layer digest the tag names now, or None."""
+        try:
+            return self.registry.chart_manifest(path, version).chart["digest"]
+        except NotFound:
+            return None
+
+    def _has_prov(self, path: str, stored: Stored) -> bool:
+        manifest = self.registry.chart_manifest(path, stored.version)
+        return manifest.provenance is not None and manifest.provenance["digest"] == sha256(stored.provenance or b"")
+
+    def _push(self, path: str, stored: Stored) -> None:
+        """Bottom-up, as `helm push`: the blobs, then the manifest that names them."""
+        config = json.dumps(stored.chart_yaml(), sort_keys=True, separators=(",", ":")).encode()
+        layers = [{"mediaType": CHART, **self.registry.push_blob(path, stored.data)}]
+        if stored.provenance is not None:
+            layers.append({"mediaType": PROVENANCE, **self.registry.push_blob(path, stored.provenance)})
+        manifest = {"schemaVersion": 2, "mediaType": MANIFEST,
+                    "config": {"mediaType": CONFIG, **self.registry.push_blob(path, config)}, "layers": layers,
+                    "annotations": {"org.opencontainers.image.title": stored.name,
+                                    "org.opencontainers.image.version": stored.version}}
+        self.registry.push_manifest(path, stored.version, json.dumps(manifest, sort_keys=True).encode())

@@ -1,0 +1,110 @@
+"""The helm exporter against real chart sources: an HTTP chart repository indexed by `helm repo
+index` and a distribution registry holding a chart `helm push`ed; restores read back by helm."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import requests
+import yaml
+
+from dr.cli.exitcodes import Exit
+from dr.cli.main import main
+from dr.exporters.contract import OutcomeStatus, RestoreRequest
+from dr.exporters.helm import HelmExporter
+from dr.exporters.contract import ExportContext
+from dr.exporters.helm.options import HelmOptions
+from tests.helm.charts import ChartServer, helm
+from tests.helm.conftest import backup, plan_with, source_result
+
+
+def _listed(charts) -> dict:
+    return {"charts": [{"repo": charts.http.url, "name": "web", "version": "1.0.0"},
+                       {"oci": charts.oci_api, "version": "0.1.0"}]}
+
+
+def test_listed_charts_are_stored_checked_against_their_digests_with_provenance(tmp_path, charts):
+    result, found, reader = backup(plan_with(tmp_path, _listed(charts)))
+    assert source_result(result).ok and not source_result(result).findings
+    web = found[f"{charts.http.url}/web:1.0.0"]
+    api = found[f"{charts.oci_api}:0.1.0"]
+    assert reader.read(web) == (charts.packaged / "web-1.0.0.tgz").read_bytes()
+    assert reader.read(api) == (charts.packaged / "api-0.1.0.tgz").read_bytes()
+    assert web.meta["digest"] == charts.sha("web-1.0.0.tgz") and api.meta["digest"] == charts.sha("api-0.1.0.tgz")
+    with open(f"{charts.http.folder}/web-1.0.0.tgz.prov", "rb") as prov:
+        assert web.meta["provenance"].encode() == prov.read()
+    assert "provenance" not in api.meta  # helm push of an unsigned chart has no provenance layer
+    assert web.meta["provides"] == [web.identity]
+
+    again, _, _ = backup(plan_with(tmp_path, _listed(charts)))  # unchanged: nothing read again
+    assert again.snapshot.stats["artifacts_reused"] == again.snapshot.stats["artifacts"]
+
+
+def test_restore_into_a_directory_that_helm_reads_as_a_chart_repository(tmp_path, charts, capsys):
+    plan = plan_with(tmp_path, _listed(charts))
+    backup(plan)
+    out = tmp_path / "restored"
+    capsys.readouterr()
+    assert main(["restore", "--plan", str(tmp_path / "plan.yaml"), "--source", "charts", "--to", str(out),
+                 "--json"]) == Exit.OK
+    outcomes = {o["item"]: o for o in json.loads(capsys.readouterr().out)["outcomes"]}
+    assert {o["status"] for o in outcomes.values()} == {"restored"}
+    assert "helm upgrade --install" in outcomes[f"{charts.http.url}/web:1.0.0"]["reason"]
+    assert (out / "web-1.0.0.tgz").read_bytes() == (charts.packaged / "web-1.0.0.tgz").read_bytes()
+    assert (out / "web-1.0.0.tgz.prov").exists()
+    index = yaml.safe_load((out / "index.yaml").read_text())
+    assert sorted(index["entries"]) == ["api", "web"]
+
+    server = ChartServer(out)  # the restored directory, served as a chart repository
+    try:
+        pulled = tmp_path / "pulled"
+        pulled.mkdir()
+        helm("pull", "web", "--repo", server.url, "--version", "1.0.0", "-d", str(pulled), home=charts.home)
+        assert (pulled / "web-1.0.0.tgz").read_bytes() == (charts.packaged / "web-1.0.0.tgz").read_bytes()
+        shown = yaml.safe_load(helm("show", "chart", "api", "--repo", server.url, "--version", "0.1.0",
+                                    home=charts.home))
+        assert (shown["name"], shown["version"]) == ("api", "0.1.0")
+    finally:
+        server.stop()
+
+
+def test_restore_into_an_oci_registry_that_helm_pulls_from(tmp_path, charts, capsys):
+    plan = plan_with(tmp_path, _listed(charts))
+    backup(plan)
+    to = f"oci://{charts.dest.host}/restored"
+    capsys.readouterr()
+    assert main(["restore", "--plan", str(tmp_path / "plan.yaml"), "--source", "charts", "--to", to,
+                 "--json"]) == Exit.OK
+    assert {o["status"] for o in json.loads(capsys.readouterr().out)["outcomes"]} == {"restored"}
+    shown = yaml.safe_load(helm("show", "chart", f"{to}/web", "--version", "1.0.0", "--plain-http",
+                                home=charts.home))
+    assert (shown["name"], shown["version"]) == ("web", "1.0.0")
+    pulled = tmp_path / "pulled"
+    pulled.mkdir()
+    helm("pull", f"{to}/api", "--version", "0.1.0", "--plain-http", "-d", str(pulled), home=charts.home)
+    assert (pulled / "api-0.1.0.tgz").read_bytes() == (charts.packaged / "api-0.1.0.tgz").read_bytes()
+    # the provenance travelled as Helm's provenance layer
+    manifest = requests.get(f"{charts.dest.url}/v2/restored/web/manifests/1.0.0", timeout=10,
+                            headers={"Accept": "application/vnd.oci.image.manifest.v1+json"}).json()
+    assert [layer["mediaType"] for layer in manifest["layers"]] == [
+        "application/vnd.cncf.helm.chart.content.v1.tar+gzip", "application/vnd.cncf.helm.chart.provenance.v1.prov"]
+
+    capsys.readouterr()  # a second restore changes nothing
+    assert main(["restore", "--plan", str(tmp_path / "plan.yaml"), "--source", "charts", "--to", to,
+                 "--json"]) == Exit.OK
+    assert {o["status"] for o in json.loads(capsys.readouterr().out)["outcomes"]} == {"unchanged"}
+
+
+def test_restore_and_verify_refuse_a_stored_chart_that_does_not_match_its_digest(tmp_path, charts):
+    plan = plan_with(tmp_path, _listed(charts))
+    _, found, reader = backup(plan)
+    web = found[f"{charts.http.url}/web:1.0.0"]
+    # what a catalog whose recorded source digest no longer matches the bytes looks like
+    web.meta = {**web.meta, "digest": "sha256:" + hashlib.sha256(b"another chart").hexdigest()}
+    exporter = HelmExporter(ExportContext("charts", HelmOptions(), str(tmp_path)))
+    [report] = exporter.verify_copies([web], reader, read_data=True)
+    assert not report.ok and "refused" in report.problems[0]
+    [outcome] = exporter.restore([web], reader, RestoreRequest(to=str(tmp_path / "out")))
+    assert outcome.status == OutcomeStatus.FAILED and outcome.reason == report.problems[0]
+    assert not (tmp_path / "out" / "web-1.0.0.tgz").exists()
