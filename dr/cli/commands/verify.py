@@ -1,4 +1,4 @@
-"""`dr verify`: check snapshots, artifacts and blobs (dr.repository.checking.verify), then the copies
+"""`dr verify`: check snapshots, artifacts and blobs (dr.repository.checking.check), then the copies
 exporters keep outside the repository (dr.restore.copies); exit 6 on a problem."""
 
 from __future__ import annotations
@@ -29,9 +29,10 @@ def run(args: argparse.Namespace, out: Output) -> int:
     repo = open_target(plan, choose_target(plan, args.target))
     repo.open()
     keys = identities(args, plan)
-    with out.progress("verify") as advance:
-        report = checking.verify(repo, args.snapshot, read_data=args.read_data, on_blob=advance, identities=keys)
-    with Lock(repo, exclusive=False, command="dr verify").acquire():
+    with Lock(repo, exclusive=False, command="dr verify").acquire():  # one shared lock for both checks
+        with out.progress("verify") as advance:
+            ids = [repo.find_snapshot(args.snapshot).id] if args.snapshot else None
+            report = checking.check(repo, ids, read_data=args.read_data, on_blob=advance, identities=keys)
         outside = check_outside_copies(plan, registry, repo, snapshot_ref=args.snapshot, read_data=args.read_data,
                                        identities=keys)
     depth = f"{report.blobs_checked} blobs ({human_size(report.bytes_read)}) read and hashed" \
