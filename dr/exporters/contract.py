@@ -358,6 +358,11 @@ class Exporter(ABC):
         checkpoint_download)."""
         return {"data_warmup": sum(a.size for a in artifacts)}
 
+    def restore_wait(self, artifacts: list[Artifact]) -> tuple[float, str] | None:
+        """Seconds after this restore before every client sees the restored state, and why (DNS:
+        resolvers keep the old answers for up to the largest TTL); None when nothing waits."""
+        return None
+
     def rpo_report(self, objective: timedelta | None, read_data: bool = False) -> list[RpoRow]:
         """Recovery points this exporter keeps outside the repository, judged against `objective`;
         each checked as a restore would check it (with read_data: every byte)."""
