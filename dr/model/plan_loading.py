@@ -15,7 +15,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from dr.model import plan_rules
-from dr.model.plans import SOURCE_COMMON_KEYS, Plan, PlanSpec
+from dr.model.plans import RENAMED_KEYS, SOURCE_COMMON_KEYS, Plan, PlanSpec
 from dr.model.redaction import redact
 
 
@@ -269,6 +269,9 @@ def _unknown_key(error, path, lines, prefix, extra_keys, root) -> Problem:
     nearest = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
     hint = f"did you mean '{nearest[0]}'? " if nearest else ""
     field = _dotted(prefix + loc)
+    if key in RENAMED_KEYS and (prefix + loc)[:1] == ("targets",):
+        return Problem(path, field, f"the key '{key}', which was replaced", RENAMED_KEYS[key],
+                       _line(lines, field))
     return Problem(path, field, f"unknown key '{key}'",
                    f"{hint}valid keys here: {', '.join(valid)}", _line(lines, field))
 
