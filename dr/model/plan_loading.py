@@ -27,8 +27,9 @@ class OptionsLookup(Protocol):
 
     def options_model(self, type_name: str) -> "type[BaseModel] | None": ...
 
-    def remap_kinds(self) -> dict[str, list[str]]:
-        """Every remap kind an installed exporter applies -> the exporters that apply it."""
+    def remap_kinds(self, names: "Iterable[str] | None" = None) -> dict[str, list[str]]:
+        """Every remap kind an installed exporter (of `names`, if given) applies -> the
+        exporters that apply it."""
         ...
 
 
@@ -215,8 +216,10 @@ def _validate_options(raw_sources: list[dict], path: str, lines: dict[str, int],
 def _remap_kind_problems(spec: PlanSpec, path: str, lines: dict[str, int],
                          lookup: OptionsLookup) -> list[Problem]:
     """A remap kind must be one that an exporter of a source it applies to declares."""
-    declared = getattr(lookup, "remap_kinds", lambda: {})()
+    if not spec.restore.remaps:
+        return []  # and no exporter is imported: a plan only loads the exporters it uses
     types = {s.name: s.type for s in spec.sources}
+    declared = getattr(lookup, "remap_kinds", lambda names: {})(sorted(set(types.values())))
     problems = []
     for i, remap in enumerate(spec.restore.remaps):
         scoped = [types[n] for n in remap.sources if n in types] or list(types.values())

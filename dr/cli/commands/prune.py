@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from dr.cli.arguments import CommandSpec, open_repository, plan_and_target_args
+from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
 from dr.cli.output import Output, human_size
 from dr.repository.pruning import prune_by_retention
@@ -42,5 +43,4 @@ def _say_held(out: Output, report) -> None:
                 out.say(f"    {item.key} until {item.until:%Y-%m-%dT%H:%M:%SZ}")
 
 
-PRUNE = CommandSpec("prune", "forget snapshots retention no longer keeps; reclaim unreferenced blobs",
-                    arguments, run)
+PRUNE = CommandSpec("prune", help_of("prune"), arguments, run)

@@ -10,6 +10,7 @@ from datetime import timedelta
 
 from dr.audit.rpo_status import rpo_status
 from dr.cli.arguments import CommandSpec, open_plan, plan_and_target_args
+from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
 from dr.cli.output import Output
 from dr.model.durations import format_duration
@@ -36,5 +37,4 @@ def arguments(p: argparse.ArgumentParser) -> None:
                    "the repository (without it: marker, manifest and sizes are checked)")
 
 
-STATUS = CommandSpec("status", "RPO now: newest backup per source and per training run, against objectives "
-                     "(exit 7 on a breach)", arguments, run)
+STATUS = CommandSpec("status", help_of("status"), arguments, run)
