@@ -112,6 +112,9 @@ def test_prune_before_and_after_retention_ends(tmp_path, s3_bucket, moto_endpoin
         _data(tmp_path, "changed\n")
         assert _run(capsys, "backup", "--plan", plan)[0] == Exit.OK
 
+    assert main(["prune", "--plan", plan, "--dry-run"]) == Exit.OK  # what an operator reads
+    said = capsys.readouterr().out
+    assert "would forget 1 of 2 snapshots" in said and "still under Object Lock retention" in said
     code, before = _run(capsys, "prune", "--plan", plan)  # retention has not ended
     assert code == Exit.OK and len(before["forgotten"]) == 1 and before["blobs_deleted"] == 0
     # the old a.txt's blob is unreferenced but locked: left, and listed with its date
@@ -121,6 +124,7 @@ def test_prune_before_and_after_retention_ends(tmp_path, s3_bucket, moto_endpoin
     assert [h["key"] for h in before["hidden_held"]] == [f"snapshots/{before['forgotten'][0]}"]
     assert _run(capsys, "snapshots", "--plan", plan)[1]["snapshots"].__len__() == 1
     held_keys = {"repo/" + h["key"] for h in before["blobs_held"]}
+    assert all(h["key"].split("/")[-1] in said for h in before["blobs_held"])
     assert held_keys <= {v["Key"] for v in _versions(s3, bucket)[0]}
 
     time.sleep(max(0.0, (ends - datetime.now(timezone.utc)).total_seconds()) + 1.5)

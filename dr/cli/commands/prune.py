@@ -29,6 +29,9 @@ def run(args: argparse.Namespace, out: Output) -> int:
     return Exit.OK
 
 
+_LISTED = 20  # held objects named one per line; --json has them all
+
+
 def _say_held(out: Output, report) -> None:
     """Object Lock: what prune left because its retention has not passed (not a failure)."""
     if report.hidden_removed:
@@ -39,8 +42,10 @@ def _say_held(out: Output, report) -> None:
             soonest, latest = min(h.until for h in held), max(h.until for h in held)
             out.say(f"  {len(held)} {what} still under Object Lock retention, left for a later prune "
                     f"(retention ends {soonest:%Y-%m-%d %H:%M} to {latest:%Y-%m-%d %H:%M} UTC):")
-            for item in held:
+            for item in held[:_LISTED]:
                 out.say(f"    {item.key} until {item.until:%Y-%m-%dT%H:%M:%SZ}")
+            if len(held) > _LISTED:
+                out.say(f"    ... and {len(held) - _LISTED} more (--json lists every one)")
 
 
 PRUNE = CommandSpec("prune", help_of("prune"), arguments, run)
