@@ -83,7 +83,7 @@ def test_multi_region_shape(registry):
     # A near target and a remote, object-locked one; the default target is the remote one.
     assert len(spec.targets) == 2
     near, remote = spec.targets
-    assert not near.object_lock and remote.object_lock
+    assert near.immutability is None and remote.immutability.mode == "compliance"
     assert plan.primary_target().name == remote.name
     assert plan.domains.is_lost(near.domain, spec.protects_against)
     assert all(t.credentials_location for t in spec.targets)

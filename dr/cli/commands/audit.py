@@ -22,6 +22,7 @@ from dr.audit.reports_html import render_html
 from dr.audit.reports_json import render_json
 from dr.audit.reports_md import render_markdown
 from dr.cli.arguments import CommandSpec, UsageError, plan_arg
+from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
 from dr.cli.output import Output
 from dr.exporters.registry import Registry
@@ -88,5 +89,4 @@ def _write(path: str, text: str) -> None:
     os.replace(temporary, path)
 
 
-AUDIT = CommandSpec("audit", "judge whether a restore needs anything from a failed domain (exit 4 on blockers)",
-                    arguments, run)
+AUDIT = CommandSpec("audit", help_of("audit"), arguments, run)

@@ -6,6 +6,7 @@ import argparse
 
 from dr.backup import run_backup
 from dr.cli.arguments import CommandSpec, open_plan, plan_arg
+from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
 from dr.cli.output import Output, human_size
 
@@ -58,4 +59,4 @@ def _print_result(out: Output, result) -> None:
             out.say(f"    {finding['severity']}: {finding['message']}")
 
 
-BACKUP = CommandSpec("backup", "back up the plan's sources into a new snapshot", arguments, run)
+BACKUP = CommandSpec("backup", help_of("backup"), arguments, run)

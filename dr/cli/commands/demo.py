@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from dr.cli.arguments import CommandSpec
+from dr.cli.commands import help_of
 from dr.cli.demo import run_demo
 from dr.cli.output import Output
 
@@ -25,5 +26,4 @@ def run(args: argparse.Namespace, out: Output) -> int:
     return run_demo(args.dir, out, args.kubeconfig, args.main, registries)
 
 
-DEMO = CommandSpec("demo", "back up, list, verify and restore local stand-ins: no cluster needed",
-                   arguments, run)
+DEMO = CommandSpec("demo", help_of("demo"), arguments, run)

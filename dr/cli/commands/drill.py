@@ -10,6 +10,7 @@ import argparse
 import os
 
 from dr.cli.arguments import CommandSpec, UsageError, identities, open_plan, plan_arg
+from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
 from dr.cli.output import Output
 from dr.model.plan_loading import load_plan
@@ -98,5 +99,4 @@ def _history(args: argparse.Namespace, out: Output) -> int:
     return Exit.OK
 
 
-DRILL = CommandSpec("drill", "audit, restore into a scratch target, verify, and record measured RPO/RTO "
-                    "(--history: the trend)", arguments, run)
+DRILL = CommandSpec("drill", help_of("drill"), arguments, run)

@@ -10,6 +10,7 @@ from datetime import timedelta
 
 from dr.audit.rpo_status import rpo_status
 from dr.cli.arguments import CommandSpec, identities, open_plan, plan_and_target_args
+from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
 from dr.cli.output import Output
 from dr.exporters.contract import Exporter
@@ -74,5 +75,4 @@ def arguments(p: argparse.ArgumentParser) -> None:
                    "copies (default: the file named by the plan's identity_env)")
 
 
-STATUS = CommandSpec("status", "RPO now: newest backup per source and per training run, against objectives "
-                     "(exit 7 on a breach)", arguments, run)
+STATUS = CommandSpec("status", help_of("status"), arguments, run)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from dr.cli.arguments import CommandSpec, identities, open_plan, plan_and_target_args
+from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
 from dr.cli.output import Output, human_size
 from dr.repository import checking
@@ -63,4 +64,4 @@ def _say_copies(outside, out: Output, read_data: bool) -> int:
     return problems
 
 
-VERIFY = CommandSpec("verify", "check snapshots and blobs (--read-data hashes every byte)", arguments, run)
+VERIFY = CommandSpec("verify", help_of("verify"), arguments, run)

@@ -56,6 +56,10 @@ class RetryingStore(Store):
     def _call(self, fn: Callable[[], T]) -> T:
         return self._retrying()(fn)
 
+    def call(self, fn: Callable[[], T]) -> T:
+        """Any other call on the inner store (an S3-only one), under the same retry policy."""
+        return self._call(fn)
+
     def put(self, key: str, data: bytes) -> None:
         for attempt in self._retrying():
             with attempt:
