@@ -12,6 +12,7 @@ from dr.cli.arguments import CommandSpec
 from dr.cli.commands.audit import AUDIT
 from dr.cli.commands.backup import BACKUP
 from dr.cli.commands.demo import DEMO
+from dr.cli.commands.deploy import DEPLOY
 from dr.cli.commands.drill import DRILL
 from dr.cli.commands.plugins import PLUGINS
 from dr.cli.commands.prune import PRUNE
@@ -22,4 +23,4 @@ from dr.cli.commands.unlock import UNLOCK
 from dr.cli.commands.verify import VERIFY
 
 COMMANDS: list[CommandSpec] = [BACKUP, SNAPSHOTS, VERIFY, RESTORE, PRUNE, PLUGINS, UNLOCK, DEMO, AUDIT, DRILL,
-                               STATUS]
+                               STATUS, DEPLOY]
