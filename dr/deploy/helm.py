@@ -18,9 +18,10 @@ from dr.deploy.rendering import Rendering
 from dr.deploy.writing import _comments, dump, header
 
 IMAGE, NAMESPACE, SECRET_NAME = "@@image@@", "@@namespace@@", "@@secret@@"
-RESOURCES, PLAN, METRICS = "@@resources@@", "@@plan@@", "@@metrics@@"
+RESOURCES, PLAN, METRICS = "@@resources:", "@@plan@@", "@@metrics@@"
 _SCHEDULE = "@@schedule:{}@@"
-_WHOLE_LINE = re.compile(r"^(?P<indent> *)(?P<item>- )?(?P<key>[\w.-]+: )?'(?P<name>@@(?:resources|plan|metrics)@@)'$", re.M)
+_WHOLE_LINE = re.compile(r"^(?P<indent> *)(?P<item>- )?(?P<key>[\w.-]+: )?'(?P<name>@@(?:resources:[a-z0-9-]+|plan|metrics)@@)'$",
+                         re.M)
 _INLINE = {IMAGE: "{{ .Values.image | quote }}", NAMESPACE: "{{ .Release.Namespace }}",
            SECRET_NAME: "{{ .Values.existingSecret }}"}
 _SCHEDULE_INLINE = re.compile(r"'?@@schedule:([a-z0-9-]+)@@'?")
@@ -40,8 +41,8 @@ def chart(rendering: Rendering, plan_name: str) -> dict[str, str]:
 
 
 def _values(rendering: Rendering) -> str:
-    pod = next(d.obj for d in rendering.docs if d.obj["kind"] == "CronJob")["spec"]["jobTemplate"]["spec"]
-    resources = pod["template"]["spec"]["containers"][0]["resources"]
+    resources = {d.obj["metadata"]["name"]: d.obj["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
+                 ["resources"] for d in rendering.docs if d.obj["kind"] == "CronJob"}
     values = {"image": rendering.image,
               "schedules": {g.name: g.schedule for g in rendering.groups},
               "resources": resources,
@@ -67,7 +68,7 @@ def _with_sentinels(doc: Doc, rendering: Rendering) -> dict:
         obj["spec"]["schedule"] = _SCHEDULE.format(obj["metadata"]["name"])
         pod = obj["spec"]["jobTemplate"]["spec"]["template"]["spec"]
         container = pod["containers"][0]
-        container["image"], container["resources"] = IMAGE, RESOURCES
+        container["image"], container["resources"] = IMAGE, RESOURCES + obj["metadata"]["name"] + "@@"
         container["command"].append(METRICS)
         for env in container["env"]:
             if "valueFrom" in env:
@@ -80,15 +81,17 @@ def _with_sentinels(doc: Doc, rendering: Rendering) -> dict:
 
 def _template(obj: dict) -> str:
     text = _WHOLE_LINE.sub(_block, dump(obj))
-    for sentinel, expression in _INLINE.items():
-        text = text.replace(sentinel, expression)
+    for sentinel, expression in _INLINE.items():  # YAML quotes a scalar starting with @
+        text = text.replace(f"'{sentinel}'", expression).replace(sentinel, expression)
     return _SCHEDULE_INLINE.sub(lambda m: '{{ index .Values.schedules "%s" | quote }}' % m.group(1), text)
 
 
 def _block(match: re.Match) -> str:
     indent, name = match["indent"], match["name"]
-    if name == RESOURCES:
-        return f"{indent}{match['key']}\n{indent}  {{{{- toYaml .Values.resources | nindent {len(indent) + 2} }}}}"
+    if name.startswith(RESOURCES):
+        cronjob = name[len(RESOURCES):-2]
+        return (f"{indent}{match['key'].rstrip()}\n{indent}  {{{{- toYaml (index .Values.resources \"{cronjob}\") | "
+                f"nindent {len(indent) + 2} }}}}")
     if name == PLAN:
         return f"{indent}{match['key']}|\n{indent}  {{{{- .Files.Get \"files/plan.yaml\" | nindent {len(indent) + 2} }}}}"
     return (f"{indent}{{{{- with .Values.metrics.file }}}}\n{indent}- --metrics-file\n{indent}- {{{{ . | quote }}}}\n"
