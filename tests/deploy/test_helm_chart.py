@@ -1,20 +1,24 @@
 """`--format helm`: a chart whose templates, rendered with its default values, are the objects
 `--format yaml` writes, and whose values change what they say they change.
 
-No helm binary is installed here (scripts/install-test-deps does not carry one yet), so the
-templates are rendered by `expand` below: it evaluates exactly the Go-template forms dr writes
-(and fails on any other), with Helm's whitespace trimming, `quote`, `index`, `toYaml`,
-`nindent`, `.Files.Get` and `with`."""
+The real helm (v4, .tools/bin/helm from scripts/install-test-deps) renders the chart with
+`helm template`, with default values and with overrides. `expand` below also evaluates exactly
+the Go-template forms dr writes (and fails on any other: Helm's whitespace trimming, `quote`,
+`index`, `toYaml`, `nindent`, `.Files.Get`, `with`), which pins the forms dr may write."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import subprocess
 
 import yaml
 
 from tests.deploy.conftest import MULTI_REGION, by_kind, container, documents, render
+from tests.plans.conftest import REPO_ROOT
+
+HELM = os.path.join(REPO_ROOT, ".tools", "bin", "helm")
 
 _WITH = re.compile(r"\{\{- with \.Values\.([\w.]+) \}\}(.*?)\{\{- end \}\}", re.S)
 _EXPR = re.compile(r"(\s*)\{\{(-?) (.*?) \}\}")
@@ -113,3 +117,28 @@ def test_the_values_change_what_they_say(tmp_path, capsys):
     refs = [e["valueFrom"]["secretKeyRef"]["name"] for e in pod["env"] if "valueFrom" in e]
     assert refs and set(refs) == {"vault-synced-dr"}
     assert by_kind(objects, "ConfigMap")[0]["data"]["plan.yaml"] == files["files/plan.yaml"]
+
+
+def _helm_template(chart: str, *overrides: str) -> list[dict]:
+    assert os.access(HELM, os.X_OK), f"{HELM} is missing: run scripts/install-test-deps"
+    sets = [a for o in overrides for a in ("--set-string", o)]
+    done = subprocess.run([HELM, "template", "dr", chart, "--namespace", "dr-system", *sets],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return documents(done.stdout)
+
+
+def _key(obj: dict) -> tuple[str, str]:
+    return obj["kind"], obj["metadata"]["name"]
+
+
+def test_real_helm_renders_the_same_objects(tmp_path, capsys):
+    chart, _ = _chart(tmp_path, capsys)
+    _, out, _ = render(["--plan", MULTI_REGION], capsys)
+    assert sorted(_helm_template(chart), key=_key) == sorted(documents(out), key=_key)
+    changed = _helm_template(chart, "image=mirror.example.com/dr:9", "metrics.file=/tmp/dr.prom",
+                             "schedules.dr-backup-training-recipes=*/5 * * * *")
+    recipes = next(c for c in by_kind(changed, "CronJob") if c["metadata"]["name"] == "dr-backup-training-recipes")
+    assert recipes["spec"]["schedule"] == "*/5 * * * *"
+    assert container(recipes)["image"] == "mirror.example.com/dr:9"
+    assert container(recipes)["command"][-2:] == ["--metrics-file", "/tmp/dr.prom"]
