@@ -51,10 +51,9 @@ def _targets(targets: list[TargetSpec]) -> RunNeeds:
             if target.profile:
                 needs.notes.append(f"target {target.name}: AWS profile {target.profile!r} needs an AWS config "
                                    "file in the pod (AWS_CONFIG_FILE); mount it yourself")
-        elif scheme in ("", "file"):
-            needs.paths.append(urlsplit(target.url).path if scheme else target.url)
-            needs.notes.append(f"target {target.name} is a directory ({target.url}): a volume the backup "
-                               "writes to; a pod's directory rarely survives what the plan protects against")
+        elif scheme in ("", "file"):  # written: not one of the read-only mounts
+            needs.notes.append(f"target {target.name} is a directory ({target.url}): mount a writable volume "
+                               "there yourself; a pod's directory rarely survives what the plan protects against")
     if any(urlsplit(t.url).scheme.lower() == "s3" for t in targets):
         needs.credentials += AWS_CREDENTIALS
     return needs

@@ -94,7 +94,7 @@ def with_image(plan_text: str, image: str) -> str:
 
 
 def _notes(gathered, scheduled: list[str], rbac: access.Access, net: egress.Egress) -> list[str]:
-    notes = [f"target{'s' if len(gathered.targets.notes) > 1 else ''}: {n}" for n in gathered.targets.notes]
+    notes = list(gathered.targets.notes)
     for name in scheduled:
         needs = gathered.sources[name]
         if needs is None:

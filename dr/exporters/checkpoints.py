@@ -128,16 +128,20 @@ class CheckpointsExporter(Exporter):
 
     # -- contract v2: planning and status -----------------------------------------------------
     def run_needs(self) -> RunNeeds:
-        """Every root, DR copy and tier: S3 endpoints (with the AWS keys) or directories."""
+        """Every root, DR copy and tier: S3 endpoints (with the AWS keys) or directories. Roots
+        are read; a DR copy in a directory is written, which RunNeeds.paths (read) cannot say."""
         options = self.options
-        places = [*options.roots, *([options.dr_copy] if options.dr_copy else []),
-                  *(t.to for t in options.tiers if t.to)]
+        copies = [*([options.dr_copy] if options.dr_copy else []), *(t.to for t in options.tiers if t.to)]
         needs = RunNeeds()
-        for place in places:
+        for place in [*options.roots, *copies]:
+            path = os.path.normpath(os.path.join(self.context.base_dir, place.url))
             if place.is_s3:
                 needs.endpoints.append(place.endpoint_url or f"https://s3.{place.region or 'us-east-1'}.amazonaws.com")
+            elif place in options.roots:
+                needs.paths.append(path)
             else:
-                needs.paths.append(os.path.normpath(os.path.join(self.context.base_dir, place.url)))
+                needs.notes.append(f"DR copies are written to the directory {path}: mount a writable volume "
+                                   "there yourself (rendered mounts are read-only)")
             if place.profile:
                 needs.notes.append(f"{place.url}: AWS profile {place.profile!r} needs an AWS config file in the "
                                    "pod (AWS_CONFIG_FILE); mount it yourself")
