@@ -42,6 +42,7 @@ _HELP = {
     "audit": "judge whether a restore needs anything from a failed domain (exit 4 on blockers)",
     "drill": "audit, restore into a scratch target, verify, and record measured RPO/RTO (--history: the trend)",
     "status": "RPO now: newest backup per source and per training run, against objectives (exit 7 on a breach)",
+    "deploy": "render the Kubernetes objects (or a Helm chart) that run the plan's backups",
 }
 COMMANDS: list[Command] = [Command(name, text) for name, text in _HELP.items()]
 

@@ -7,7 +7,8 @@ import time
 from typing import Callable, Iterator
 
 from dr.exporters.contract import (AnyOf, ArtifactSink, ContentReader, CopyReport, Destination, Discovered,
-                                   ExportContext, Exporter, Ordering, Outcome, RestoreRequest, Rewriter)
+                                   ExportContext, Exporter, Ordering, Outcome, RestoreRequest, Rewriter, RunNeeds)
+from dr.exporters.images.deploying import run_needs
 from dr.exporters.images.auth import Credentials, read_pull_secrets
 from dr.exporters.images.client import Registry, RegistryError
 from dr.exporters.images.copying import Copier
@@ -116,6 +117,9 @@ class ImagesExporter(Exporter):
 
     def scratch_destination(self, folder: str) -> str | None:
         return None  # a folder cannot hold a registry
+
+    def run_needs(self) -> RunNeeds:
+        return run_needs(self.options, self.context.base_dir)
 
     def restore_needs(self, artifacts: list[Artifact]) -> list[AnyOf]:
         needs = []
