@@ -39,7 +39,7 @@ def _local_plan(tmp_path, moto_endpoint: str) -> str:
     plan = yaml.safe_load(open(MULTI_REGION, encoding="utf-8"))
     for target in plan["targets"]:
         bucket = f"dr-deploy-{uuid.uuid4().hex[:16]}"
-        extra = {"ObjectLockEnabledForBucket": True} if target.get("object_lock") else {}
+        extra = {"ObjectLockEnabledForBucket": True} if target.get("immutability") else {}
         s3_client(moto_endpoint).create_bucket(Bucket=bucket, **extra)
         target.update(url=f"s3://{bucket}/ml-multi-region", endpoint_url=moto_endpoint, region="us-east-1")
     for source in plan["sources"]:

@@ -18,7 +18,9 @@ from dr.exporters.images.references import DOCKER_HUB, DOCKER_HUB_API, split_hos
 def run_needs(options: ImagesOptions, base_dir: str) -> RunNeeds:
     hosts = [split_host(text)[0] for text in [*options.images, *options.repositories]]
     endpoints = [r.url for r in options.dr_registries()]
-    endpoints += [f"{options.scheme_for(h)}://{DOCKER_HUB_API if h == DOCKER_HUB else h}" for h in hosts]
+    endpoints += [options.endpoints.get(h) or f"{options.scheme_for(h)}://{DOCKER_HUB_API if h == DOCKER_HUB else h}"
+                  for h in hosts]
+    endpoints += list(options.endpoints.values())  # a source registry reached elsewhere is reached there
     needs = RunNeeds(endpoints=list(dict.fromkeys(endpoints)))
     if options.from_plan:
         needs.notes.append("images named by the plan's other sources are pulled from registries known only "
