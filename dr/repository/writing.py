@@ -58,7 +58,7 @@ class SnapshotWriter:
         self._catalog = CatalogBuilder()
         self._started = time.monotonic()  # duration_seconds: restore estimates bytes_read / it
         self.stats = {"bytes_read": 0, "bytes_uploaded": 0, "blobs_uploaded": 0,
-                      "artifacts": 0, "artifacts_reused": 0, "bytes_transferred": 0}
+                      "artifacts": 0, "artifacts_reused": 0, "bytes_reused": 0, "bytes_transferred": 0}
 
     # -- the blob set ---------------------------------------------------------------------
     def _known_blobs(self) -> set[str]:
@@ -188,6 +188,7 @@ class SourceSink:
             chunks, digest, size, encrypted = reused.chunks, reused.digest, reused.size, reused.encrypted
             with self._writer._lock:
                 self._writer.stats["artifacts_reused"] += 1
+                self._writer.stats["bytes_reused"] += size
         else:
             chunks, digest, size = self._writer.store_content(content, sensitivity, self._futures)
             encrypted = sensitivity == Sensitivity.SECRET
