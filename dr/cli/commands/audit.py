@@ -19,12 +19,14 @@ import sys
 
 from dr.audit import UnknownDomain, choose_audited_target, run_audit, scenarios_for
 from dr.audit.reports_html import render_html
-from dr.audit.reports_json import render_json
+from dr.audit.reports_json import render_json, to_document
 from dr.audit.reports_md import render_markdown
 from dr.cli.arguments import CommandSpec, UsageError, plan_arg
 from dr.cli.exitcodes import Exit
+from dr.cli.metrics import metrics_args, publish
 from dr.cli.output import Output
 from dr.exporters.registry import Registry
+from dr.metrics.samples import audit_samples
 from dr.model.plan_loading import load_plan
 from dr.model.plans import NotInPlan
 from dr.repository.targets import open_target
@@ -48,6 +50,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
                         "is not in the snapshot (needs the exporter plugins and access to the sources)")
     p.add_argument("--target", metavar="NAME", help="read the snapshot from this target (default: the "
                    "first that survives every scenario)")
+    metrics_args(p)
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
@@ -75,6 +78,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
         sys.stdout.write(text)
         sys.stdout.flush()
     out.note(report.summary_line())
+    publish(args, out, lambda now: audit_samples(to_document(report), now))
     return Exit.BLOCKERS if report.blocked else Exit.OK
 
 

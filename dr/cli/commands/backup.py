@@ -7,7 +7,10 @@ import argparse
 from dr.backup import run_backup
 from dr.cli.arguments import CommandSpec, open_plan, plan_arg
 from dr.cli.exitcodes import Exit
+from dr.cli.metrics import metrics_args, publish
 from dr.cli.output import Output, human_size
+from dr.metrics.samples import backup_samples
+from dr.metrics.schedules import longest_gap_seconds
 
 
 def arguments(p: argparse.ArgumentParser) -> None:
@@ -15,6 +18,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--source", action="append", metavar="NAME", help="only this source (repeatable)")
     p.add_argument("--lock-wait", type=float, default=0.0, metavar="SECONDS",
                    help="wait this long for another dr process to release the repository")
+    metrics_args(p)
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
@@ -28,7 +32,11 @@ def run(args: argparse.Namespace, out: Output) -> int:
             out.note(f"warning: {warning}")
         _print_result(out, result)
         failed |= bool(result.failed_sources) or result.snapshot is None
-    out.document({"results": [r.to_json() for r in results]})
+    documents = [r.to_json() for r in results]
+    out.document({"results": documents})
+    schedules = {s.name: s.schedule for s in plan.spec.sources if s.schedule}
+    publish(args, out, lambda now: backup_samples(
+        plan.name, documents, {name: longest_gap_seconds(cron) for name, cron in schedules.items()}, now))
     if all(r.snapshot is None for r in results):
         return Exit.FAILURE
     return Exit.PARTIAL if failed else Exit.OK

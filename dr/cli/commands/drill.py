@@ -11,7 +11,9 @@ import os
 
 from dr.cli.arguments import CommandSpec, UsageError, identities, open_plan, plan_arg
 from dr.cli.exitcodes import Exit
+from dr.cli.metrics import metrics_args, publish, wanted
 from dr.cli.output import Output
+from dr.metrics.samples import drill_samples
 from dr.model.plan_loading import load_plan
 from dr.model.recovery import UnknownDomain
 from dr.repository.targets import choose_target, open_target
@@ -34,10 +36,14 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--identity", metavar="FILE", help="age identity file for secret content")
     p.add_argument("--parallel", type=int, default=4, metavar="N", help="steps restored at once (default 4)")
     p.add_argument("--lock-wait", type=float, default=0.0, metavar="SECONDS")
+    metrics_args(p)
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
     if args.history:
+        if wanted(args):
+            raise UsageError("--metrics-file and --pushgateway publish the measurements of the drill that "
+                             "runs now; drop them with --history")
         return _history(args, out)
     # dr.drills is imported when a drill runs, not by every dr command (registering this one)
     from dr.drills import run_drill
@@ -67,6 +73,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
     for line in drill_lines(record):
         out.say(line)
     out.document(record)
+    publish(args, out, lambda now: drill_samples(record, now))
     return {"recovered": Exit.OK, "partial": Exit.PARTIAL}.get(record["result"], Exit.FAILURE)
 
 

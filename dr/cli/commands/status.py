@@ -11,14 +11,17 @@ from datetime import timedelta
 from dr.audit.rpo_status import rpo_status
 from dr.cli.arguments import CommandSpec, open_plan, plan_and_target_args
 from dr.cli.exitcodes import Exit
+from dr.cli.metrics import metrics_args, publish
 from dr.cli.output import Output
+from dr.metrics.samples import status_samples
 from dr.model.durations import format_duration
 from dr.repository.targets import choose_target
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
     plan, registry = open_plan(args)
-    status = rpo_status(plan, registry, choose_target(plan, args.target), read_data=args.read_data)
+    target = choose_target(plan, args.target)
+    status = rpo_status(plan, registry, target, read_data=args.read_data)
     for row in status.sources:
         age = "never backed up" if row["age_seconds"] is None else \
             f"{format_duration(timedelta(seconds=int(row['age_seconds'])))} ago"
@@ -27,13 +30,20 @@ def run(args: argparse.Namespace, out: Output) -> int:
     for row in status.runs:
         out.say(f"  {row['subject']}: {row['detail']}" + ("  BREACH" if row["breach"] else ""))
     out.document(status.to_json())
+    objectives = {s.name: {"rpo": _seconds(s.rpo_delta), "rto": _seconds(s.rto_delta)} for s in plan.spec.sources}
+    publish(args, out, lambda now: status_samples(plan.name, target.name, status.to_json(), objectives))
     return Exit.RPO_BREACH if status.breached else Exit.OK
+
+
+def _seconds(objective: timedelta | None) -> float | None:
+    return None if objective is None else objective.total_seconds()
 
 
 def arguments(p: argparse.ArgumentParser) -> None:
     plan_and_target_args(p)
     p.add_argument("--read-data", action="store_true", help="hash every file of each newest DR copy outside "
                    "the repository (without it: marker, manifest and sizes are checked)")
+    metrics_args(p)
 
 
 STATUS = CommandSpec("status", "RPO now: newest backup per source and per training run, against objectives "
