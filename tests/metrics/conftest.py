@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 import time
 import urllib.parse
@@ -61,7 +62,10 @@ class Prometheus(ServerProcess):
 
 @pytest.fixture(scope="session")
 def pushgateway():
-    server = ServerProcess(lambda port: ["prometheus-pushgateway", f"--web.listen-address=127.0.0.1:{port}"],
+    # Debian's build persists to /var/lib/prometheus/pushgateway.data by default: every test
+    # session (and every other user of the machine) would share its groups. Memory only.
+    server = ServerProcess(lambda port: ["prometheus-pushgateway", f"--web.listen-address=127.0.0.1:{port}",
+                                         "--persistence.file="],
                            lambda port: f"http://127.0.0.1:{port}/-/ready", name="pushgateway")
     with server:
         yield f"http://127.0.0.1:{server.port}"
@@ -69,5 +73,7 @@ def pushgateway():
 
 @pytest.fixture(scope="session")
 def prometheus(pushgateway):
-    with Prometheus(int(pushgateway.rsplit(":", 1)[1])) as server:
+    server = Prometheus(int(pushgateway.rsplit(":", 1)[1]))
+    with server:
         yield server
+    shutil.rmtree(server.folder, ignore_errors=True)

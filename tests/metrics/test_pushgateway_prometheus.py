@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import urllib.request
 
 import pytest
 
@@ -132,3 +133,57 @@ def test_every_dashboard_query_is_valid_promql_and_finds_pushed_backups(tmp_path
         assert answer["status"] == "success", (query, answer)
         if "dr_backup_" in query:
             assert answer["data"]["result"], f"no data for the dashboard's {query}"
+
+
+def test_basic_auth_from_the_url_or_the_environment_and_a_refusal_is_a_warning(tmp_path, monkeypatch, capsys):
+    """A Pushgateway behind basic auth (its --web.config.file, a bcrypt hash as Prometheus's
+    exporter toolkit wants): the right password pushes, a wrong one is a warning with the
+    gateway's 401, and no password is ever printed."""
+    import base64
+    import warnings
+
+    from tests.metrics.conftest import LOOPBACK
+    from tests.servers import ServerProcess
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import crypt  # bcrypt through the C library, as tests/harness/registries.py does
+
+        hashed = crypt.crypt("right-pass", crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=16))
+    config = tmp_path / "web.yml"
+    config.write_text(f"basic_auth_users:\n  pusher: '{hashed}'\n")
+    gateway = ServerProcess(lambda port: ["prometheus-pushgateway", f"--web.listen-address=127.0.0.1:{port}",
+                                          f"--web.config.file={config}", "--persistence.file="],
+                            lambda port: f"http://127.0.0.1:{port}/-/ready", name="pushgateway-auth")
+    gateway._wait_ready = lambda: _answers_401(gateway)
+    plan = files_plan(tmp_path, "authenticated", {"config": data_folder(tmp_path, "config")})
+    with gateway:
+        base = f"127.0.0.1:{gateway.port}"
+        code, _, err = _run(capsys, "backup", "--plan", plan, "--json", "--pushgateway", f"http://pusher:wrong-pass@{base}")
+        assert code == Exit.OK and "warning: metrics not pushed to http://***@127.0.0.1:" in err
+        assert "401" in err and "wrong-pass" not in err
+        monkeypatch.setenv("DR_PUSHGATEWAY_PASSWORD", "right-pass")
+        code, _, err = _run(capsys, "backup", "--plan", plan, "--json", "--pushgateway", f"http://pusher@{base}")
+        assert code == Exit.OK and "warning" not in err
+        request = urllib.request.Request(f"http://{base}/metrics", headers={
+            "Authorization": "Basic " + base64.b64encode(b"pusher:right-pass").decode()})
+        with LOOPBACK.open(request, timeout=5) as response:
+            exposed = response.read().decode()
+    assert 'dr_backup_success{instance="",job="dr",plan="authenticated",source="config",target="dr-site"} 1' in exposed
+
+
+def _answers_401(server) -> bool:
+    """Ready when it refuses a request without credentials (it is up, and auth is on)."""
+    import time
+    from tests.metrics.conftest import LOOPBACK
+
+    deadline = time.monotonic() + server.timeout
+    while time.monotonic() < deadline and server.process.poll() is None:
+        try:
+            LOOPBACK.open(f"http://127.0.0.1:{server.port}/-/ready", timeout=1)
+            return False  # it answered without credentials: auth is off
+        except urllib.error.HTTPError as exc:
+            return exc.code == 401
+        except OSError:
+            time.sleep(0.05)
+    return False
