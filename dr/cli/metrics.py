@@ -20,7 +20,8 @@ def metrics_args(p: argparse.ArgumentParser) -> None:
                         "name it *.prom in the collector's directory, one file per command)")
     p.add_argument("--pushgateway", metavar="URL",
                    help="push this run's metrics to a Prometheus Pushgateway (job dr, grouped by plan and "
-                        "source); a failed push is a warning, not a failed run")
+                        "source; basic auth as http://USER:PASSWORD@HOST:PORT, or http://USER@HOST:PORT with "
+                        "the password in DR_PUSHGATEWAY_PASSWORD); a failed push is a warning, not a failed run")
 
 
 def wanted(args: argparse.Namespace) -> bool:

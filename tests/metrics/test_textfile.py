@@ -95,3 +95,15 @@ def test_drill_history_refuses_metrics_options(tmp_path, capsys):
     plan = files_plan(tmp_path, "history", {"config": data_folder(tmp_path, "config")})
     code = main(["drill", "--plan", plan, "--history", "--metrics-file", str(tmp_path / "d.prom")])
     assert code == Exit.USAGE and "drop them with --history" in capsys.readouterr().err
+
+
+def test_a_source_without_a_schedule_is_named_as_unwatched(tmp_path, capsys):
+    plan = files_plan(tmp_path, "unscheduled", {"config": data_folder(tmp_path, "config")})
+    with open(plan, encoding="utf-8") as handle:
+        text = handle.read().replace('    schedule: "0 * * * *"\n', "")
+    with open(plan, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    out = tmp_path / "dr.prom"
+    assert main(["backup", "--plan", plan, "--metrics-file", str(out)]) == Exit.OK
+    assert "no schedule in the plan for config" in capsys.readouterr().err
+    assert "dr_backup_schedule_interval_seconds" not in _parse(out)

@@ -34,12 +34,21 @@ def run(args: argparse.Namespace, out: Output) -> int:
         failed |= bool(result.failed_sources) or result.snapshot is None
     documents = [r.to_json() for r in results]
     out.document({"results": documents})
-    schedules = {s.name: s.schedule for s in plan.spec.sources if s.schedule}
-    publish(args, out, lambda now: backup_samples(
-        plan.name, documents, {name: longest_gap_seconds(cron) for name, cron in schedules.items()}, now))
+    publish(args, out, lambda now: _samples(plan, documents, out, now))
     if all(r.snapshot is None for r in results):
         return Exit.FAILURE
     return Exit.PARTIAL if failed else Exit.OK
+
+
+def _samples(plan, documents: list[dict], out: Output, now: float) -> list:
+    ran = {s["name"] for d in documents for s in d["sources"]}
+    chosen = [s for s in plan.spec.sources if s.name in ran]
+    unscheduled = [s.name for s in chosen if not s.schedule]
+    if unscheduled:  # said, not skipped silently: the alert cannot watch them
+        out.note(f"metrics: no schedule in the plan for {', '.join(unscheduled)}: no "
+                 "dr_backup_schedule_interval_seconds, so the DrBackupMissing alert cannot fire for them")
+    gaps = {s.name: longest_gap_seconds(s.schedule) for s in chosen if s.schedule}
+    return backup_samples(plan.name, documents, gaps, now)
 
 
 def _transferred(stats: dict) -> str:
