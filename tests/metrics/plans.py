@@ -18,11 +18,13 @@ def data_folder(root, name: str, files: int = 3) -> str:
 
 
 def files_plan(root, plan_name: str, folders: dict[str, str], schedule: str = "0 * * * *",
-               rpo: str = "2h", rto: str = "30m") -> str:
-    """A plan `plan_name` with one files source per folder, each on `schedule` with objectives."""
+               rpo: str = "2h", rto: str = "30m", target: str | None = None) -> str:
+    """A plan `plan_name` with one files source per folder, each on `schedule` with objectives;
+    `target` (tests.cli.planfiles' target text) defaults to a local repository in `root`."""
     sources = "".join(f"  - name: {name}\n    type: files\n    schedule: \"{schedule}\"\n    rpo: {rpo}\n"
                       f"    rto: {rto}\n    paths: [\"{path}\"]\n" for name, path in folders.items())
-    path = write_plan(os.path.join(str(root), "plan.yaml"), local_target(os.path.join(str(root), "repo")), sources)
+    target = target or local_target(os.path.join(str(root), "repo"))
+    path = write_plan(os.path.join(str(root), "plan.yaml"), target, sources)
     with open(path, encoding="utf-8") as handle:
         text = handle.read().replace("name: test\n", f"name: {plan_name}\n", 1)
     with open(path, "w", encoding="utf-8") as handle:

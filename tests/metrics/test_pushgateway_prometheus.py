@@ -109,6 +109,21 @@ def test_status_audit_drill_and_verify_pushed_are_read_back(tmp_path, pushgatewa
     assert all("source" not in dict(k) for k in phases)
 
 
+def test_a_backup_to_s3_reaches_prometheus(tmp_path, s3_bucket, moto_endpoint, pushgateway, prometheus, capsys):
+    """The CronJob's case: a backup to an S3 target (moto), its metrics pushed and scraped."""
+    from tests.cli.planfiles import s3_target
+
+    plan = files_plan(tmp_path, "to-s3", {"config": data_folder(tmp_path, "config")},
+                      target=s3_target(s3_bucket(), moto_endpoint, region="us-east-1"))
+    code, document, err = _run(capsys, "backup", "--plan", plan, "--json", "--quiet", "--pushgateway", pushgateway)
+    assert code == Exit.OK and not err
+    stats = document["results"][0]["stats"]
+    found = prometheus.wait_for('dr_backup_uploaded_bytes{plan="to-s3"}', bool)
+    assert list(found.values()) == [float(stats["bytes_uploaded"])] and stats["bytes_uploaded"] > 0
+    duration = prometheus.values('dr_backup_duration_seconds{plan="to-s3"}')
+    assert list(duration.values()) == [stats["duration_seconds"]]
+
+
 def test_a_gateway_that_refuses_is_a_warning_naming_it_without_its_password(tmp_path, capsys):
     from tests.servers import free_port
 
