@@ -115,7 +115,9 @@ def audit_samples(document: dict[str, Any], now: float) -> list[Sample]:
 
 def drill_samples(record: dict[str, Any], now: float) -> list[Sample]:
     """`record`: the drill record dr drill writes and prints (dr.drills.drilling)."""
-    labels = {"plan": record["plan"], "scenario": record["scenario"], "target": record["target"]}
+    # the audit's scenario name (the failed domains, "+"-joined), not the record's sentence, so
+    # a drill's series and the audit's of one scenario carry the same label
+    labels = {"plan": record["plan"], "scenario": "+".join(record["failed"]), "target": record["target"]}
     rto = record["rto"]
     return [Sample.of("dr_drill_recovered", int(record["result"] == "recovered"), **labels),
             Sample.of("dr_drill_rpo_seconds", record["rpo_seconds"], **labels),

@@ -102,6 +102,8 @@ def test_status_audit_drill_and_verify_pushed_are_read_back(tmp_path, pushgatewa
     expected = {s["name"]: sum(1 for f in audit["findings"] if f["severity"] == "blocker"
                                and f.get("scenario") in (None, s["name"])) for s in audit["scenarios"]}
     assert blockers == {name: float(n) for name, n in expected.items()} and blockers
+    # one scenario, one label: the drill's series and the audit's name it alike
+    assert {dict(k)["scenario"] for k in phases} == {"cluster-a"} and "cluster-a" in blockers
     assert list(prometheus.values('dr_verify_problems{plan="pushed-status"}').values()) == [0.0]
     assert list(prometheus.values('dr_verify_read_data{plan="pushed-status"}').values()) == [1.0]
     assert verify["ok"] is True
