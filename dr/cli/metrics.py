@@ -1,7 +1,8 @@
 """--metrics-file and --pushgateway, shared by the commands that publish metrics (docs/metrics.md).
 
 Metrics never change a command's outcome: a file that cannot be written or a gateway that does
-not answer is a warning line naming it, and the exit code is the command's own. prometheus_client
+not answer is a warning line naming it (shown under --quiet too: cron runs quiet), and the exit
+code is the command's own. prometheus_client
 and dr.metrics are imported only when one of the options is given.
 """
 
@@ -39,10 +40,9 @@ def publish(args: argparse.Namespace, out: Output, build: Callable[[float], list
         try:
             publishing.write_textfile(args.metrics_file, samples)
         except (OSError, ValueError) as exc:  # ValueError: a previous file that is not metrics
-            out.note(f"warning: metrics not written to {args.metrics_file}: {exc}; fix the path or "
-                     "remove the file")
+            out.warn(f"metrics not written to {args.metrics_file}: {exc}; fix the path or remove the file")
     if args.pushgateway:
         problems = publishing.push(args.pushgateway, samples)
         if problems:
-            out.note(f"warning: metrics not pushed to {args.pushgateway} ({len(problems)} of "
+            out.warn(f"metrics not pushed to {args.pushgateway} ({len(problems)} of "
                      f"{len({publishing.grouping_key(s) for s in samples})} groups): {'; '.join(problems)}")

@@ -31,6 +31,10 @@ class Output:
         if not self.quiet:
             print(redact(text), file=sys.stderr, flush=True)
 
+    def warn(self, text: str) -> None:
+        """A warning on stderr, even under --quiet: cron runs quiet, and this must still be seen."""
+        print(f"warning: {redact(text)}", file=sys.stderr, flush=True)
+
     def error(self, text: str) -> None:
         print(f"dr: {redact(text)}", file=sys.stderr, flush=True)
 
