@@ -50,6 +50,10 @@ def test_a_backup_writes_every_backup_metric_with_the_values_it_printed(tmp_path
     # a weekday-mornings schedule: its longest gap is the weekend, Friday 09:00 to Monday 09:00
     assert set(metrics["dr_backup_schedule_interval_seconds"].values()) == {72 * 3600.0}
     assert {dict(k)["severity"] for k in metrics["dr_backup_findings"]} == {"error", "warning", "info"}
+    # a fresh registry per run: nothing of dr's lands in the client library's global one
+    from prometheus_client import REGISTRY
+
+    assert not [m.name for m in REGISTRY.collect() if m.name.startswith("dr_")]
 
 
 def test_a_failed_run_keeps_the_last_success_of_the_previous_file(tmp_path, capsys):
@@ -107,3 +111,12 @@ def test_a_source_without_a_schedule_is_named_as_unwatched(tmp_path, capsys):
     assert main(["backup", "--plan", plan, "--metrics-file", str(out)]) == Exit.OK
     assert "no schedule in the plan for config" in capsys.readouterr().err
     assert "dr_backup_schedule_interval_seconds" not in _parse(out)
+
+
+def test_a_previous_file_that_is_not_metrics_is_a_warning_and_left_alone(tmp_path, capsys):
+    plan = files_plan(tmp_path, "garbled", {"config": data_folder(tmp_path, "config")})
+    out = tmp_path / "dr.prom"
+    out.write_text("this is { not the text format\n")
+    assert main(["backup", "--plan", plan, "-q", "--metrics-file", str(out)]) == Exit.OK
+    assert f"warning: metrics not written to {out}:" in capsys.readouterr().err
+    assert out.read_text() == "this is { not the text format\n"
