@@ -64,7 +64,7 @@ class SnapshotWriter:
         self._referenced: set[str] = set()
         self._started = time.monotonic()  # duration_seconds: restore estimates bytes_read / it
         self.stats = {"bytes_read": 0, "bytes_uploaded": 0, "blobs_uploaded": 0,
-                      "artifacts": 0, "artifacts_reused": 0, "bytes_transferred": 0}
+                      "artifacts": 0, "artifacts_reused": 0, "bytes_reused": 0, "bytes_transferred": 0}
 
     # -- the blob set ---------------------------------------------------------------------
     def _known_blobs(self) -> set[str]:
@@ -205,6 +205,7 @@ class SourceSink:
             meta = {**{k: v for k, v in reused.meta.items() if k != "change_token"}, **meta}
             with self._writer._lock:
                 self._writer.stats["artifacts_reused"] += 1
+                self._writer.stats["bytes_reused"] += size
         else:
             chunks, digest, size = self._writer.store_content(content, sensitivity, self._futures)
             encrypted = sensitivity == Sensitivity.SECRET

@@ -8,7 +8,9 @@ import argparse
 from dr.cli.arguments import CommandSpec, identities, open_plan, plan_and_target_args
 from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
+from dr.cli.metrics import metrics_args, publish
 from dr.cli.output import Output, human_size
+from dr.metrics.samples import verify_samples
 from dr.repository import checking
 from dr.repository.locks import Lock
 from dr.repository.targets import choose_target, open_target
@@ -23,11 +25,13 @@ def arguments(p: argparse.ArgumentParser) -> None:
                    "exporters keep outside the repository (checkpoint DR copies)")
     p.add_argument("--identity", metavar="FILE", help="age identity file: also decrypt secret artifacts and "
                    "check them as a restore would (default: the file named by the plan's identity_env)")
+    metrics_args(p)
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
     plan, registry = open_plan(args)
-    repo = open_target(plan, choose_target(plan, args.target))
+    target = choose_target(plan, args.target)
+    repo = open_target(plan, target)
     repo.open()
     keys = identities(args, plan)
     with Lock(repo, exclusive=False, command="dr verify").acquire():  # one shared lock for both checks
@@ -46,6 +50,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
     problems = len(report.problems) + _say_copies(outside, out, args.read_data)
     out.say("no problems found" if not problems else f"{problems} problems found")
     out.document({**report.to_json(), "ok": not problems, "outside_copies": [c.to_json() for c in outside]})
+    publish(args, out, lambda now: verify_samples(plan.name, target.name, problems, args.read_data, now))
     return Exit.OK if not problems else Exit.INTEGRITY
 
 
