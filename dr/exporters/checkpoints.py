@@ -98,7 +98,7 @@ class CheckpointsExporter(Exporter):
             o = self.options
             same = o.server_side_copy and tier.to is not None and o.roots[root].same_store_as(tier.to)
             self._transfers[key] = Transfer(self.roots()[root], self.tier_place(tier),
-                                            part_size=o.part_size_mib << 20, max_buffer=o.max_buffer_mib << 20,
+                                            part_size=o.part_size, max_buffer=o.max_buffer_mib << 20,
                                             parallel_files=o.parallel_files, server_side=same)
         return self._transfers[key]
 
