@@ -38,7 +38,9 @@ domains, the audited target itself, each surviving target's credentials_location
 decryption key's location (when anything is encrypted or the plan has recipients), and dr's
 own image (dr_image). With live (dr audit --live), coverage (dr.audit.coverage): what each
 source's exporter discovers now but the snapshot does not hold. None of these can be covered by the snapshot. Staleness
-(dr.audit.staleness): the newest snapshot holding each source, against its RPO.
+(dr.audit.staleness): the newest snapshot holding each source, against its RPO. What the
+backup itself noticed (dr.audit.backup_findings): the exporters' findings that the audited
+snapshot's manifest keeps (a Kueue queue naming a missing flavor ...), as `backup-finding`.
 
 Every finding has a code, a severity, what to do, and a runbook at runbooks/<code>.md. Any
 blocker makes `dr audit` exit 4 (Exit.BLOCKERS).

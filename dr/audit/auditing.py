@@ -4,7 +4,8 @@ The flow: pick the snapshot (latest by default) in the audited target, stream it
 once into a dependency index (dr.audit.gathering), place every distinct reference once
 (cached), then for each scenario judge the essentials (dr.audit.essentials) and the
 dependencies (dr.audit.judging), both through the verdict engine (dr.model.recovery). Staleness and placement gaps hold in every scenario and are
-reported once. With live (dr audit --live), coverage too (dr.audit.coverage). Nothing is written to the repository: the audit needs read access only, and
+reported once, as are the exporters' own findings kept in the snapshot's manifest
+(dr.audit.backup_findings). With live (dr audit --live), coverage too (dr.audit.coverage). Nothing is written to the repository: the audit needs read access only, and
 never the private key (catalogs are not encrypted).
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from dr.audit.audits import AuditReport, ScenarioResult, SnapshotInfo
+from dr.audit.backup_findings import backup_findings
 from dr.audit.coverage import ExporterLookup, HeldIdentities, coverage_findings
 from dr.audit.essentials import judge_scenario, unknown_findings
 from dr.audit.findings import Finding
@@ -58,6 +60,8 @@ def run_audit(plan: Plan, repo: Repository, target: TargetSpec, scenarios: list[
     items = essentials(plan, placements, needs_key)
     findings = (judge.unknown_findings() + unknown_findings(items, placements, strict)
                 + stale_findings(plan, target, snapshots, now))
+    if snapshot is not None:
+        findings += backup_findings(snapshot, strict)
     if live is not None and snapshot is not None:
         findings += coverage_findings(plan, target, held, snapshot.source_names(), live, strict)
     results = []

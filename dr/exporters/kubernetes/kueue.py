@@ -71,4 +71,7 @@ class KueueCheck:
             yield {"severity": "warning", "code": code,
                    "message": (f"{referrer_kind} {referrer} names {kind} {name!r}, which does not exist: "
                                f"Kueue keeps it inactive ({reason}), in the source and after a restore"),
-                   "referrer": f"{referrer_kind}/{referrer}", "missing": f"{kind}/{name}"}
+                   "referrer": f"{referrer_kind}/{referrer}", "missing": f"{kind}/{name}",
+                   "object": f"{referrer_kind}/{referrer}",
+                   "action": f"create {kind} {name!r} at the source (or correct {referrer_kind} {referrer}), "
+                             "then back up again"}
