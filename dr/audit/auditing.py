@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 
 from dr.audit.audits import AuditReport, ScenarioResult, SnapshotInfo
 from dr.audit.backup_findings import backup_findings
+from dr.audit.credentials import circular_findings
 from dr.audit.coverage import ExporterLookup, HeldIdentities, coverage_findings
 from dr.audit.essentials import judge_scenario, unknown_findings
 from dr.audit.findings import Finding
@@ -51,14 +52,16 @@ def run_audit(plan: Plan, repo: Repository, target: TargetSpec, scenarios: list[
     held = HeldIdentities()
     if snapshot:
         records = read_catalog_records(repo, snapshot.catalog)
-        index = gather(held.record(records) if live is not None else records)
+        index = gather(held.record(records) if live is not None else records, plan.spec.dr_image)
     else:
         index = DependencyIndex()
     placements = Placements(plan)
     judge = DependencyJudge(plan, index, placements, lambda copy: _intact(repo, copy), strict)
     needs_key = bool(plan.spec.encryption.recipients) or index.encrypted > 0
     items = essentials(plan, placements, needs_key)
-    findings = (judge.unknown_findings() + unknown_findings(items, placements, strict)
+    circular, replaced = circular_findings(items, target.name, index)
+    findings = (circular + judge.unknown_findings()
+                + unknown_findings([i for i in items if i not in replaced], placements, strict)
                 + stale_findings(plan, target, snapshots, now))
     if snapshot is not None:
         findings += backup_findings(snapshot, strict)

@@ -38,6 +38,10 @@ _CODES = [
     Code("credentials-in-failed-domain", "The credentials that reach a surviving target are lost",
          "Keep the target's credentials outside the failed domain (a secret store in the target's own "
          "region or account, or break-glass escrow) and set credentials_location to it."),
+    Code("credentials-circular", "The credentials or key that open the snapshot are kept only inside it",
+         "Keep a copy of the credentials (or the age identity) outside every protected domain: another "
+         "account's secret store or offline escrow; set targets[].credentials_location (or "
+         "encryption.key_location) to it and place it with a location, then audit again."),
     Code("key-in-failed-domain", "The private key that decrypts secret content is lost with the failure",
          "Keep a copy of the age identity outside every protected domain (offline escrow or another "
          "account's secret store) and set encryption.key_location to it."),
