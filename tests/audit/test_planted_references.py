@@ -7,6 +7,8 @@ Planted on cluster-a or its region (the audit must flag each):
   - a CronJob whose env names a bucket in eu-west-1 (survives a cluster loss, not a region loss);
   - a cert-manager ClusterIssuer signing with a Vault inside cluster-a (the upstream CRD);
   - a Deployment on an image only in cluster-a's registry, under the default options.
+  - a cert-manager Issuer whose ACME server runs in cluster-a, and a Certificate naming a
+    ClusterIssuer the backup lacks (a backup-finding in the audit);
   - dr's own backup CronJob reading the DR target's credentials from a Secret in cluster-a, with
     no credentials_location in the plan: circular (the snapshot holds the only known copy).
 Independent (must not be flagged): a Docker Hub short name (`busybox`), a GitHub remote.
@@ -35,6 +37,7 @@ VAULT_IN_CLUSTER = "https://vault.cluster-a.internal:8200"
 IMAGE_IN_CLUSTER = "registry.cluster-a.internal:5000/ml/server:1.2"
 GITHUB = "https://github.com/acme/platform.git"
 DR_IMAGE = "docker.io/acme/dr:1"
+ACME_IN_CLUSTER = "https://step-ca.pki.svc.cluster.local/acme/acme/directory"
 
 ARGO_CRD = {
     "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -65,6 +68,12 @@ def _objects() -> list[dict]:
         {"apiVersion": "cert-manager.io/v1", "kind": "ClusterIssuer", "metadata": {"name": "vault"},
          "spec": {"vault": {"server": VAULT_IN_CLUSTER, "path": "pki/sign/ml",
                             "auth": {"tokenSecretRef": {"name": "vault-token", "key": "token"}}}}},
+        {"apiVersion": "cert-manager.io/v1", "kind": "Issuer", "metadata": {"name": "step-ca", "namespace": "ml"},
+         "spec": {"acme": {"server": ACME_IN_CLUSTER, "privateKeySecretRef": {"name": "step-account"},
+                           "solvers": [{"http01": {"ingress": {}}}]}}},
+        {"apiVersion": "cert-manager.io/v1", "kind": "Certificate", "metadata": {"name": "web", "namespace": "ml"},
+         "spec": {"secretName": "web-tls", "dnsNames": ["web.ml.svc"],
+                  "issuerRef": {"name": "gone", "kind": "ClusterIssuer"}}},
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "dr-system"}},
         {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "dr-bucket-writer", "namespace": "dr-system"},
          "stringData": {"AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "y"}},
@@ -110,7 +119,8 @@ def _plan(root, kubeconfig: str) -> str:
 def cluster():
     cluster = EmulatedCluster(name="source").start()
     try:
-        crds = [ARGO_CRD] + upstream("cert-manager/crds/cert-manager.io_clusterissuers.yaml")
+        crds = [ARGO_CRD] + [doc for name in ("clusterissuers", "issuers", "certificates")
+                             for doc in upstream(f"cert-manager/crds/cert-manager.io_{name}.yaml")]
         cluster.create_objects(crds)
         wait_established(cluster, crds)
         cluster.create_objects(_objects())
@@ -140,7 +150,7 @@ def _blocked(document: dict) -> dict[str, set[tuple[str, str]]]:
 def test_each_planted_dependency_is_flagged_in_the_scenario_that_loses_it(audited):
     code, document = audited
     blocked = _blocked(document)
-    in_cluster = {("dependency-in-failed-domain", GIT_IN_CLUSTER),
+    in_cluster = {("dependency-in-failed-domain", GIT_IN_CLUSTER), ("dependency-in-failed-domain", ACME_IN_CLUSTER),
                   ("secret-store-in-failed-domain", VAULT_IN_CLUSTER),
                   ("image-in-failed-domain", IMAGE_IN_CLUSTER)}
     assert in_cluster <= blocked["cluster-a"], blocked["cluster-a"]
@@ -178,3 +188,10 @@ def test_credentials_only_in_the_cluster_are_circular_for_a_remote_target(audite
     assert circular.examples == ["CronJob/dr-system/dr-backup"]
     _, document = audited  # the plan as written keeps them outside the cluster: not circular
     assert not [f for f in document["findings"] if f["code"] == "credentials-circular"]
+
+
+def test_a_certificate_whose_issuer_the_backup_lacks_is_in_the_audit(audited):
+    _, document = audited
+    found = [f["backup"] for f in document["findings"] if f["code"] == "backup-finding"]
+    assert {"source": "cluster", "code": "cert-manager-issuer-missing", "severity": "warning",
+            "object": "Certificate/ml/web"} in found
