@@ -286,3 +286,113 @@ def test_example_plugin_backs_up_and_restores(example_exporter, tmp_path):
     (dest / "data" / "billing.sqlite").write_bytes(b"something else")
     assert restore() == [contract.OutcomeStatus.CONFLICT]
     assert restore(overwrite=True) == [contract.OutcomeStatus.RESTORED]
+
+
+# -- every option of every built-in exporter: a table row, and an example plan that validates ------
+COMMON_SOURCE_KEYS = {"name", "type", "schedule", "rpo", "rto", "targets", "sensitivity"}
+
+
+def _builtin_exporters() -> dict[str, type]:
+    entry_points = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["dr.exporters"]
+    return {name: EntryPoint(name, value, "dr.exporters").load() for name, value in entry_points.items()}
+
+
+def _exporter_doc(name: str) -> str:
+    """docs/<name>.md when it exists, else the docs/exporters.md section whose heading names
+    `name` (up to the next heading of the same or a higher level)."""
+    own = ROOT / "docs" / f"{name}.md"
+    if own.is_file():
+        return own.read_text()
+    text = DOC.read_text()
+    heading = re.search(rf"^(#+) [^\n]*`{re.escape(name)}`[^\n]*$", text, re.M)
+    assert heading, f"docs/exporters.md has no section for the {name} exporter (a heading naming `{name}`)"
+    level = len(heading.group(1))
+    rest = text[heading.end():]
+    end = re.search(rf"^#{{1,{level}}} ", rest, re.M)
+    return rest[:end.start()] if end else rest
+
+
+def _nested_model(annotation) -> type[pydantic.BaseModel] | None:
+    """The options model inside a field's type (X, list[X], X | None), if any."""
+    if inspect.isclass(annotation) and issubclass(annotation, pydantic.BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _nested_model(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _option_paths(model: type[pydantic.BaseModel], prefix: str = "") -> list[str]:
+    """Every option a plan may write: `name`, and `name[].sub` / `name.sub` inside nested models."""
+    paths = []
+    for name, info in model.model_fields.items():
+        key = info.alias or name
+        paths.append(prefix + key)
+        nested = _nested_model(info.annotation)
+        if nested is not None:
+            listed = "list" in str(info.annotation)
+            paths += _option_paths(nested, f"{prefix}{key}{'[]' if listed else ''}.")
+    return paths
+
+
+def _rows(text: str) -> list[tuple[list[str], str]]:
+    """Each table row: the backticked names of its first cell, and the whole row."""
+    rows = []
+    for line in text.splitlines():
+        if line.startswith("| `"):
+            first = line.split("|")[1]
+            rows.append((re.findall(r"`([^`]+)`", first), line))
+    return rows
+
+
+def _names(name: str, wanted: str) -> bool:
+    """A first-cell name documents `wanted`: itself, or a variant (`auth.method: token`)."""
+    return name == wanted or name.startswith((wanted + ":", wanted + " "))
+
+
+def _documented(path: str, rows: list[tuple[list[str], str]]) -> bool:
+    """A row names the option (alone or among several in its first cell); or, for an option
+    with sub-options, rows name them (`aws.region`); or, for a sub-option, its parent's row (or
+    a variant of it) mentions it (`zones[].axfr.tsig`: `name`, `secret_env` ...), or a
+    sibling's first cell lists it as `.leaf`. `[]` may be left out."""
+    for form in dict.fromkeys((path, path.replace("[]", ""))):
+        parent, _, leaf = form.rpartition(".")
+        for names, row in rows:
+            if any(_names(n, form) or n.startswith((form + ".", form + "[].")) for n in names):
+                return True
+            if not parent:
+                continue
+            # the parent's own row, or a variant of it (`auth.method: token`), mentions it
+            if any(_names(n, parent) or (n.startswith(parent + ".") and ":" in n) for n in names) \
+                    and f"`{leaf}`" in row:
+                return True
+            if any(n.startswith(parent + ".") for n in names) and "." + leaf in names:
+                return True  # a sibling's row lists it as `.leaf` (`zones[].axfr.server`, `.port`)
+    return False
+
+
+@pytest.mark.parametrize("name", sorted(tomllib.loads((ROOT / "pyproject.toml").read_text())
+                                        ["project"]["entry-points"]["dr.exporters"]))
+def test_every_option_of_every_builtin_exporter_is_documented(name):
+    cls = _builtin_exporters()[name]
+    text = _exporter_doc(name)
+    rows = _rows(text)
+    missing = [p for p in _option_paths(cls.Options) if not _documented(p, rows)]
+    assert not missing, (f"the {name} exporter's options {missing} have no row (| `option` | ...) in its "
+                         f"documentation (docs/{name}.md or its section of docs/exporters.md)")
+
+
+@pytest.mark.parametrize("name", sorted(tomllib.loads((ROOT / "pyproject.toml").read_text())
+                                        ["project"]["entry-points"]["dr.exporters"]))
+def test_every_builtin_exporter_has_an_example_plan_that_validates(name):
+    import yaml
+    cls = _builtin_exporters()[name]
+    examples = []
+    for block in re.findall(r"^```yaml\n(.*?)^```", _exporter_doc(name), re.M | re.S):
+        document = yaml.safe_load(block) or {}
+        examples += [s for s in (document.get("sources") or []) if isinstance(s, dict) and s.get("type") == name]
+    assert examples, f"the {name} exporter's documentation has no example plan (a yaml block with a " \
+                     f"`sources:` entry of `type: {name}`)"
+    for source in examples:
+        cls.Options.model_validate({k: v for k, v in source.items() if k not in COMMON_SOURCE_KEYS})

@@ -36,9 +36,13 @@ Always checked, whatever the catalog says (dr.audit.essentials, judged by
 dr.model.recovery.essentials as a restore plan judges them): a target outside the lost
 domains, the audited target itself, each surviving target's credentials_location, the
 decryption key's location (when anything is encrypted or the plan has recipients), and dr's
-own image (dr_image). With live (dr audit --live), coverage (dr.audit.coverage): what each
+own image (dr_image). Credentials or a key kept only inside the snapshot they unlock are a
+blocker, circular (dr.audit.credentials), also when found through the Secrets dr's own
+workload reads. With live (dr audit --live), coverage (dr.audit.coverage): what each
 source's exporter discovers now but the snapshot does not hold. None of these can be covered by the snapshot. Staleness
-(dr.audit.staleness): the newest snapshot holding each source, against its RPO.
+(dr.audit.staleness): the newest snapshot holding each source, against its RPO. What the
+backup itself noticed (dr.audit.backup_findings): the exporters' findings that the audited
+snapshot's manifest keeps (a Kueue queue naming a missing flavor ...), as `backup-finding`.
 
 Every finding has a code, a severity, what to do, and a runbook at runbooks/<code>.md. Any
 blocker makes `dr audit` exit 4 (Exit.BLOCKERS).

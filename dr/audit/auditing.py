@@ -4,7 +4,8 @@ The flow: pick the snapshot (latest by default) in the audited target, stream it
 once into a dependency index (dr.audit.gathering), place every distinct reference once
 (cached), then for each scenario judge the essentials (dr.audit.essentials) and the
 dependencies (dr.audit.judging), both through the verdict engine (dr.model.recovery). Staleness and placement gaps hold in every scenario and are
-reported once. With live (dr audit --live), coverage too (dr.audit.coverage). Nothing is written to the repository: the audit needs read access only, and
+reported once, as are the exporters' own findings kept in the snapshot's manifest
+(dr.audit.backup_findings). With live (dr audit --live), coverage too (dr.audit.coverage). Nothing is written to the repository: the audit needs read access only, and
 never the private key (catalogs are not encrypted).
 """
 
@@ -13,6 +14,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from dr.audit.audits import AuditReport, ScenarioResult, SnapshotInfo
+from dr.audit.backup_findings import backup_findings
+from dr.audit.credentials import circular_findings
 from dr.audit.coverage import ExporterLookup, HeldIdentities, coverage_findings
 from dr.audit.essentials import judge_scenario, unknown_findings
 from dr.audit.findings import Finding
@@ -49,15 +52,19 @@ def run_audit(plan: Plan, repo: Repository, target: TargetSpec, scenarios: list[
     held = HeldIdentities()
     if snapshot:
         records = read_catalog_records(repo, snapshot.catalog)
-        index = gather(held.record(records) if live is not None else records)
+        index = gather(held.record(records) if live is not None else records, plan.spec.dr_image)
     else:
         index = DependencyIndex()
     placements = Placements(plan)
     judge = DependencyJudge(plan, index, placements, lambda copy: _intact(repo, copy), strict)
     needs_key = bool(plan.spec.encryption.recipients) or index.encrypted > 0
     items = essentials(plan, placements, needs_key)
-    findings = (judge.unknown_findings() + unknown_findings(items, placements, strict)
+    circular, replaced = circular_findings(items, target.name, index)
+    findings = (circular + judge.unknown_findings()
+                + unknown_findings([i for i in items if i not in replaced], placements, strict)
                 + stale_findings(plan, target, snapshots, now))
+    if snapshot is not None:
+        findings += backup_findings(snapshot, strict)
     if live is not None and snapshot is not None:
         findings += coverage_findings(plan, target, held, snapshot.source_names(), live, strict)
     results = []

@@ -38,6 +38,10 @@ _CODES = [
     Code("credentials-in-failed-domain", "The credentials that reach a surviving target are lost",
          "Keep the target's credentials outside the failed domain (a secret store in the target's own "
          "region or account, or break-glass escrow) and set credentials_location to it."),
+    Code("credentials-circular", "The credentials or key that open the snapshot are kept only inside it",
+         "Keep a copy of the credentials (or the age identity) outside every protected domain: another "
+         "account's secret store or offline escrow; set targets[].credentials_location (or "
+         "encryption.key_location) to it and place it with a location, then audit again."),
     Code("key-in-failed-domain", "The private key that decrypts secret content is lost with the failure",
          "Keep a copy of the age identity outside every protected domain (offline escrow or another "
          "account's secret store) and set encryption.key_location to it."),
@@ -78,6 +82,9 @@ _CODES = [
     Code("coverage-unknown", "The audit could not list what exists at a source (dr audit --live)",
          "Fix what discover() reported (credentials, kubeconfig context, a missing path, the network) "
          "and run dr audit --live again; until then, what is not backed up there is unknown."),
+    Code("backup-finding", "The backup noticed a problem at a source (kept in the snapshot)",
+         "Fix what the finding names at the source (a missing object it references, a copy that failed), "
+         "then run dr backup --source NAME and dr audit again; a restore would bring the same problem back."),
     Code("dependency-remapped", "A lost dependency can be rebuilt from the snapshot's own copy",
          "During the restore, restore the providing artifact to a new location first and point the "
          "dependents at it (dr restore --source ... --to NEW-LOCATION)."),
@@ -107,6 +114,8 @@ class Finding:
     location:  how the reference was placed: "location <name>" or "rule <pattern>", or None
     domain:    the failure domain it is placed in, None when nothing places it
     artifact:  the first artifact (source/kind/identity) that needs it, if any
+    backup:    for a backup-finding, what the exporter recorded: source, code, severity
+               (info, warning, error) and object (dr.audit.backup_findings); else None
     """
 
     code: str
@@ -123,6 +132,7 @@ class Finding:
     examples: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
     action: str = ""
+    backup: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.code not in CODES:
@@ -134,6 +144,8 @@ class Finding:
         # Reports go to incident channels and PRs: no credential in a URL may reach them.
         self.reference = redacted(self.reference)
         self.message = redact(self.message)
+        if self.backup and self.backup.get("object"):
+            self.backup = {**self.backup, "object": redacted(str(self.backup["object"]))}
 
     @property
     def runbook(self) -> str:
@@ -153,5 +165,5 @@ class Finding:
             "domain": self.domain, "domain_path": self.domain_path, "artifact": self.artifact,
             "artifacts_affected": self.artifacts_affected, "examples": list(self.examples),
             "sources": list(self.sources), "message": self.message, "action": self.action,
-            "runbook": self.runbook,
+            "runbook": self.runbook, "backup": dict(self.backup) if self.backup else None,
         }

@@ -9,13 +9,16 @@ never with the catalog's length; judging then runs once per distinct reference.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from dr.model.locations import canonical_image
 from dr.model.recovery import Copy, normalize, provided_in
 
 Record = dict[str, Any]  # one parsed catalog line (docs/format.md, "The catalog")
 
+_OBJECT = re.compile(r"^[A-Z][A-Za-z0-9]*/[^/\s]+")  # Kind/name or Kind/namespace/name
 EXAMPLES = 5  # example artifacts kept per distinct reference
 PROVIDERS = 3  # providing artifacts kept per provided reference
 
@@ -30,6 +33,7 @@ class DependencyUse:
     sources: set[str] = field(default_factory=set)
     examples: list[str] = field(default_factory=list)
     detail: str = ""  # the first detail recorded (where in the artifact it was found)
+    mine: bool = False  # an image reference that is dr's own image (dr_image)
 
 
 @dataclass
@@ -40,6 +44,9 @@ class DependencyIndex:
     references: int = 0
     encrypted: int = 0  # artifacts whose content needs the private key to read
     sources: set[str] = field(default_factory=set)
+    # objects that run dr's own image (`Kind/ns/name`, from the dependency details) -> the
+    # Secrets they read: where dr's backup job gets its credentials
+    dr_workloads: dict[str, set[str]] = field(default_factory=dict)
 
     def providers(self, reference: str) -> list[Copy]:
         return self.provides.get(normalize(reference), [])
@@ -49,18 +56,21 @@ def artifact_name(record: Record) -> str:
     return f"{record['source']}/{record['kind']}/{record['identity']}"
 
 
-def gather(records: Iterable[Record]) -> DependencyIndex:
+def gather(records: Iterable[Record], dr_image: str | None = None) -> DependencyIndex:
     """The index of a catalog's lines, as dr.repository.catalogs.read_catalog_records yields them.
 
     Lines, not Artifact objects: building one Dependency per reference cost more than this
-    whole pass, which keeps only the distinct ones.
+    whole pass, which keeps only the distinct ones. dr_image: the plan's, to find the objects
+    that run dr itself (index.dr_workloads).
     """
     index = DependencyIndex()
+    mine = _image_matcher(dr_image)
     for record in records:
         index.artifacts += 1
         index.encrypted += bool(record.get("encrypted", False))
         index.sources.add(record["source"])
-        _add_uses(index.uses, record)
+        if _add_uses(index.uses, record, mine):
+            _add_dr_workloads(index.dr_workloads, record, index.uses)
         provided = provided_in(record.get("meta"))
         if provided:
             _add_provider(index, record, provided)
@@ -68,15 +78,26 @@ def gather(records: Iterable[Record]) -> DependencyIndex:
     return index
 
 
-def _add_uses(uses: dict[tuple[str, str], DependencyUse], record: Record) -> None:
-    """Count the line's references into uses; the inner loop of the audit, so kept lean."""
+def _image_matcher(dr_image: str | None):
+    if not dr_image:
+        return lambda kind, reference: False
+    wanted = canonical_image(dr_image)
+    return lambda kind, reference: kind == "image" and canonical_image(reference) == wanted
+
+
+def _add_uses(uses: dict[tuple[str, str], DependencyUse], record: Record, mine) -> bool:
+    """Count the line's references into uses; the inner loop of the audit, so kept lean.
+    True when one of them is dr's own image (decided once per distinct reference)."""
     source = record["source"]
     name = None
+    runs_dr = False
     for dep in record.get("dependencies", []):
         key = (dep["kind"], dep["reference"])
         use = uses.get(key)
         if use is None:
-            use = uses[key] = DependencyUse(key[0], key[1], 0, set(), [], dep.get("detail", ""))
+            use = uses[key] = DependencyUse(key[0], key[1], 0, set(), [], dep.get("detail", ""),
+                                            mine(key[0], key[1]))
+        runs_dr = runs_dr or use.mine
         use.count += 1
         use.sources.add(source)
         examples = use.examples
@@ -84,6 +105,24 @@ def _add_uses(uses: dict[tuple[str, str], DependencyUse], record: Record) -> Non
             name = name or artifact_name(record)
             if not examples or examples[-1] != name:
                 examples.append(name)
+    return runs_dr
+
+
+def _add_dr_workloads(found: dict[str, set[str]], record: Record,
+                      uses: dict[tuple[str, str], DependencyUse]) -> None:
+    """The Secrets read by each object of the line that runs dr's image. An object is named by
+    the first word of a dependency's detail (`CronJob/ns/name .spec...`, as the kubernetes
+    scan writes it: a capitalised kind, a slash); a line whose details name no object counts as
+    one object."""
+    by_object: dict[str, list[tuple[str, str]]] = {}
+    whole = artifact_name(record)
+    for dep in record.get("dependencies", []):
+        first = str(dep.get("detail", "")).split(" ", 1)[0]
+        owner = first if _OBJECT.match(first) else whole
+        by_object.setdefault(owner, []).append((dep["kind"], dep["reference"]))
+    for owner, deps in by_object.items():
+        if any(uses[key].mine for key in deps):
+            found.setdefault(owner, set()).update(ref for kind, ref in deps if kind == "secret")
 
 
 def _add_provider(index: DependencyIndex, record: Record, provided: list[str]) -> None:

@@ -116,6 +116,11 @@ def _row(finding: Finding, runbook_base: str) -> str:
             f"<code>{e(x)}</code>" for x in finding.examples[:3])
     elif finding.sources:
         needed = "source " + ", ".join(f"<code>{e(s)}</code>" for s in finding.sources)
+    if finding.backup:
+        backup = finding.backup
+        needed = (f"recorded by the backup of source <code>{e(backup['source'])}</code>: "
+                  f"<code>{e(backup['code'])}</code> ({e(backup['severity'] or '-')})"
+                  + (f" on <code>{e(backup['object'])}</code>" if backup["object"] else ""))
     return (f'<tr class="{e(finding.severity)}"><td>{e(finding.severity)}</td>'
             f'<td><a href="{e(link)}">{e(finding.code)}</a></td>'
             f"<td>{e(finding.scenario or 'every scenario')}</td>"

@@ -97,5 +97,10 @@ def _finding(finding: Finding, runbook_base: str) -> list[str]:
     if finding.artifacts_affected:
         examples = ", ".join(code(e) for e in finding.examples[:3])
         lines.append(f"  - needed by {finding.artifacts_affected:,} reference(s), e.g. {examples}")
+    if finding.backup:
+        backup = finding.backup
+        lines.append(f"  - recorded by the backup of source {code(backup['source'])}: {code(backup['code'])} "
+                     f"({escape(backup['severity'] or '-')})"
+                     + (f" on {code(backup['object'])}" if backup["object"] else ""))
     lines.append(f"  - what to do: {escape(finding.action)}")
     return lines

@@ -1,7 +1,8 @@
 """RPO now (`dr status`): how much would be lost if the sources failed at this moment.
 
 Per source: the age of the newest snapshot holding it, against the source's `rpo` objective,
-judged exactly as the audit's staleness judges it (dr.audit.staleness). Then whatever each
+judged exactly as the audit's staleness judges it (dr.audit.staleness), and what that backup
+noticed (its exporter's findings, as the audit reports them: dr.audit.backup_findings). Then whatever each
 source's exporter keeps outside the repository and reports itself (contract v2 rpo_report):
 for checkpoints, per training run and tier, the newest complete checkpoint at the source
 against the newest complete DR copy, checked as a restore checks it (a damaged copy is a
@@ -13,10 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from dr.audit.backup_findings import source_findings
 from dr.audit.staleness import SourceAge, source_ages
 from dr.exporters.contract import ExportContext
 from dr.exporters.registry import Registry
 from dr.model.plans import Plan, SourceSpec, TargetSpec
+from dr.model.snapshots import Snapshot
 from dr.repository.repositories import NotARepository
 from dr.repository.targets import open_target
 
@@ -42,15 +45,21 @@ def rpo_status(plan: Plan, registry: Registry, target: TargetSpec, now: datetime
         snapshots = repo.snapshots()
     except NotARepository:
         snapshots = []  # nothing backed up yet: every source with an objective is in breach
-    ages = source_ages(plan, snapshots, now or datetime.now(timezone.utc))
-    return RpoStatus([_source_row(age) for age in ages],
+    return RpoStatus(source_rows(plan, snapshots, now or datetime.now(timezone.utc)),
                      [row for source in plan.spec.sources for row in _exporter_rows(plan, registry, source, read_data)])
 
 
+def source_rows(plan: Plan, snapshots: list[Snapshot], now: datetime) -> list[dict]:
+    """One row per source: its newest snapshot's age against its rpo, and that backup's findings."""
+    return [_source_row(age) for age in source_ages(plan, snapshots, now)]
+
+
 def _source_row(age: SourceAge) -> dict:
+    held = next((r for r in age.snapshot.sources if r.name == age.source.name), None) if age.snapshot else None
     return {"source": age.source.name, "snapshot": age.snapshot.id if age.snapshot else None,
             "age_seconds": age.age.total_seconds() if age.age is not None else None,
-            "rpo": age.source.rpo, "breach": age.breach}
+            "rpo": age.source.rpo, "breach": age.breach,
+            "findings": source_findings(held) if held is not None else []}
 
 
 def _exporter_rows(plan: Plan, registry: Registry, source: SourceSpec, read_data: bool) -> list[dict]:

@@ -20,8 +20,9 @@ class World:
         self.repo = worlds.open_repo(self.repo_path)
         self.snapshot = None
 
-    def backup(self, contents=None):
-        self.snapshot = worlds.backup(self.repo, worlds.PLANTED if contents is None else contents)
+    def backup(self, contents=None, findings=None):
+        self.snapshot = worlds.backup(self.repo, worlds.PLANTED if contents is None else contents,
+                                      findings=findings)
         return self.snapshot
 
     def plan_path(self, **changes) -> str:

@@ -7,6 +7,10 @@ Planted on cluster-a or its region (the audit must flag each):
   - a CronJob whose env names a bucket in eu-west-1 (survives a cluster loss, not a region loss);
   - a cert-manager ClusterIssuer signing with a Vault inside cluster-a (the upstream CRD);
   - a Deployment on an image only in cluster-a's registry, under the default options.
+  - a cert-manager Issuer whose ACME server runs in cluster-a, and a Certificate naming a
+    ClusterIssuer the backup lacks (a backup-finding in the audit);
+  - dr's own backup CronJob reading the DR target's credentials from a Secret in cluster-a, with
+    no credentials_location in the plan: circular (the snapshot holds the only known copy).
 Independent (must not be flagged): a Docker Hub short name (`busybox`), a GitHub remote.
 """
 
@@ -17,7 +21,12 @@ import os
 import pytest
 import yaml
 
+from dr.audit import run_audit, scenarios_for
 from dr.cli.exitcodes import Exit
+from dr.model.plan_loading import load_plan
+from dr.repository.encryption import generate_identity
+from dr.repository.repositories import Repository
+from dr.repository.stores.local import LocalStore
 from tests.audit.test_coverage import _audit, dr  # noqa: F401  (dr is a fixture)
 from tests.harness import EmulatedCluster, write_kubeconfig
 from tests.kubernetes.upstream import upstream, wait_established
@@ -27,6 +36,8 @@ BUCKET_IN_REGION = "s3://ml-data-eu-west-1/nightly/"
 VAULT_IN_CLUSTER = "https://vault.cluster-a.internal:8200"
 IMAGE_IN_CLUSTER = "registry.cluster-a.internal:5000/ml/server:1.2"
 GITHUB = "https://github.com/acme/platform.git"
+DR_IMAGE = "docker.io/acme/dr:1"
+ACME_IN_CLUSTER = "https://step-ca.pki.svc.cluster.local/acme/acme/directory"
 
 ARGO_CRD = {
     "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -45,6 +56,9 @@ def _objects() -> list[dict]:
                          "destination": {"namespace": "ml", "name": "in-cluster"}}}
     pod = {"containers": [{"name": "sync", "image": "busybox",
                            "env": [{"name": "DATA", "value": BUCKET_IN_REGION}]}], "restartPolicy": "Never"}
+    dr_pod = {"containers": [{"name": "dr", "image": DR_IMAGE, "args": ["backup", "--plan", "/plan/plan.yaml"],
+                              "envFrom": [{"secretRef": {"name": "dr-bucket-writer"}}]}],
+              "restartPolicy": "Never"}
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "argocd"}},
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}},
@@ -54,6 +68,17 @@ def _objects() -> list[dict]:
         {"apiVersion": "cert-manager.io/v1", "kind": "ClusterIssuer", "metadata": {"name": "vault"},
          "spec": {"vault": {"server": VAULT_IN_CLUSTER, "path": "pki/sign/ml",
                             "auth": {"tokenSecretRef": {"name": "vault-token", "key": "token"}}}}},
+        {"apiVersion": "cert-manager.io/v1", "kind": "Issuer", "metadata": {"name": "step-ca", "namespace": "ml"},
+         "spec": {"acme": {"server": ACME_IN_CLUSTER, "privateKeySecretRef": {"name": "step-account"},
+                           "solvers": [{"http01": {"ingress": {}}}]}}},
+        {"apiVersion": "cert-manager.io/v1", "kind": "Certificate", "metadata": {"name": "web", "namespace": "ml"},
+         "spec": {"secretName": "web-tls", "dnsNames": ["web.ml.svc"],
+                  "issuerRef": {"name": "gone", "kind": "ClusterIssuer"}}},
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "dr-system"}},
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "dr-bucket-writer", "namespace": "dr-system"},
+         "stringData": {"AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "y"}},
+        {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "dr-backup", "namespace": "dr-system"},
+         "spec": {"schedule": "0 * * * *", "jobTemplate": {"spec": {"template": {"spec": dr_pod}}}}},
         {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "server", "namespace": "ml"},
          "spec": {"selector": {"matchLabels": {"app": "server"}}, "template": {
              "metadata": {"labels": {"app": "server"}},
@@ -78,9 +103,10 @@ def _plan(root, kubeconfig: str) -> str:
             {"match": "*.svc.cluster.local", "domain": "cluster-a", "reason": "in-cluster service DNS"},
             {"match": "*.cluster-a.internal", "domain": "cluster-a", "reason": "cluster-a's own hosts"}],
         "protects_against": ["cluster-a", "eu-west-1"],
+        "encryption": {"recipients": [generate_identity()[1]], "key_location": str(root / "age-identity")},
         "targets": [{"name": "dr", "url": str(root / "repo"), "domain": "us-east-1",
                      "credentials_location": str(root)}],
-        "dr_image": "docker.io/acme/dr:1",
+        "dr_image": DR_IMAGE,
         "sources": [{"name": "cluster", "type": "kubernetes", "kubeconfig": kubeconfig, "context": "source",
                      "rpo": "1h"}],
     }
@@ -93,7 +119,8 @@ def _plan(root, kubeconfig: str) -> str:
 def cluster():
     cluster = EmulatedCluster(name="source").start()
     try:
-        crds = [ARGO_CRD] + upstream("cert-manager/crds/cert-manager.io_clusterissuers.yaml")
+        crds = [ARGO_CRD] + [doc for name in ("clusterissuers", "issuers", "certificates")
+                             for doc in upstream(f"cert-manager/crds/cert-manager.io_{name}.yaml")]
         cluster.create_objects(crds)
         wait_established(cluster, crds)
         cluster.create_objects(_objects())
@@ -123,7 +150,7 @@ def _blocked(document: dict) -> dict[str, set[tuple[str, str]]]:
 def test_each_planted_dependency_is_flagged_in_the_scenario_that_loses_it(audited):
     code, document = audited
     blocked = _blocked(document)
-    in_cluster = {("dependency-in-failed-domain", GIT_IN_CLUSTER),
+    in_cluster = {("dependency-in-failed-domain", GIT_IN_CLUSTER), ("dependency-in-failed-domain", ACME_IN_CLUSTER),
                   ("secret-store-in-failed-domain", VAULT_IN_CLUSTER),
                   ("image-in-failed-domain", IMAGE_IN_CLUSTER)}
     assert in_cluster <= blocked["cluster-a"], blocked["cluster-a"]
@@ -145,3 +172,26 @@ def test_the_findings_name_the_object_and_field_that_need_it(audited):
     assert vault["kind"] == "secret-store" and vault["artifact"].startswith("cluster/kubernetes-objects/clusterissuers")
     git = next(f for f in document["findings"] if f["reference"] == GIT_IN_CLUSTER)
     assert git["kind"] == "git-remote"
+
+
+def test_credentials_only_in_the_cluster_are_circular_for_a_remote_target(audited, tmp_path):
+    """The same snapshot, audited with a plan whose (remote) target declares no
+    credentials_location: dr's CronJob reads them from a Secret in the cluster it backs up."""
+    plan = yaml.safe_load((tmp_path / "plan.yaml").read_text())
+    plan["targets"] = [{"name": "dr", "url": "s3://dr-us/platform", "domain": "us-east-1"}]
+    (tmp_path / "remote.yaml").write_text(yaml.safe_dump(plan))
+    loaded = load_plan(str(tmp_path / "remote.yaml"))
+    report = run_audit(loaded, Repository(LocalStore(str(tmp_path / "repo"))), loaded.spec.targets[0],
+                       scenarios_for(loaded))
+    [circular] = [f for f in report.findings if f.code == "credentials-circular"]
+    assert circular.reference == "secret:dr-system/dr-bucket-writer" and circular.severity == "blocker"
+    assert circular.examples == ["CronJob/dr-system/dr-backup"]
+    _, document = audited  # the plan as written keeps them outside the cluster: not circular
+    assert not [f for f in document["findings"] if f["code"] == "credentials-circular"]
+
+
+def test_a_certificate_whose_issuer_the_backup_lacks_is_in_the_audit(audited):
+    _, document = audited
+    found = [f["backup"] for f in document["findings"] if f["code"] == "backup-finding"]
+    assert {"source": "cluster", "code": "cert-manager-issuer-missing", "severity": "warning",
+            "object": "Certificate/ml/web"} in found

@@ -138,8 +138,9 @@ CLEAN = {
 }
 
 
-def backup(repo: Repository, contents: dict, plan_name: str = "ml-platform"):
-    """Write one snapshot: {source: [(kind, identity, [Dependency], meta?), ...]}."""
+def backup(repo: Repository, contents: dict, plan_name: str = "ml-platform", findings: dict | None = None):
+    """Write one snapshot: {source: [(kind, identity, [Dependency], meta?), ...]}; findings:
+    {source: [finding, ...]} as exporters record them (kept in the manifest)."""
     writer = SnapshotWriter(repo, [], workers=2)
     results = []
     for source, artifacts in contents.items():
@@ -148,7 +149,9 @@ def backup(repo: Repository, contents: dict, plan_name: str = "ml-platform"):
             kind, identity, deps = entry[:3]
             meta = entry[3] if len(entry) > 3 else None
             sink.write(kind, identity, f"{source}:{kind}:{identity}".encode(), dependencies=deps, meta=meta)
-        results.append(sink.commit())
+        result = sink.commit()
+        result.findings = list((findings or {}).get(source, []))
+        results.append(result)
     snapshot = writer.finish(plan_name, results)
     writer.close()
     return snapshot

@@ -59,3 +59,21 @@ def test_restore_to_an_unknown_context_fails_with_a_reason(tmp_path, kubeconfig,
     assert code == Exit.FAILURE
     outcomes = json.loads(capsys.readouterr().out)["outcomes"]
     assert outcomes[-1]["item"] == "destination" and "nowhere" in outcomes[-1]["reason"]
+
+
+def test_status_and_audit_show_what_the_backup_noticed(tmp_path, kubeconfig, capsys):
+    """The dangling ResourceFlavor the backup records is in dr status and in every audit format."""
+    identity, recipient = generate_identity()
+    plan = str(_write_plan(tmp_path, recipient))
+    assert main(["backup", "--plan", plan, "-q"]) == Exit.OK
+    capsys.readouterr()
+    main(["status", "--plan", plan, "--json"])
+    [row] = json.loads(capsys.readouterr().out)["sources"]
+    flavor = [f for f in row["findings"] if f["code"] == "kueue-flavor-missing"]
+    assert flavor and flavor[0]["severity"] == "warning" and flavor[0]["object"].startswith("ClusterQueue/")
+    main(["status", "--plan", plan])
+    assert f"kueue-flavor-missing {flavor[0]['object']}" in capsys.readouterr().out
+    main(["audit", "--plan", plan, "--format", "json"])
+    found = [f for f in json.loads(capsys.readouterr().out)["findings"] if f["code"] == "backup-finding"]
+    assert {"source": "cluster", "code": "kueue-flavor-missing", "severity": "warning",
+            "object": flavor[0]["object"]} in [f["backup"] for f in found]

@@ -72,6 +72,16 @@ def test_image_only_in_the_failed_cluster_refuses_the_kubernetes_step(platform, 
     assert verdicts[API] == "ok" and verdicts["secret:training/db"] == "ok"  # the snapshot brings the Secret
 
 
+def test_a_dry_run_that_refuses_a_step_for_want_of_a_destination_exits_4(platform, capsys):
+    """Issue 10: without --to the kubernetes step is refused (no destination) while its verdict
+    is blocker too; the dry run printed REFUSED [blocker] and exited 0."""
+    w, _, _ = platform
+    code, doc = _plan(w, capsys, "--dry-run")
+    cluster = next(s for s in doc["steps"] if s["name"] == "cluster")
+    assert cluster["status"] == "refused" and cluster["verdict"] == "blocker"
+    assert code == Exit.BLOCKERS
+
+
 def test_registry_remap_orders_git_first_and_restores_with_the_surviving_registry(platform, capsys):
     w, kubeconfig, dest = platform
     w.remaps.append({"kind": "registry", "old": IN_CLUSTER_REGISTRY, "new": SURVIVING_REGISTRY,

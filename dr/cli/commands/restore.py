@@ -4,7 +4,8 @@ prepare, run_plan_restore), or one source with --source (dr.restore.run_restore)
 With --source, what the restore parser does not know is parsed by the source's exporter's
 declared restore options (contract v2 restore_options, e.g. --namespace-map OLD=NEW).
 
-  dr restore --dry-run   0 when every step may run, 4 when a step is refused for blockers
+  dr restore --dry-run   0 when every step may run, 4 when any step would be refused (for
+                         blockers, or because it cannot run: no destination, no exporter, no data)
   dr restore             0 when every step succeeded (now or in an earlier run of the same
                          restore), 4 when nothing failed but blocked steps were refused,
                          3 when some steps succeeded and others did not, 1 when none did
@@ -28,6 +29,7 @@ from dr.restore import RestoreUsageError, choose_restore_target, prepare, run_pl
 from dr.restore.describing import estimate_lines, plan_lines, progress_line, result_lines
 from dr.restore.destinations import parse_destinations
 from dr.restore.journals import JournalError
+from dr.restore.steps import REFUSED
 
 EPILOG = ("With --source, the source's exporter may declare restore options of its own (for "
           "example --namespace-map OLD=NEW); `dr plugins` lists every installed exporter's restore "
@@ -174,8 +176,15 @@ def _restore_plan(args: argparse.Namespace, out: Output) -> int:
             out.say(line)
         if args.dry_run:
             out.document(prepared.to_json())
-            return Exit.BLOCKERS if prepared.restore_plan.blocked else Exit.OK
+            return _dry_run_code(prepared.restore_plan)
         return _execute(args, out, plan, registry, prepared)
+
+
+def _dry_run_code(restore_plan) -> int:
+    """4 when any step would be refused: for blockers, or for a problem (no destination, no
+    exporter, no data) whatever its verdict. A refused step is what the dry run exists to show,
+    and a script gating on it must not read 0 (`REFUSED [blocker]` with exit 0 was issue 10)."""
+    return Exit.BLOCKERS if any(step.status == REFUSED for step in restore_plan.steps) else Exit.OK
 
 
 def _execute(args, out: Output, plan, registry, prepared) -> int:

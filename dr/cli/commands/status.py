@@ -1,5 +1,6 @@
 """`dr status`: how much would be lost now (RPO), per source and per training run
-(dr.audit.rpo_status). Exit 7 when any objective is breached, so a cron job or an alert can
+(dr.audit.rpo_status), with what each source's newest backup noticed (its findings: code,
+severity, object). Exit 7 when any objective is breached, so a cron job or an alert can
 gate on it.
 """
 
@@ -35,6 +36,9 @@ def run(args: argparse.Namespace, out: Output) -> int:
             f"{format_duration(timedelta(seconds=int(row['age_seconds'])))} ago"
         out.say(f"{row['source']:<24} newest snapshot {age}; rpo {row['rpo'] or '-'}"
                 + ("  BREACH" if row["breach"] else ""))
+        for finding in row["findings"]:
+            out.say(f"  {finding['severity']:<7} {finding['code']}"
+                    + (f" {finding['object']}" if finding["object"] else "") + f": {finding['message']}")
     for row in status.runs:
         out.say(f"  {row['subject']}: {row['detail']}" + ("  BREACH" if row["breach"] else ""))
     out.document(status.to_json())

@@ -2,7 +2,10 @@
 
   namespace:<old>      -> <new>   the object's namespace; a Namespace's own name and its
                                   kubernetes.io/metadata.name label; the namespace of
-                                  ServiceAccount subjects in (Cluster)RoleBindings
+                                  ServiceAccount subjects in (Cluster)RoleBindings; selectors on
+                                  that label, Service DNS names in containers' env, args and
+                                  command and in Certificates (namespacing.py, which also notes
+                                  the places it leaves alone)
   storage-class:<old>  -> <new>   every storageClassName field (claims, volumeClaimTemplates,
                                   ephemeral volumes) and a StorageClass's own name
   image-registry:<old> -> <new>   the registry (or any leading part) of every container image
@@ -16,12 +19,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from dr.exporters.kubernetes.namespacing import NAME_LABEL, NamespaceMap
 from dr.exporters.kubernetes.resources import ResourceType
 from dr.exporters.kubernetes.scanning import containers, pod_specs, walk
 from dr.model.locations import canonical_image
 
 PREFIXES = ("namespace:", "storage-class:", "image-registry:")
-NAME_LABEL = "kubernetes.io/metadata.name"
 
 
 class RemapError(ValueError):
@@ -50,11 +53,13 @@ class Remap:
     def namespace(self, namespace: str | None) -> str | None:
         return self.namespaces.get(namespace, namespace) if namespace else namespace
 
-    def apply(self, rtype: ResourceType, obj: dict) -> dict:
-        """Rewrite `obj` in place (see the module docstring) and return it."""
+    def apply(self, rtype: ResourceType, obj: dict, notes: list[str] | None = None) -> dict:
+        """Rewrite `obj` in place (see the module docstring) and return it; `notes` receives
+        what the namespace map could not rewrite safely (a list per object)."""
         meta = obj.setdefault("metadata", {})
         if self.namespaces:
             self._namespaces(rtype, obj, meta)
+            NamespaceMap(self.namespaces).apply(obj, rtype.kind, notes if notes is not None else [])
         if self.storage_classes:
             self._storage_classes(rtype, obj, meta)
         if self.registries:

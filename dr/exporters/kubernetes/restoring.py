@@ -47,6 +47,7 @@ class Restore:
         self.options, self.request, self.reader = options, request, reader
         self.connect, self.log = connect, log
         self.unserved: dict[str, str] = {}  # qualified type -> why it cannot be restored
+        self.notes: dict[str, str] = {}  # item -> what the remap left alone (a warning on its outcome)
         self._served: dict[tuple[str, str], set[str]] = {}
 
     def run(self, artifacts: list[Artifact]) -> Iterator[Outcome]:
@@ -76,9 +77,9 @@ class Restore:
                         if obj is None:
                             yield item
                             continue
-                        yield Outcome(item, OutcomeStatus.PLANNED,
+                        yield self._noted(Outcome(item, OutcomeStatus.PLANNED,
                                       f"level {level.number + 1} of {len(plan)}: create, or compare with the "
-                                      f"existing object ({why})")
+                                      f"existing object ({why})"))
 
     # -- the real thing -----------------------------------------------------------------------------
     def _restore(self, plan: list[Level], by_type: dict[str, list[Artifact]], remap: Remap):
@@ -107,10 +108,16 @@ class Restore:
             if obj is None:
                 return ready
             try:
-                return applier.apply(rtype, obj)
+                return self._noted(applier.apply(rtype, obj))
             except Exception as exc:  # a bug or a malformed object: this item fails, not the restore
                 return Outcome(item_name(rtype, obj), OutcomeStatus.FAILED, f"unexpected error: {exc!r}")
         return run
+
+    def _noted(self, outcome: Outcome) -> Outcome:
+        note = self.notes.get(outcome.item)
+        if note:
+            outcome.reason = f"{outcome.reason}; {note}" if outcome.reason else note
+        return outcome
 
     def _level_items(self, level: Level, by_type, remap: Remap, crds: list[dict]) -> Iterator[tuple]:
         """(type, object, None) to apply, or (type, None, outcome) already decided."""
@@ -152,8 +159,19 @@ class Restore:
         with spool:
             for line in spool:
                 if line.strip():
-                    obj = remap.apply(rtype, json.loads(line))
-                    yield item_name(rtype, obj), obj
+                    notes: list[str] = []
+                    obj = remap.apply(rtype, json.loads(line), notes)
+                    item = item_name(rtype, obj)
+                    if notes:
+                        self.notes[item] = self._left_alone(item, notes)
+                    yield item, obj
+
+    def _left_alone(self, item: str, notes: list[str]) -> str:
+        """What --namespace-map did not rewrite in one object: logged, and added to its outcome."""
+        shown = "; ".join(notes[:5]) + (f"; and {len(notes) - 5} more" if len(notes) > 5 else "")
+        note = f"warning: --namespace-map left {shown}: check whether it should follow the mapping"
+        self.log(f"{item}: {note}")
+        return note
 
     def _verified(self, artifact: Artifact):
         spool = tempfile.SpooledTemporaryFile(max_size=8 << 20)

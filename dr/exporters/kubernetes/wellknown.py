@@ -87,7 +87,7 @@ def flux(obj: dict, namespace: str) -> Iterator[Found]:
         yield "secret", object_ref("secret", namespace, secret), ("spec", "secretRef")
 
 
-_ISSUER_SECRETS = (  # (path to a dict, key holding the Secret's name)
+ISSUER_SECRETS = (  # (path to a dict, key holding the Secret's name)
     (("vault", "auth", "tokenSecretRef"), "name"), (("vault", "auth", "appRole", "secretRef"), "name"),
     (("vault", "auth", "kubernetes", "secretRef"), "name"), (("vault", "caBundleSecretRef"), "name"),
     (("acme", "privateKeySecretRef"), "name"), (("ca",), "secretName"),
@@ -117,7 +117,7 @@ def cert_manager(obj: dict, namespace: str) -> Iterator[Found]:
         if url:
             yield "certificate-authority", url, ("spec", "venafi", flavour, "url")
     secrets_in = namespace or CERT_MANAGER_NAMESPACE
-    for path, key in _ISSUER_SECRETS:
+    for path, key in ISSUER_SECRETS:
         node = spec
         for part in path:
             node = _dict(node.get(part))

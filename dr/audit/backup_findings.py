@@ -1,0 +1,63 @@
+"""What the backup itself noticed: the exporters' findings kept in the snapshot manifest.
+
+An exporter records a problem it notices while exporting (ExportContext.finding: a Kueue
+ClusterQueue naming a ResourceFlavor that does not exist, a Certificate whose issuer is not in
+the backup, a checkpoint whose DR copy failed). The manifest keeps them with the source
+(docs/format.md, "Snapshot manifest"); the audit reports each one of the audited snapshot as a
+`backup-finding`, and `dr status` lists those of each source's newest snapshot.
+
+Severity: an exporter's `error` (the source captured less than it should) is a warning, a
+blocker under strict, as something not backed up is; `warning` and `info` stay what they are.
+The finding names its object: the `object` fact when the exporter gives one, else the first of
+a few facts exporters use for it (`referrer`, `identity`, `path` ...). An `action` fact, when
+given, is the finding's "what to do". These findings hold in every scenario.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dr.audit.findings import BLOCKER, INFO, WARNING, Finding
+from dr.model.snapshots import Snapshot, SourceResult
+
+# The facts exporters name the object of a finding with, in the order they are tried.
+OBJECT_FACTS = ("object", "referrer", "identity", "path", "image", "repository", "model", "cluster",
+                "zone", "url", "root", "tier", "run")
+_SEVERITIES = {"warning": WARNING, "info": INFO}
+
+
+def finding_object(facts: dict[str, Any]) -> str:
+    """The object an exporter's finding is about, '' when it names none."""
+    for key in OBJECT_FACTS:
+        value = facts.get(key)
+        if isinstance(value, (str, int)) and str(value):
+            return str(value)
+    return ""
+
+
+def source_findings(result: SourceResult) -> list[dict[str, Any]]:
+    """One source's findings as `dr status` shows them: code, severity, object, message."""
+    return [{"code": str(f.get("code", "")), "severity": str(f.get("severity", "")),
+             "object": finding_object(f) or None, "message": str(f.get("message", ""))}
+            for f in result.findings]
+
+
+def backup_findings(snapshot: Snapshot, strict: bool = False) -> list[Finding]:
+    findings = []
+    for result in snapshot.sources:
+        for recorded in result.findings:
+            findings.append(_finding(snapshot, result.name, recorded, strict))
+    return findings
+
+
+def _finding(snapshot: Snapshot, source: str, recorded: dict[str, Any], strict: bool) -> Finding:
+    code = str(recorded.get("code", "")) or "unnamed"
+    severity = str(recorded.get("severity", ""))
+    audit_severity = _SEVERITIES.get(severity, BLOCKER if strict else WARNING)
+    obj = finding_object(recorded)
+    action = recorded.get("action")
+    message = (f"the backup of source {source} (snapshot {snapshot.short_id}) recorded {severity or 'a'} "
+               f"{code}" + (f" on {obj}" if obj else "") + f": {recorded.get('message', '')}")
+    return Finding("backup-finding", audit_severity, message, kind=code, reference=obj or source,
+                   sources=[source], action=action if isinstance(action, str) else "",
+                   backup={"source": source, "code": code, "severity": severity, "object": obj or None})
