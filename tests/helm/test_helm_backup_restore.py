@@ -108,3 +108,13 @@ def test_restore_and_verify_refuse_a_stored_chart_that_does_not_match_its_digest
     [outcome] = exporter.restore([web], reader, RestoreRequest(to=str(tmp_path / "out")))
     assert outcome.status == OutcomeStatus.FAILED and outcome.reason == report.problems[0]
     assert not (tmp_path / "out" / "web-1.0.0.tgz").exists()
+
+
+def test_a_whole_plan_restore_without_a_chart_repository_remap_names_the_to_to_give(tmp_path, charts, capsys):
+    backup(plan_with(tmp_path, _listed(charts)))
+    capsys.readouterr()
+    main(["restore", "--plan", str(tmp_path / "plan.yaml"), "--dry-run", "--json"])
+    [step] = json.loads(capsys.readouterr().out)["steps"]
+    assert step["status"] == "refused" and not (tmp_path / "restored").exists()
+    assert f"no chart-repository remap in the plan for {charts.http.url}, oci://{charts.oci.host}/charts:" in step["reason"]
+    assert "--to charts=DIR or --to charts=oci://HOST/PATH" in step["reason"]

@@ -49,7 +49,7 @@ class ChartSpec(BaseModel):
 class HelmOptions(ExporterOptions):
     charts: list[ChartSpec] = []
     from_plan: bool = True
-    plan_versions: Literal["all", "latest"] = "all"
+    repositories: Literal["none", "latest", "all"] = "none"
     max_charts_per_repository: int = Field(200, ge=1)
     provenance: bool = True
     plain_http: list[str] = []
