@@ -9,6 +9,7 @@ from dr.exporters.contract import (ArtifactSink, ContentReader, CopyReport, Dest
                                    Exporter, NoDestination, Ordering, Outcome, RemapKind, RestoreOption,
                                    RestoreRequest, Rewriter)
 from dr.exporters.helm import records
+from dr.exporters.helm.credentials import Credentials
 from dr.exporters.helm.exporting import ExportRun
 from dr.exporters.helm.locating import Sources
 from dr.exporters.helm.options import HelmOptions
@@ -52,7 +53,9 @@ class HelmExporter(Exporter):
     @property
     def transport(self) -> Transport:
         if self._transport is None:
-            self._transport = Transport(self.options.timeout_seconds, self.options.tls_verify)
+            path = self.options.auth_file
+            credentials = Credentials(os.path.join(self.context.base_dir, path) if path else None)
+            self._transport = Transport(self.options.timeout_seconds, self.options.tls_verify, credentials)
         return self._transport
 
     @property

@@ -54,6 +54,7 @@ class HelmOptions(ExporterOptions):
     provenance: bool = True
     plain_http: list[str] = []
     tls_verify: bool = True
+    auth_file: str | None = None  # a docker config.json (relative to the plan's folder)
     timeout_seconds: float = Field(30.0, gt=0)
 
     @field_validator("plain_http")
