@@ -14,6 +14,11 @@
    CopyObject requests as dr;
 3. dr's peak RSS (os.wait4 of the `dr backup` child) copying the --size-gib checkpoint and,
    unless --big-gib 0, a second one of --big-gib.
+4. --shard-mb 64,256,1024: across endpoints only, dr vs `rclone copy --checksum` at each shard
+   size in turn (a checkpoint of --total-mb in shards of that size, at least one shard), each
+   size printing dr's and rclone's median seconds, their ratio and dr's peak RSS. dr picks its
+   part size per file (one PUT up to 64 MiB, larger files in about eight parts); rclone with
+   its defaults does one PUT below 200 MiB and 5 MiB multipart chunks above.
 
 The checkpoint is written by torch.distributed.checkpoint (FileSystemWriter, --shards threads:
 one .distcp file per thread, plus .metadata) from random tensors, then uploaded to the source
@@ -21,6 +26,7 @@ bucket. Every tool runs with its defaults. Rounds alternate the order of the too
 is emptied after each run. Medians and dr/peer ratios are printed at the end (JSON with --json).
 
 Run: .venv/bin/python bench/bench_checkpoints.py [--size-gib 2] [--big-gib 8] [--rounds 3] [--one-endpoint]
+     .venv/bin/python bench/bench_checkpoints.py --shard-mb 64,256,1024 --total-mb 512 [--rounds 3]
 Needs: rclone (apt), s5cmd (the test extra), moto; disk for the checkpoint three times over
 (local staging, source server, target server: see `df -h /tmp`).
 """
@@ -208,6 +214,34 @@ def run_rounds(bench: Bench, files: int, rounds: int, cross: bool) -> dict[str, 
     return results
 
 
+def run_shard_sizes(bench: Bench, work: str, shard_mbs: list[int], total_mb: int, rounds: int) -> list[dict]:
+    """dr vs rclone across endpoints at each shard size: medians, ratio, dr's peak RSS."""
+    rows = []
+    for shard_mb in shard_mbs:
+        shards = max(1, total_mb // shard_mb)
+        files, size = stage(bench, work, shard_mb * shards / 1024, shards)
+        group = [("dr", lambda r: bench.dr_copy(bench.b, "dst", f"dr-{shard_mb}-{r}")),
+                 ("rclone", lambda r: bench.rclone(f"rclone-{shard_mb}-{r}", files))]
+        runs: dict[str, list[dict]] = {"dr": [], "rclone": []}
+        for r in range(rounds):
+            for name, run in group[r % 2:] + group[:r % 2]:
+                runs[name].append(run(r))
+                print(f"  {shard_mb} MB round {r + 1} {name}: {runs[name][-1]}", flush=True)
+        med = {k: {m: median([x[m] for x in v]) for m in ("seconds", "rss_mb")} for k, v in runs.items()}
+        rows.append({"shard_mb": shard_mb, "files": files, "bytes": size, "rounds": rounds,
+                     "dr_seconds": med["dr"]["seconds"], "rclone_seconds": med["rclone"]["seconds"],
+                     "ratio": med["dr"]["seconds"] / med["rclone"]["seconds"], "dr_rss_mb": med["dr"]["rss_mb"],
+                     "dr_rss_max_mb": max(x["rss_mb"] for x in runs["dr"]), "rclone_rss_mb": med["rclone"]["rss_mb"]})
+        print(shard_line(rows[-1]), flush=True)
+    return rows
+
+
+def shard_line(row: dict) -> str:
+    return (f"{row['shard_mb']:>5} MB shards x {row['files']} ({row['bytes'] / 1e6:.0f} MB): dr {row['dr_seconds']:.2f} s, "
+            f"rclone {row['rclone_seconds']:.2f} s, ratio {row['ratio']:.2f}, dr peak RSS {row['dr_rss_mb']:.0f} MB "
+            f"(max {row['dr_rss_max_mb']:.0f}), rclone {row['rclone_rss_mb']:.0f} MB; medians of {row['rounds']}")
+
+
 def summarize(results: dict[str, list[dict]], size: int) -> dict:
     med = {k: {m: median([x[m] for x in v]) for m in ("seconds", "rss_mb")} for k, v in results.items() if v}
     for stats in med.values():
@@ -230,6 +264,8 @@ def main() -> None:
     parser.add_argument("--shards", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--one-endpoint", action="store_true", help="skip the across-endpoints rounds")
+    parser.add_argument("--shard-mb", default="", help="e.g. 64,256,1024: dr vs rclone at each shard size")
+    parser.add_argument("--total-mb", type=int, default=512, help="checkpoint size per --shard-mb size")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     creds = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1"}
@@ -242,6 +278,11 @@ def main() -> None:
             bench = Bench(work, a, b, env)
             for endpoint, bucket in ((a, "src"), (b, "dst"), (a, "dst-a")):
                 bench.s3[endpoint].create_bucket(Bucket=bucket)
+            if args.shard_mb:
+                rows = run_shard_sizes(bench, work, [int(x) for x in args.shard_mb.split(",")], args.total_mb,
+                                       args.rounds)
+                print(json.dumps(rows, indent=2) if args.json else "\n".join(["", *map(shard_line, rows)]))
+                return
             files, size = stage(bench, work, args.size_gib, args.shards)
             results = run_rounds(bench, files, args.rounds, cross=not args.one_endpoint)
             summary = summarize(results, size) | {"checkpoint_gib": size / 2**30, "files": files}

@@ -25,21 +25,12 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.common import measure, median  # noqa: E402
+from bench.common import measure, median, two_site_plan  # noqa: E402
 from tests.servers import NamedServer  # noqa: E402
 
 ZONE = "bench.test"
 SOA = "@ IN SOA ns1 hostmaster 1 3600 600 86400 300\n@ IN NS ns1\nns1 IN A 127.0.0.1\n"
-PLAN = """version: 1
-name: bench-dns
-failure_domains:
-  - {{name: site-a, kind: region}}
-  - {{name: site-b, kind: region}}
-protects_against: [site-a]
-targets:
-  - {{name: repo, url: "{repo}", domain: site-b}}
-sources:
-  - name: dns
+SOURCES = """  - name: dns
     type: dns
     zones: [{{zone: {zone}, axfr: {{server: 127.0.0.1, port: {port}}}}}]
 """
@@ -86,7 +77,7 @@ class Bench:
         self.target = None
         self.plan = os.path.join(work, "plan.yaml")
         with open(self.plan, "w") as handle:
-            handle.write(PLAN.format(repo=os.path.join(work, "repo"), zone=ZONE, port=self.source.port))
+            handle.write(two_site_plan("bench-dns", os.path.join(work, "repo"), SOURCES.format(zone=ZONE, port=self.source.port)))
 
     def empty_target(self) -> int:
         if self.target:

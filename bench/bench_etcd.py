@@ -26,25 +26,15 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.common import measure, median  # noqa: E402
+from bench.common import measure, median, two_site_plan  # noqa: E402
 from dr.repository.encryption import generate_identity  # noqa: E402
 from tests.servers import etcd_server  # noqa: E402
 
-PLAN = """version: 1
-name: bench-etcd
-failure_domains:
-  - {{name: site-a, kind: region}}
-  - {{name: site-b, kind: region}}
-protects_against: [site-a]
-encryption:
-  recipients: ["{recipient}"]
-targets:
-  - {{name: repo, url: "{repo}", domain: site-b}}
-sources:
-  - name: control-plane
+SOURCES = """  - name: control-plane
     type: etcd
     clusters: [{{name: bench, endpoints: ["{endpoint}"]}}]
 """
+ENCRYPTION = 'encryption:\n  recipients: ["{recipient}"]\n'
 
 
 def fill(endpoint: str, mib: int) -> None:
@@ -77,7 +67,8 @@ def main() -> None:
             repo = os.path.join(work, "repo")
             shutil.rmtree(repo, ignore_errors=True)
             with open(plan, "w") as handle:
-                handle.write(PLAN.format(recipient=recipient, repo=repo, endpoint=endpoint))
+                handle.write(two_site_plan("bench-etcd", repo, SOURCES.format(endpoint=endpoint),
+                                               ENCRYPTION.format(recipient=recipient)))
             run = measure([dr, "backup", "--plan", plan, "--quiet"])
             return {"seconds": run.seconds, "rss_mb": run.peak_rss_mb}
 

@@ -29,19 +29,10 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.common import measure  # noqa: E402
+from bench.common import measure, two_site_plan  # noqa: E402
 from tests.harness.registries import DistributionRegistry, push_file_blob, push_image  # noqa: E402
 
-PLAN = """version: 1
-name: bench-images
-failure_domains:
-  - {{name: site-a, kind: region}}
-  - {{name: site-b, kind: region}}
-protects_against: [site-a]
-targets:
-  - {{name: repo, url: "{repo}", domain: site-b}}
-sources:
-  - name: images
+SOURCES = """  - name: images
     type: images
     to: ["{to}"]
     images: {images}
@@ -83,7 +74,7 @@ def dr_backup(work: str, name: str, to: str, refs: list[str]):
     os.makedirs(folder, exist_ok=True)
     plan = os.path.join(folder, "plan.yaml")
     with open(plan, "w") as handle:
-        handle.write(PLAN.format(repo=os.path.join(folder, "repo"), to=to, images=json.dumps(refs)))
+        handle.write(two_site_plan("bench-images", os.path.join(folder, "repo"), SOURCES.format(to=to, images=json.dumps(refs))))
     dr = os.path.join(os.path.dirname(sys.executable), "dr")
     return lambda: measure([dr, "backup", "--plan", plan, "--quiet"])
 

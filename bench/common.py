@@ -50,3 +50,11 @@ def _sample_hwm(proc: subprocess.Popen, peak: list[int]) -> None:
 
 def median(values: list[float]) -> float:
     return statistics.median(values)
+
+
+def two_site_plan(name: str, repo: str, sources: str, extra: str = "") -> str:
+    """A plan with the benchmarks' two failure domains (site-a lost, the repository in site-b);
+    `sources` is the YAML of its `sources:` list, `extra` any top-level keys (encryption ...)."""
+    return (f"version: 1\nname: {name}\nfailure_domains:\n  - {{name: site-a, kind: region}}\n"
+            f"  - {{name: site-b, kind: region}}\nprotects_against: [site-a]\n{extra}"
+            f"targets:\n  - {{name: repo, url: \"{repo}\", domain: site-b}}\nsources:\n{sources}")

@@ -69,3 +69,20 @@ def s3_bucket(aws_env, moto_endpoint):
         return name
 
     return make
+
+
+@pytest.fixture
+def fault_proxy():
+    """make(endpoint, rate=0.1, seed=0, **kw) -> a started FaultProxy in front of `endpoint`
+    (tests/harness/faultproxy.py); every proxy made is closed after the test."""
+    from tests.harness.faultproxy import FaultProxy
+
+    made: list[FaultProxy] = []
+
+    def make(endpoint: str, rate: float = 0.1, seed: int = 0, **kwargs) -> FaultProxy:
+        made.append(FaultProxy(endpoint, rate=rate, seed=seed, **kwargs).start())
+        return made[-1]
+
+    yield make
+    for proxy in made:
+        proxy.close()

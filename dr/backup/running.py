@@ -22,7 +22,8 @@ from dr.model.snapshots import Snapshot, SourceResult
 from dr.repository.catalogs import read_catalog
 from dr.repository.locks import Lock
 from dr.repository.repositories import Repository
-from dr.repository.targets import check_object_lock, open_target
+from dr.repository import immutability
+from dr.repository.targets import open_target
 from dr.repository.writing import SnapshotWriter
 
 
@@ -78,11 +79,13 @@ def run_backup(plan: Plan, registry: Registry, source_names: Iterable[str] | Non
 def _backup_target(plan: Plan, registry: Registry, target: TargetSpec, sources: list[SourceSpec],
                    lock_wait: float, on_progress, log) -> BackupResult:
     repo = open_target(plan, target)
-    check_object_lock(repo, target)
+    immutability.prepare(plan, target, repo)  # before the first write
     repo.init()
     lock = Lock(repo, exclusive=True, command=f"dr backup --plan {plan.name}").acquire(lock_wait)
     with lock:
-        writer = SnapshotWriter(repo, plan.spec.encryption.recipients, on_progress=on_progress)
+        on_reused = (lambda digests, run: immutability.extend(repo, digests, run)) if target.immutability else None
+        writer = SnapshotWriter(repo, plan.spec.encryption.recipients, on_progress=on_progress,
+                                on_reused=on_reused)
         try:
             results = _run_sources(plan, registry, repo, writer, sources, log)
             snapshot = writer.finish(plan.name, results) if any(r.ok for r in results) else None

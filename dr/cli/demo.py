@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 from typing import Callable
+from urllib.parse import urlsplit
 
 from dr.cli.demo_checkpoints import loads_equal, save_run, torch_available
 from dr.cli.exitcodes import Exit
@@ -38,7 +39,7 @@ locations:
   - {{name: cluster-a-storage, domain: cluster-a, kind: volume, prefixes: ["{root}/platform"]}}
   - {{name: offline-keys, domain: region-b, kind: key-store, prefixes: ["{root}/keys"]}}
   - {{name: dr-site-disk, domain: region-b, kind: repository, prefixes: ["{root}/repository", "{root}/dr-site"]}}
-placement_rules:
+{registry_locations}placement_rules:
   - {{match: "*.svc.cluster.local", domain: cluster-a, reason: in-cluster service DNS}}
 protects_against: [cluster-a, region-a]
 encryption:
@@ -49,7 +50,7 @@ targets:
 retention: {{keep_last: 5, keep_daily: 7}}
 # Planted problem for the demo's audit: dr's own image is pulled from the cluster's in-cluster
 # registry, so when cluster-a is lost, the tool you need to recover cannot even start.
-dr_image: "registry.kube-system.svc.cluster.local:5000/platform/dr:0.1.0"
+dr_image: "{dr_image}"
 sources:
   - name: platform-declarations
     type: git
@@ -80,6 +81,22 @@ CHECKPOINTS_SOURCE = """\
     settle_seconds: 0
 """
 
+# The cluster's images, copied by digest to the DR registry: the trainer's (found in the
+# Deployment the kubernetes source backs up) and dr's own (listed). The in-cluster registry's
+# name resolves only inside the cluster; `endpoints` says where dr reaches it from outside.
+IMAGES_SOURCE = """\
+  - name: images
+    type: images
+    to: ["{dr_registry}/mirror"]
+    images: ["{dr_image}"]
+    endpoints: {{"{in_cluster}": "{registry}"}}
+"""
+DR_REGISTRY_LOCATION = """\
+  - {{name: dr-registry, domain: region-b, kind: registry, prefixes: ["{url}", "{host}/"]}}
+"""
+IN_CLUSTER_REGISTRY = "registry.kube-system.svc.cluster.local:5000"
+DR_IMAGE = f"{IN_CLUSTER_REGISTRY}/platform/dr:0.1.0"
+
 KUBERNETES_SOURCE = """\
   - name: cluster-a-config
     type: kubernetes
@@ -89,13 +106,18 @@ KUBERNETES_SOURCE = """\
 """
 
 
-def run_demo(directory: str, out: Output, kubeconfig: str | None, main: Callable[[list[str]], int]) -> int:
+def run_demo(directory: str, out: Output, kubeconfig: str | None, main: Callable[[list[str]], int],
+             registries: tuple[str, str] | None = None) -> int:
     """Build the stand-ins and run the real commands through `main`, dr's own entry point
-    (passed in: the demo is one of the commands main dispatches to, so it does not import it)."""
+    (passed in: the demo is one of the commands main dispatches to, so it does not import it).
+    `registries`: where the in-cluster registry is reached, and a DR registry to mirror into."""
     root = os.path.abspath(directory)
     if os.path.exists(root):
         shutil.rmtree(root)
-    plan_path, identity_path = build_stand_ins(root, kubeconfig)
+    plan_path, identity_path = build_stand_ins(root, kubeconfig, registries)
+    if not registries:
+        out.note("no registries given (--registry, --dr-registry): the demo does not mirror the cluster's "
+                 "images, so its audit keeps them as blockers (scripts/demo starts both registries)")
     saved = _training_run(root, plan_path, out)
     steps = [
         ("Back up every source (the repository is created on first use)", ["backup"]),
@@ -113,7 +135,11 @@ def run_demo(directory: str, out: Output, kubeconfig: str | None, main: Callable
     if saved:
         steps.append(("Restore the newest complete checkpoint where a trainer will look",
                       ["restore", "--source", "training", "--to", f"{root}/restored/checkpoints"]))
-    if kubeconfig:
+    if kubeconfig and registries:
+        steps.append(("Restore the whole plan after losing cluster-a: every source in dependency order, the "
+                      "image copies checked before the workloads, which now run the DR copies by digest",
+                      _whole_plan_restore(root, identity_path, saved is not None)))
+    elif kubeconfig:
         steps.append(("Restore the cluster's objects into the empty recovery cluster, in dependency order",
                       ["restore", "--source", "cluster-a-config", "--to", "recovery", "--identity", identity_path]))
     for title, argv in steps:
@@ -122,7 +148,33 @@ def run_demo(directory: str, out: Output, kubeconfig: str | None, main: Callable
             out.error(f"demo step failed with exit code {code}")
             return code
     compared = _compare(root, out, saved)
-    return compared if compared != Exit.OK else _audit(main, root, plan_path, out)
+    if compared == Exit.OK and kubeconfig and registries:
+        compared = _recovered_images(kubeconfig, registries[1], out)
+    return compared if compared != Exit.OK else _audit(main, root, plan_path, out, registries)
+
+
+def _whole_plan_restore(root: str, identity_path: str, training: bool) -> list[str]:
+    """`dr restore --failed cluster-a`: sources restored above are found unchanged."""
+    to = {"platform-declarations": f"{root}/restored/{{name}}.git", "platform-config": f"{root}/restored/files",
+          "platform-secrets": f"{root}/restored/files", "cluster-a-config": "recovery"}
+    if training:
+        to["training"] = f"{root}/restored/checkpoints"
+    return ["restore", "--failed", "cluster-a", *(a for s, d in to.items() for a in ("--to", f"{s}={d}")),
+            "--identity", identity_path]
+
+
+def _recovered_images(kubeconfig: str, dr_registry: str, out: Output) -> int:
+    """The trainer restored into the recovery cluster must run the DR copy, pinned by digest."""
+    from kubernetes import client, config  # the demo's only direct look at a cluster
+
+    api = client.AppsV1Api(config.new_client_from_config(kubeconfig, context="recovery"))
+    image = api.read_namespaced_deployment("trainer", "team-a").spec.template.spec.containers[0].image
+    if not image.startswith(f"{urlsplit(dr_registry).netloc}/") or "@sha256:" not in image:
+        out.error(f"the restored trainer runs {image}, not its copy in the DR registry {dr_registry}")
+        return Exit.FAILURE
+    out.say(f"The restored trainer Deployment in the recovery cluster runs the DR copy of its image, by "
+            f"digest: {image}")
+    return Exit.OK
 
 
 def _training_run(root: str, plan_path: str, out: Output) -> dict | None:
@@ -141,7 +193,7 @@ def _step(main, title: str, argv: list[str], plan_path: str, out: Output) -> int
     return main(argv[:1] + ["--plan", plan_path] + argv[1:])
 
 
-def _audit(main, root: str, plan_path: str, out: Output) -> int:
+def _audit(main, root: str, plan_path: str, out: Output, registries: tuple[str, str] | None = None) -> int:
     """The audit must find the planted problem: exit 4 here is the demo succeeding."""
     title = "Audit: if cluster-a is lost, can we recover from what is left?"
     code = _step(main, title, ["audit", "--failed", "cluster-a"], plan_path, out)
@@ -152,15 +204,20 @@ def _audit(main, root: str, plan_path: str, out: Output) -> int:
         return Exit.FAILURE
     out.say("\nThe audit exits 4: it found the planted blocker. dr's own image lives in the in-cluster "
             "registry of cluster-a, so the tool needed to recover would be lost with the cluster. "
-            "Fix: mirror the image to a registry outside cluster-a and point dr_image at it. "
-            + ("The trainer Deployment's image sits in the same in-cluster registry: restored objects "
+            + ("The images source has copied it to the DR registry: the fix is to point dr_image at that "
+               "copy (the plan decides where the restore job is pulled from; dr does not change it). "
+               if registries else "Fix: mirror the image to a registry outside cluster-a and point dr_image at it. ")
+            + ("The trainer Deployment's image, from the same in-cluster registry, is 'remapped': its copy "
+               "in the DR registry is what the restored Deployment runs. " if registries and _has_kubernetes(plan_path)
+               else "The trainer Deployment's image sits in the same in-cluster registry: restored objects "
                "would point at an image nobody can pull. " if _has_kubernetes(plan_path) else "") +
             "The Git remote, also in cluster-a, is only 'remapped': its bundle in the snapshot can "
             f"recreate it elsewhere. The HTML report with the dependency picture is {root}/audit.html.")
     return Exit.OK
 
 
-def build_stand_ins(root: str, kubeconfig: str | None = None) -> tuple[str, str]:
+def build_stand_ins(root: str, kubeconfig: str | None = None,
+                    registries: tuple[str, str] | None = None) -> tuple[str, str]:
     platform = os.path.join(root, "platform")
     _write(f"{platform}/config/kueue/cluster-queue.yaml", "apiVersion: kueue.x-k8s.io/v1beta1\n"
            "kind: ClusterQueue\nmetadata: {name: team-a}\nspec: {namespaceSelector: {}}\n")
@@ -173,9 +230,14 @@ def build_stand_ins(root: str, kubeconfig: str | None = None) -> tuple[str, str]
     _write(f"{root}/keys/identity.txt", f"# the private key: kept offline, needed only to restore\n{identity}\n")
     os.chmod(f"{root}/keys/identity.txt", 0o600)
     plan_path = os.path.join(root, "plan.yaml")
-    plan = PLAN.format(root=root, recipient=recipient)
+    locations = DR_REGISTRY_LOCATION.format(url=registries[1], host=urlsplit(registries[1]).netloc) \
+        if registries else ""
+    plan = PLAN.format(root=root, recipient=recipient, registry_locations=locations, dr_image=DR_IMAGE)
     if kubeconfig:
         plan += KUBERNETES_SOURCE.format(kubeconfig=os.path.abspath(kubeconfig))
+    if registries:
+        plan += IMAGES_SOURCE.format(dr_registry=registries[1], dr_image=DR_IMAGE, in_cluster=IN_CLUSTER_REGISTRY,
+                                     registry=registries[0])
     _write(plan_path, plan)
     return plan_path, f"{root}/keys/identity.txt"
 

@@ -1,6 +1,8 @@
 """`dr`: argument parsing, dispatch, and the mapping from errors to exit codes.
 
-The parser is built from one registry (dr.cli.commands.COMMANDS). Errors are of two kinds:
+The parser is built from one registry (dr.cli.commands.COMMANDS); only the command being run
+is imported (and with it only the library it uses), so is everything the error mapping names:
+a cron backup pays for what it uses. Errors are of two kinds:
 dr's own types, raised for what an operator can fix (a bad argument, an invalid plan, a locked
 or damaged repository, a missing file), are printed as one message and mapped to the exit
 code table (dr.cli.exitcodes); --debug adds their traceback. Anything else is a bug in dr: its
@@ -15,52 +17,68 @@ import os
 import sys
 
 from dr import __version__
-from dr.cli.arguments import UsageError, output_args
 from dr.cli.commands import COMMANDS
 from dr.cli.exitcodes import Exit
-from dr.cli.output import Output
-from dr.exporters.registry import PluginError
-from dr.model.failure_reports import DEBUG_ENV
-from dr.model.plan_loading import PlanError
-from dr.model.plans import NotInPlan
-from dr.model.recovery import UnknownDomain
-from dr.model.redaction import redact
-from dr.repository.encryption import EncryptionError
-from dr.repository.locks import RepositoryLocked
-from dr.repository.repositories import IntegrityError, RepositoryError
-from dr.repository.stores.base import StoreError
-from dr.restore import RestoreUsageError
-from dr.restore.journals import JournalError
-
-# dr's own errors, most specific first (RepositoryLocked and IntegrityError are RepositoryErrors),
-# with the exit code each means and the prefix of its one-line message. OSError is here as the
-# operator's: a file named on the command line or in the plan that is missing or unreadable.
-EXPECTED_ERRORS: list[tuple[tuple[type[BaseException], ...], Exit, str]] = [
-    ((UsageError, NotInPlan, UnknownDomain, RestoreUsageError), Exit.USAGE, ""),
-    ((RepositoryLocked,), Exit.LOCKED, ""),
-    ((IntegrityError,), Exit.INTEGRITY, "integrity: "),
-    ((RepositoryError, StoreError, EncryptionError, PluginError, JournalError, OSError),
-     Exit.FAILURE, ""),
-]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def expected_errors() -> list[tuple[tuple[type[BaseException], ...], Exit, str]]:
+    """dr's own errors, most specific first (RepositoryLocked and IntegrityError are
+    RepositoryErrors), with the exit code each means and the prefix of its one-line message.
+    OSError is here as the operator's: a file named on the command line or in the plan that is
+    missing or unreadable. Imported when an error is being sorted, not at start-up."""
+    from dr.cli.arguments import UsageError
+    from dr.exporters.registry import PluginError
+    from dr.model.plans import NotInPlan
+    from dr.model.recovery import UnknownDomain
+    from dr.repository.encryption import EncryptionError
+    from dr.repository.locks import RepositoryLocked
+    from dr.repository.repositories import IntegrityError, RepositoryError
+    from dr.repository.stores.base import StoreError
+    from dr.restore import RestoreUsageError
+    from dr.restore.journals import JournalError
+
+    return [
+        ((UsageError, NotInPlan, UnknownDomain, RestoreUsageError), Exit.USAGE, ""),
+        ((RepositoryLocked,), Exit.LOCKED, ""),
+        ((IntegrityError,), Exit.INTEGRITY, "integrity: "),
+        ((RepositoryError, StoreError, EncryptionError, PluginError, JournalError, OSError),
+         Exit.FAILURE, ""),
+    ]
+
+
+def _chosen(argv: list[str]) -> str | None:
+    """The command word: the first argument that is not an option (dr's own options, -h and
+    --version, take no value)."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; only the command `argv` names (every one when argv is None) gets its
+    arguments, which imports its module."""
     parser = argparse.ArgumentParser(prog="dr", description="Backup and disaster recovery for AI platforms.")
     parser.add_argument("--version", action="version", version=f"dr {__version__}")
-    # The demo drives dr's own entry point; it gets it here rather than importing this module,
-    # which imports every command.
+    # The demo drives dr's own entry point; it gets it here rather than importing this module.
     parser.set_defaults(main=main)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for spec in COMMANDS:
-        command = sub.add_parser(spec.name, help=spec.help, description=spec.help)
-        spec.arguments(command)
-        output_args(command)
-        command.set_defaults(handler=spec.run)
+    chosen = _chosen(argv) if argv is not None else None
+    for entry in COMMANDS:
+        command = sub.add_parser(entry.name, help=entry.help, description=entry.help)
+        if argv is None or entry.name == chosen:
+            from dr.cli.arguments import output_args
+
+            spec = entry.load()
+            spec.arguments(command)
+            output_args(command)
+            command.set_defaults(handler=spec.run)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    from dr.cli.output import Output
+    from dr.model.failure_reports import DEBUG_ENV
+
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv)
     args, extra = parser.parse_known_args(argv)
     if extra and not getattr(args, "accepts_exporter_options", False):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
@@ -70,19 +88,23 @@ def main(argv: list[str] | None = None) -> int:
         os.environ[DEBUG_ENV] = "1"
     try:
         return int(args.handler(args, out))
-    except PlanError as exc:
-        if args.debug:
-            out.traceback(exc)
-        return _plan_error(exc, out)
     except KeyboardInterrupt:
         out.error("interrupted; nothing half-written is visible (a snapshot's manifest and a restore "
                   "step's journal record are written last); run the same command again to continue")
         return Exit.INTERRUPTED
-    except Exception as exc:  # noqa: BLE001  (sorted below: dr's own errors, or a bug)
+    except Exception as exc:  # noqa: BLE001  (sorted below: a plan error, dr's own errors, or a bug)
+        from dr.model.plan_loading import PlanError
+
+        if isinstance(exc, PlanError):
+            if args.debug:
+                out.traceback(exc)
+            return _plan_error(exc, out)
         return _error(exc, out, debug=args.debug)
 
 
-def _plan_error(exc: PlanError, out: Output) -> int:
+def _plan_error(exc, out) -> int:
+    from dr.model.redaction import redact
+
     out.error(f"the plan is not valid ({len(exc.problems)} problem{'s' * (len(exc.problems) != 1)}):")
     for problem in exc.problems:
         print(f"  {redact(str(problem))}", file=sys.stderr)
@@ -90,8 +112,8 @@ def _plan_error(exc: PlanError, out: Output) -> int:
     return Exit.USAGE
 
 
-def _error(exc: Exception, out: Output, debug: bool) -> int:
-    for types, code, prefix in EXPECTED_ERRORS:
+def _error(exc: Exception, out, debug: bool) -> int:
+    for types, code, prefix in expected_errors():
         if isinstance(exc, types):
             if debug:
                 out.traceback(exc)

@@ -6,6 +6,7 @@ Everything printed passes through redact(): no credential reaches a terminal or 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from contextlib import contextmanager
 from traceback import format_exception
@@ -30,6 +31,10 @@ class Output:
         if not self.quiet:
             print(redact(text), file=sys.stderr, flush=True)
 
+    def warn(self, text: str) -> None:
+        """A warning on stderr, even under --quiet: cron runs quiet, and this must still be seen."""
+        print(f"warning: {redact(text)}", file=sys.stderr, flush=True)
+
     def error(self, text: str) -> None:
         print(f"dr: {redact(text)}", file=sys.stderr, flush=True)
 
@@ -52,3 +57,23 @@ class Output:
         with tqdm(total=total, desc=description, unit=unit, unit_scale=True, file=sys.stderr,
                   leave=False, dynamic_ncols=True) as bar:
             yield bar.update
+
+
+def write_atomically(path: str, text: str) -> None:
+    """Write via a temporary name and a rename: a reader never sees half a report."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    temporary = f"{path}.tmp-{os.getpid()}"
+    with open(temporary, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(temporary, path)
+
+
+def deliver(out: Output, text: str, path: str | None, what: str) -> None:
+    """A document (a report, a page) to the file --out names, atomically, or to stdout."""
+    if path:
+        write_atomically(path, text)
+        out.note(f"{what} written to {path}")
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()

@@ -4,6 +4,7 @@ Where it sits: above backup, restore and audit (it runs the last two), below the
   drilling    audit, restore into a scratch target, verify, record (measured RPO, RTO per phase)
   verifying   a second restore pass that must find every item already in place
   history     the append-only drill history in the repository (drills/), and its trend
+  history_html  that history as an HTML page: RPO and RTO per phase over time, inline SVG charts
 """
 
 from dr.drills.drilling import run_drill

@@ -21,6 +21,7 @@ never copied; each is a finding with its reasons.
 
 from __future__ import annotations
 
+import os
 import time
 from datetime import timedelta
 from typing import Iterator
@@ -37,9 +38,9 @@ from dr.exporters.checkpointing.restoring import REMAP_KEYS, restore_copies
 from dr.exporters.checkpointing.scanning import ListedTree
 from dr.exporters.checkpointing.status import CopyCheck, RunRPO, rpo_report, verify_copies
 from dr.exporters.checkpointing.transfer.transferring import Transfer
-from dr.exporters.contract import (AnyOf, ArtifactSink, ContentReader, Destination, Discovered, ExportContext,
-                                   Exporter, Ordering, OrderingRule, Outcome, RemapKind, RestoreOption,
-                                   RestoreRequest, Rewriter, RpoRow, CopyReport)
+from dr.exporters.contract import (AWS_CREDENTIALS, AnyOf, ArtifactSink, ContentReader, Destination, Discovered,
+                                   ExportContext, Exporter, Ordering, OrderingRule, Outcome, RemapKind, RestoreOption,
+                                   RestoreRequest, Rewriter, RpoRow, RunNeeds, CopyReport)
 from dr.model.artifacts import Artifact
 
 __all__ = ["CheckpointsExporter", "CopyCheck", "KIND", "REMAP_KEYS", "RunRPO", "rpo_report", "verify_copies"]
@@ -97,7 +98,7 @@ class CheckpointsExporter(Exporter):
             o = self.options
             same = o.server_side_copy and tier.to is not None and o.roots[root].same_store_as(tier.to)
             self._transfers[key] = Transfer(self.roots()[root], self.tier_place(tier),
-                                            part_size=o.part_size_mib << 20, max_buffer=o.max_buffer_mib << 20,
+                                            part_size=o.part_size, max_buffer=o.max_buffer_mib << 20,
                                             parallel_files=o.parallel_files, server_side=same)
         return self._transfers[key]
 
@@ -126,6 +127,28 @@ class CheckpointsExporter(Exporter):
         yield from restore_copies(self, artifacts, reader, request)
 
     # -- contract v2: planning and status -----------------------------------------------------
+    def run_needs(self) -> RunNeeds:
+        """Every root, DR copy and tier: S3 endpoints (with the AWS keys) or directories. Roots
+        are read; a DR copy in a directory is written, which RunNeeds.paths (read) cannot say."""
+        options = self.options
+        copies = [*([options.dr_copy] if options.dr_copy else []), *(t.to for t in options.tiers if t.to)]
+        needs = RunNeeds()
+        for place in [*options.roots, *copies]:
+            path = os.path.normpath(os.path.join(self.context.base_dir, place.url))
+            if place.is_s3:
+                needs.endpoints.append(place.endpoint_url or f"https://s3.{place.region or 'us-east-1'}.amazonaws.com")
+            elif place in options.roots:
+                needs.paths.append(path)
+            else:
+                needs.notes.append(f"DR copies are written to the directory {path}: mount a writable volume "
+                                   "there yourself (rendered mounts are read-only)")
+            if place.profile:
+                needs.notes.append(f"{place.url}: AWS profile {place.profile!r} needs an AWS config file in the "
+                                   "pod (AWS_CONFIG_FILE); mount it yourself")
+        if needs.endpoints:
+            needs.credentials += AWS_CREDENTIALS
+        return needs
+
     def destinations(self, artifacts: list[Artifact], rewrite: Rewriter) -> list[Destination]:
         return planning.default_destinations(self, artifacts, rewrite)
 

@@ -33,7 +33,7 @@ __all__ = ["CONTRACT_VERSION", "SUPPORTED_VERSIONS", "AnyOf", "ArtifactSink", "C
            "Destination", "Discovered", "EncryptionError", "ExportContext", "Exporter", "ExporterOptions",
            "IntegrityError", "NoDestination", "Ordering", "OrderingRule", "Outcome", "OutcomeStatus", "PlanDependency",
            "RemapKind", "RestoreOption", "RestoreRequest", "Rewrite", "Rewriter", "RpoRow", "CopyReport",
-           "DETAILS_KEPT", "prefix_rewrite"]
+           "DETAILS_KEPT", "prefix_rewrite", "ApiRead", "AWS_CREDENTIALS", "CREDENTIALS_DIR", "Credential", "RunNeeds"]
 
 CONTRACT_VERSION = 2
 # Versions dr still loads: the current one natively, older ones through an adapter
@@ -296,6 +296,55 @@ class CopyReport:
         return {"where": self.where, "what": self.what, "ok": self.ok, "problems": self.problems, **self.data}
 
 
+# -- contract v2: what a source needs to run unattended in a pod (dr deploy render) ------------
+# Where a rendered pod mounts credential files (Credential.path): a file an exporter's options
+# name elsewhere is mounted where the options say.
+CREDENTIALS_DIR = "/var/run/secrets/dr"
+
+
+@dataclass(frozen=True)
+class Credential:
+    """A credential a source reads at run time: kept in a Kubernetes Secret, referenced by the
+    rendered objects, never written into them."""
+
+    key: str  # its key in the dr credentials Secret ("vault-token", "git-credentials")
+    what: str  # for people: what to put under the key
+    env: str | None = None  # read from this environment variable (env valueFrom secretKeyRef)
+    path: str | None = None  # or from this file (mounted from the Secret)
+    optional: bool = False  # the pod starts without it (another way exists: IRSA for AWS keys)
+
+
+@dataclass(frozen=True)
+class ApiRead:
+    """Kubernetes API resources a source reads (get, list, watch) in the cluster it runs in."""
+
+    group: str  # the API group: "" the core group, "*" every group
+    resources: tuple[str, ...]  # plurals; ("*",) every resource of the group
+    namespaces: tuple[str, ...] = ()  # only in these namespaces; empty: cluster-wide
+    why: str = ""
+
+
+# The AWS SDK's keys, for every exporter that calls AWS: optional, as IRSA (a role on the
+# service account) is the better way on EKS.
+AWS_CREDENTIALS = (Credential("aws-access-key-id", "an AWS access key id (leave out with IRSA)",
+                              env="AWS_ACCESS_KEY_ID", optional=True),
+                   Credential("aws-secret-access-key", "its secret access key (leave out with IRSA)",
+                              env="AWS_SECRET_ACCESS_KEY", optional=True))
+
+
+@dataclass
+class RunNeeds:
+    """What one source needs in a pod: where it connects, what it reads, what it must be given."""
+
+    endpoints: list[str] = field(default_factory=list)  # URLs, or host:port
+    credentials: list[Credential] = field(default_factory=list)
+    api_reads: list[ApiRead] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)  # local paths read (mounted read-only)
+    env: dict[str, str] = field(default_factory=dict)  # plain settings, never a secret
+    notes: list[str] = field(default_factory=list)  # what a deployment cannot express, for people
+    service_account_token: bool = False  # the pod's token is mounted (Vault's kubernetes login)
+
+
 class Exporter(ABC):
     """Base class of every exporter. Subclasses set the class attributes and the methods."""
 
@@ -364,6 +413,11 @@ class Exporter(ABC):
         checkpoint_download)."""
         return {"data_warmup": sum(a.size for a in artifacts)}
 
+    def restore_wait(self, artifacts: list[Artifact]) -> tuple[float, str] | None:
+        """Seconds after this restore before every client sees the restored state, and why (DNS:
+        resolvers keep the old answers for up to the largest TTL); None when nothing waits."""
+        return None
+
     def rpo_report(self, objective: timedelta | None, read_data: bool = False) -> list[RpoRow]:
         """Recovery points this exporter keeps outside the repository, judged against `objective`;
         each checked as a restore would check it (with read_data: every byte)."""
@@ -373,3 +427,8 @@ class Exporter(ABC):
         """Check every copy outside the repository that these artifacts (one snapshot's, of this
         source) record, as restore() would before reading it; with read_data, every byte."""
         return []
+
+    def run_needs(self) -> RunNeeds | None:
+        """What this source needs to run unattended in a pod (dr deploy render); None: the
+        exporter does not say, and the renderer names the source as not covered."""
+        return None

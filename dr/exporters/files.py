@@ -36,7 +36,7 @@ from pydantic import Field, field_validator
 
 from dr.exporters.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter,
                                    ExporterOptions, NoDestination, Outcome, RestoreOption, RestoreRequest,
-                                   Rewriter)
+                                   Rewriter, RunNeeds)
 from dr.exporters.contract import OutcomeStatus as Status
 from dr.model.artifacts import Artifact, Sensitivity
 
@@ -135,6 +135,10 @@ class FilesExporter(Exporter):
             raise NoDestination(f"its paths are in {len(parents)} folders: name the destination with "
                                 f"--to {self.context.source}=DIR")
         return [Destination(artifacts, parents.pop(), "where it came from (the configured paths' folder)")]
+
+    def run_needs(self) -> RunNeeds:
+        """Only the configured paths, read; nothing to connect to, no credential."""
+        return RunNeeds(paths=[root for _, root in self._roots()])
 
     # -- walking -------------------------------------------------------------------------
     def _roots(self) -> Iterator[tuple[str, str]]:

@@ -25,9 +25,9 @@ from urllib.parse import unquote, urlparse
 import git
 from pydantic import Field, field_validator
 
-from dr.exporters.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter, ExporterOptions,
-                                   Ordering, OrderingRule, Outcome, OutcomeStatus, RemapKind, RestoreRequest, Rewriter,
-                                   prefix_rewrite)
+from dr.exporters.contract import (CREDENTIALS_DIR, ArtifactSink, ContentReader, Credential, Destination, Discovered,
+                                   Exporter, ExporterOptions, Ordering, OrderingRule, Outcome, OutcomeStatus, RemapKind,
+                                   RestoreRequest, Rewriter, RunNeeds, prefix_rewrite)
 from dr.model.artifacts import Artifact, Dependency, Sensitivity
 from dr.model.recovery import normalize
 
@@ -218,6 +218,25 @@ class GitExporter(Exporter):
         if path is not None and not spec.url.startswith("file://") and not os.path.isabs(path):
             return os.path.normpath(os.path.join(self.context.base_dir, path))
         return spec.url
+
+    def run_needs(self) -> RunNeeds:
+        """Remotes over https read a git-credentials file (git's `store` helper, configured
+        through the environment so no token is ever in a URL); over ssh, a key and known hosts."""
+        urls = [self._url(spec) for spec in self.options.repositories]
+        remote = [u for u in urls if _local_path(u) is None]
+        needs = RunNeeds(endpoints=remote, paths=[u for u in map(_local_path, urls) if u])
+        if any(u.lower().startswith(("https://", "http://")) for u in remote):
+            store = f"{CREDENTIALS_DIR}/git-credentials"
+            needs.credentials.append(Credential("git-credentials", "lines like https://USER:TOKEN@HOST "
+                                                "(git's credential store format)", path=store))
+            needs.env.update({"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "credential.helper",
+                              "GIT_CONFIG_VALUE_0": f"store --file={store}"})
+        if any(not u.lower().startswith(("https://", "http://", "git://")) for u in remote):
+            key, hosts = f"{CREDENTIALS_DIR}/git-ssh-key", f"{CREDENTIALS_DIR}/git-known-hosts"
+            needs.credentials += [Credential("git-ssh-key", "the ssh private key of the backup's Git user", path=key),
+                                  Credential("git-known-hosts", "ssh known_hosts lines of the Git servers", path=hosts)]
+            needs.env["GIT_SSH_COMMAND"] = f"ssh -i {key} -o UserKnownHostsFile={hosts} -o IdentitiesOnly=yes"
+        return needs
 
     # -- discover / export ---------------------------------------------------------------
     def discover(self) -> Iterator[Discovered]:

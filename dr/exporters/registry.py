@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
+from typing import Iterable
 
 from dr.exporters.adapters import ADAPTERS
 from dr.exporters.contract import CONTRACT_VERSION, SUPPORTED_VERSIONS, Exporter, ExporterOptions
@@ -47,10 +48,12 @@ class Registry:
     def options_model(self, type_name: str) -> type[ExporterOptions] | None:
         return self.get(type_name).Options if type_name in self._eps else None
 
-    def remap_kinds(self) -> dict[str, list[str]]:
-        """Every remap kind an installed exporter applies -> the exporters that apply it."""
+    def remap_kinds(self, names: Iterable[str] | None = None) -> dict[str, list[str]]:
+        """Every remap kind an installed exporter (of `names`, if given: only those are
+        imported) applies -> the exporters that apply it."""
         kinds: dict[str, list[str]] = {}
-        for name in self.names():
+        wanted = None if names is None else set(names)
+        for name in [n for n in self.names() if wanted is None or n in wanted]:
             try:
                 cls = self.get(name)
             except PluginError:

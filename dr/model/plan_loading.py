@@ -15,7 +15,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from dr.model import plan_rules
-from dr.model.plans import SOURCE_COMMON_KEYS, Plan, PlanSpec
+from dr.model.plans import RENAMED_KEYS, SOURCE_COMMON_KEYS, Plan, PlanSpec
 from dr.model.redaction import redact
 
 
@@ -27,8 +27,9 @@ class OptionsLookup(Protocol):
 
     def options_model(self, type_name: str) -> "type[BaseModel] | None": ...
 
-    def remap_kinds(self) -> dict[str, list[str]]:
-        """Every remap kind an installed exporter applies -> the exporters that apply it."""
+    def remap_kinds(self, names: "Iterable[str] | None" = None) -> dict[str, list[str]]:
+        """Every remap kind an installed exporter (of `names`, if given) applies -> the
+        exporters that apply it."""
         ...
 
 
@@ -215,8 +216,10 @@ def _validate_options(raw_sources: list[dict], path: str, lines: dict[str, int],
 def _remap_kind_problems(spec: PlanSpec, path: str, lines: dict[str, int],
                          lookup: OptionsLookup) -> list[Problem]:
     """A remap kind must be one that an exporter of a source it applies to declares."""
-    declared = getattr(lookup, "remap_kinds", lambda: {})()
+    if not spec.restore.remaps:
+        return []  # and no exporter is imported: a plan only loads the exporters it uses
     types = {s.name: s.type for s in spec.sources}
+    declared = getattr(lookup, "remap_kinds", lambda names: {})(sorted(set(types.values())))
     problems = []
     for i, remap in enumerate(spec.restore.remaps):
         scoped = [types[n] for n in remap.sources if n in types] or list(types.values())
@@ -269,6 +272,9 @@ def _unknown_key(error, path, lines, prefix, extra_keys, root) -> Problem:
     nearest = difflib.get_close_matches(key, valid, n=1, cutoff=0.5)
     hint = f"did you mean '{nearest[0]}'? " if nearest else ""
     field = _dotted(prefix + loc)
+    if key in RENAMED_KEYS and (prefix + loc)[:1] == ("targets",):
+        return Problem(path, field, f"the key '{key}', which was replaced", RENAMED_KEYS[key],
+                       _line(lines, field))
     return Problem(path, field, f"unknown key '{key}'",
                    f"{hint}valid keys here: {', '.join(valid)}", _line(lines, field))
 

@@ -36,6 +36,10 @@ def _target_urls(spec: PlanSpec) -> Iterator[Finding]:
         elif scheme != "s3" and (target.endpoint_url or target.region):
             yield (f"targets[{i}].url", f"'{target.url}' with endpoint_url/region set",
                    "an s3:// URL (endpoint_url and region apply only to S3 targets)")
+        if scheme != "s3" and target.immutability is not None:
+            yield (f"targets[{i}].immutability", f"immutability on target '{target.name}', which is not "
+                   f"an S3 bucket ('{target.url}')",
+                   "an s3:// target (only S3 Object Lock makes objects immutable), or no immutability")
 
 
 def _unique_names(spec: PlanSpec) -> Iterator[Finding]:

@@ -77,6 +77,22 @@ class EncryptionSpec(Strict):
     identity_env: str = "DR_AGE_IDENTITY_FILE"
 
 
+class ImmutabilitySpec(Strict):
+    """S3 Object Lock retention that every object dr writes to the target gets (docs/format.md
+    section 23). governance: users with s3:BypassGovernanceRetention may still delete;
+    compliance: nobody can, not even the account's root user, until the date passes."""
+
+    mode: Literal["governance", "compliance"]
+    days: int = Field(ge=1, le=36500)
+
+
+# Keys that were renamed: the old key is refused with the fix (an unknown-key problem names it).
+RENAMED_KEYS = {
+    "object_lock": "immutability: {mode: governance|compliance, days: N} in place of object_lock: "
+                   "dr now sets the retention of every object it writes (docs/format.md section 23)",
+}
+
+
 class TargetSpec(Strict):
     name: Name
     url: str
@@ -86,7 +102,7 @@ class TargetSpec(Strict):
     profile: str | None = None
     # Where the credentials that reach this target are kept (placed like any reference).
     credentials_location: str | None = None
-    object_lock: bool = False
+    immutability: ImmutabilitySpec | None = None
 
 
 class SourceSpec(BaseModel):

@@ -6,15 +6,21 @@ exclusive lock, so no backup is writing blobs that are not yet referenced.
 Mark: every blob referenced by a remaining manifest (its catalog and the catalog's chunks).
 Sweep: delete the rest. A blob any remaining snapshot references is never deleted: when a
 catalog cannot be read, pruning stops before deleting anything.
+On an immutable target (Object Lock, dr.repository.immutability) prune never asks S3 to delete
+a locked object: a forgotten snapshot's manifest that is still locked is hidden by a delete
+marker (the snapshot is forgotten; its bytes stay until retention ends), and an unreferenced
+blob that is still locked stays where it is and is listed as held. Later prunes remove both
+once their retention has passed.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from dr.model.plans import Plan
+from dr.model import clock
+from dr.model.plans import Plan, TargetSpec
 from dr.model.retention import snapshots_to_forget
-from dr.repository import layout
+from dr.repository import immutability, layout
 from dr.repository.catalogs import read_catalog
 from dr.repository.locks import Lock
 from dr.repository.repositories import Repository
@@ -28,11 +34,19 @@ class PruneReport:
     blobs_kept: int = 0
     staging_removed: int = 0
     snapshots_examined: int = 0  # how many there were before forgetting (for the summary line)
+    # Object Lock: unreferenced blobs still locked (left in place), and objects hidden earlier
+    # (forgotten manifests, released locks) still locked / now removed.
+    blobs_held: list[immutability.Held] = field(default_factory=list)
+    hidden_held: list[immutability.Held] = field(default_factory=list)
+    hidden_removed: int = 0
 
     def to_json(self) -> dict:
         return {"forgotten": self.forgotten, "blobs_deleted": self.blobs_deleted,
                 "bytes_freed": self.bytes_freed, "blobs_kept": self.blobs_kept,
-                "staging_removed": self.staging_removed}
+                "staging_removed": self.staging_removed,
+                "blobs_held": [h.to_json() for h in self.blobs_held],
+                "hidden_held": [h.to_json() for h in self.hidden_held],
+                "hidden_removed": self.hidden_removed}
 
 
 def referenced_blobs(repo: Repository, excluding: set[str] = frozenset()) -> set[str]:
@@ -59,10 +73,15 @@ def prune(repo: Repository, forget_ids: list[str], dry_run: bool = False) -> Pru
     keep = referenced_blobs(repo, excluding=set(forget_ids))
     if not dry_run:
         for snapshot_id in forget_ids:
-            repo.forget(snapshot_id)
+            repo.forget(snapshot_id)  # a locked manifest is hidden, not deleted (module docstring)
+    now = clock.now()
     for digest, size in list(repo.list_blobs()):
         if digest in keep:
             report.blobs_kept += 1
+            continue
+        until = immutability.held_until(repo, layout.blob_key(digest), now)
+        if until is not None:
+            report.blobs_held.append(immutability.Held(layout.blob_key(digest), until))
             continue
         report.blobs_deleted += 1
         report.bytes_freed += size
@@ -70,12 +89,18 @@ def prune(repo: Repository, forget_ids: list[str], dry_run: bool = False) -> Pru
             repo.store.delete(layout.blob_key(digest))
     if not dry_run:
         report.staging_removed = repo.store.clear_staging()
+        report.hidden_removed, report.hidden_held = immutability.reclaim_hidden(
+            repo, [layout.SNAPSHOTS, layout.LOCKS])
     return report
 
 
-def prune_by_retention(plan: Plan, repo: Repository, dry_run: bool = False) -> PruneReport:
+def prune_by_retention(plan: Plan, repo: Repository, dry_run: bool = False,
+                       target: TargetSpec | None = None) -> PruneReport:
     """Forget every snapshot that no source's retention keeps, then sweep, under the exclusive
-    lock (no backup may be writing blobs its manifest does not reference yet)."""
+    lock (no backup may be writing blobs its manifest does not reference yet). With the plan's
+    `target`, an immutable one is checked (and its store set to lock) before the lock's write."""
+    if target is not None:
+        immutability.prepare(plan, target, repo)
     with Lock(repo, exclusive=True, command="dr prune").acquire():
         snapshots = repo.snapshots()
         policies = [(s.name, plan.retention_for(s).model_dump()) for s in plan.spec.sources]

@@ -20,21 +20,3 @@ def choose_target(plan: Plan, name: str | None) -> TargetSpec:
     """The named target (NotInPlan if there is none), or the first one that survives every
     protected domain."""
     return plan.target(name) if name else plan.primary_target()
-
-
-def check_object_lock(repo: Repository, target: TargetSpec) -> None:
-    """A target whose plan says `object_lock: true` must be a bucket with Object Lock enabled:
-    the plan (and the audit that reads it) count on snapshots that cannot be deleted or
-    overwritten, so a backup refuses rather than write where that is not so."""
-    if not target.object_lock:
-        return
-    store = getattr(repo.store, "inner", repo.store)  # under the retrying wrapper
-    probe = getattr(store, "object_lock_enabled", None)
-    if probe is None:
-        raise RepositoryError(f"target {target.name}: the plan says object_lock: true, but "
-                              f"{repo.description} is not an S3 bucket; only S3 targets have Object Lock")
-    if not probe():
-        raise RepositoryError(f"target {target.name}: the plan says object_lock: true, but the bucket of "
-                              f"{repo.description} does not have Object Lock enabled; create the bucket "
-                              "with Object Lock (or enable it on the bucket), or remove object_lock "
-                              "from the target")

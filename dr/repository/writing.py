@@ -17,9 +17,9 @@ import tempfile
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from datetime import datetime, timezone
 from typing import BinaryIO, Callable, Iterable, Union
 
+from dr.model import clock
 from dr.model.artifacts import Artifact, Dependency, Sensitivity
 from dr.model.snapshots import Snapshot, SourceResult
 from dr.repository import encryption, layout
@@ -43,7 +43,8 @@ def recipients_fingerprint(recipients: list[str]) -> str:
 
 class SnapshotWriter:
     def __init__(self, repo: Repository, recipients: list[str], *, workers: int = 8,
-                 chunk_size: int = CHUNK_SIZE, on_progress: Callable[[int], None] | None = None):
+                 chunk_size: int = CHUNK_SIZE, on_progress: Callable[[int], None] | None = None,
+                 on_reused: Callable[[set[str], Callable[[list[Callable]], None]], None] | None = None):
         self.repo = repo
         self.recipients = encryption.parse_recipients(recipients) if recipients else []
         self.recipients_id = recipients_fingerprint(recipients)
@@ -56,9 +57,14 @@ class SnapshotWriter:
         self._known: set[str] | None = None
         self._pending: dict[str, Future] = {}
         self._catalog = CatalogBuilder()
+        # Object Lock (dr.repository.immutability): blobs the snapshot names but this run did
+        # not write are handed to on_reused, with a runner, before the manifest is written.
+        self._on_reused = on_reused
+        self._written: set[str] = set()
+        self._referenced: set[str] = set()
         self._started = time.monotonic()  # duration_seconds: restore estimates bytes_read / it
         self.stats = {"bytes_read": 0, "bytes_uploaded": 0, "blobs_uploaded": 0,
-                      "artifacts": 0, "artifacts_reused": 0, "bytes_transferred": 0}
+                      "artifacts": 0, "artifacts_reused": 0, "bytes_reused": 0, "bytes_transferred": 0}
 
     # -- the blob set ---------------------------------------------------------------------
     def _known_blobs(self) -> set[str]:
@@ -82,6 +88,7 @@ class SnapshotWriter:
             if digest in known:
                 return digest
             known.add(digest)
+            self._written.add(digest)
         _raise_finished_failures(futures)
         self._in_flight.acquire()
         future = self._pool.submit(self._put, digest, data)
@@ -140,7 +147,8 @@ class SnapshotWriter:
     def source(self, name: str, exporter: str, parent: Iterable[Artifact] = ()) -> "SourceSink":
         return SourceSink(self, name, exporter, parent)
 
-    def _commit_source(self, lines: tempfile.SpooledTemporaryFile, count: int) -> None:
+    def _commit_source(self, lines: tempfile.SpooledTemporaryFile, count: int, chunks: set[str]) -> None:
+        self._referenced |= chunks
         lines.seek(0)
         self._catalog.add_lines(iter(lines.readline, b""))
         self.stats["artifacts"] += count
@@ -152,12 +160,18 @@ class SnapshotWriter:
         futures: list[Future] = []
         catalog = self._upload(self._catalog.finish(), futures)
         _wait_all(futures)
+        if self._on_reused is not None:
+            self._on_reused((self._referenced | {catalog}) - self._written, self._run_all)
         self.stats["duration_seconds"] = round(time.monotonic() - self._started, 3)
-        snapshot = Snapshot(plan=plan, time=datetime.now(timezone.utc), hostname=socket.gethostname(),
+        snapshot = Snapshot(plan=plan, time=clock.now(), hostname=socket.gethostname(),
                             catalog=catalog, catalog_entries=entries, sources=sources,
                             stats=dict(self.stats), tags=list(tags))
         self.repo.write_snapshot(snapshot)
         return snapshot
+
+    def _run_all(self, calls: list[Callable]) -> None:
+        """Run the calls on the upload pool; return when all succeeded (else raise)."""
+        _wait_all([self._pool.submit(call) for call in calls])
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
@@ -173,6 +187,7 @@ class SourceSink:
         self._parent = {(a.kind, a.identity): a for a in parent}
         self._lines = tempfile.SpooledTemporaryFile(max_size=4 << 20)
         self._futures: list[Future] = []
+        self._chunks: set[str] = set()
         self.artifacts = 0
         self.bytes = 0
 
@@ -190,6 +205,7 @@ class SourceSink:
             meta = {**{k: v for k, v in reused.meta.items() if k != "change_token"}, **meta}
             with self._writer._lock:
                 self._writer.stats["artifacts_reused"] += 1
+                self._writer.stats["bytes_reused"] += size
         else:
             chunks, digest, size = self._writer.store_content(content, sensitivity, self._futures)
             encrypted = sensitivity == Sensitivity.SECRET
@@ -217,6 +233,7 @@ class SourceSink:
         return previous
 
     def _record(self, artifact: Artifact) -> None:
+        self._chunks.update(artifact.chunks)
         self._lines.write(json.dumps(artifact.to_json(), sort_keys=True, separators=(",", ":")).encode() + b"\n")
         self.artifacts += 1
         self.bytes += artifact.size
@@ -227,7 +244,7 @@ class SourceSink:
             _wait_all(self._futures)
         except Exception as exc:  # a failed upload fails this source, not the others
             return self.discard(f"upload failed: {exc.__class__.__name__}: {exc}")
-        self._writer._commit_source(self._lines, self.artifacts)
+        self._writer._commit_source(self._lines, self.artifacts, self._chunks)
         self._lines.close()
         return SourceResult(self.source, self.exporter, self.artifacts, self.bytes)
 

@@ -9,6 +9,8 @@ Parts and where each number comes from:
   image warm-up:        image bytes (image artifacts in the snapshot, plus restore.rto.image_bytes)
   data warm-up:         the other artifacts' bytes
   checkpoint download:  the bytes of the checkpoints the restore reads (the newest step of each run)
+  propagation:          the longest wait an exporter declares after its restore (contract v2
+      restore_wait: DNS TTLs); waits overlap, so the longest counts, not their sum
       each divided by the throughput measured during backups: the sum of bytes moved
       (bytes_read + bytes_transferred, the latter being checkpoint DR copies) over the sum of
       duration_seconds of the newest backups that moved anything (snapshot stats). Only when
@@ -45,6 +47,7 @@ PARTS = [
     ("data_warmup", "data warm-up", None),
     ("checkpoint_download", "checkpoint download", None),
     ("communication_rebuild", "communication-group rebuild", "communication_rebuild"),
+    ("propagation", "propagation (cached answers expire)", None),
     ("steady_throughput", "return to steady throughput", "steady_throughput"),
 ]
 
@@ -151,9 +154,20 @@ def estimate(rto: RtoSpec, steps: list[Step], snapshots: list[Snapshot]) -> RtoE
             why = f"plan restore.rto.{plan_field}" if seconds is not None else \
                 f"unknown: declare restore.rto.{plan_field} in the plan"
             result.parts.append(Part(name, label, seconds, why))
+        elif name == "propagation":
+            result.parts.append(_propagation(name, label, steps))
         else:
             result.parts.append(_from_bytes(name, label, sizes[name], throughput))
     return result
+
+
+def _propagation(name: str, label: str, steps: list[Step]) -> Part:
+    waits = [w for s in steps if s.status == READY and s.instance is not None
+             for w in [s.instance.restore_wait(s.artifacts)] if w is not None]
+    if not waits:
+        return Part(name, label, 0.0, "no step waits after its restore")
+    seconds, why = max(waits, key=lambda w: w[0])
+    return Part(name, label, min(float(seconds), float(MAX_SECONDS)), why)
 
 
 def _from_bytes(name: str, label: str, size: int, throughput: float | None) -> Part:

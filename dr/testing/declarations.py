@@ -93,6 +93,10 @@ def planning_problems(exporter: Exporter, artifacts: list[Artifact]) -> list[str
     bad = {k: v for k, v in parts.items() if k not in BYTE_PARTS or not isinstance(v, int) or v < 0}
     if bad:
         problems.append(f"restore_bytes gave {bad}: parts are {', '.join(BYTE_PARTS)}, sizes whole bytes")
+    wait = exporter.restore_wait(artifacts)
+    if wait is not None and not (isinstance(wait, tuple) and len(wait) == 2 and isinstance(wait[0], (int, float))
+                                 and wait[0] >= 0 and isinstance(wait[1], str) and wait[1].strip()):
+        problems.append(f"restore_wait returned {wait!r}: None or (seconds >= 0, why)")
     return problems
 
 

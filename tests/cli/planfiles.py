@@ -35,9 +35,11 @@ def local_target(root) -> str:
     return f'{{name: dr-site, url: "{root}", domain: region-b}}'
 
 
-def s3_target(bucket: str, endpoint: str, region: str = "eu-west-1", lock: bool = False) -> str:
+def s3_target(bucket: str, endpoint: str, region: str = "eu-west-1", lock: str = "", days: int = 1) -> str:
+    """`lock`: a mode (governance, compliance) for `immutability: {mode, days}`."""
+    immutability = f", immutability: {{mode: {lock}, days: {days}}}" if lock else ""
     return (f'{{name: dr-site, url: "s3://{bucket}/repo", domain: region-b, endpoint_url: "{endpoint}", '
-            f'region: {region}, object_lock: {str(lock).lower()}}}')
+            f'region: {region}{immutability}}}')
 
 
 def files_source(name: str, paths: list, secret: bool = False) -> str:

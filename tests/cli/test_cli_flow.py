@@ -31,7 +31,7 @@ def test_full_flow_on_s3_with_object_lock_in_another_region(tmp_path, s3_bucket,
     s3.put_object_lock_configuration(Bucket=bucket, ObjectLockConfiguration={
         "ObjectLockEnabled": "Enabled", "Rule": {"DefaultRetention": {"Mode": "GOVERNANCE", "Days": 1}}})
     data = _data(tmp_path)
-    plan = write_plan(tmp_path / "plan.yaml", s3_target(bucket, moto_endpoint, lock=True),
+    plan = write_plan(tmp_path / "plan.yaml", s3_target(bucket, moto_endpoint, lock="governance"),
                       files_source("config", [data]))
     assert main(["backup", "--plan", plan, "--json"]) == Exit.OK
     first = _json(capsys)["results"][0]

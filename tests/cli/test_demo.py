@@ -32,3 +32,30 @@ def test_demo_with_the_stand_in_cluster_restores_it_and_audits_its_image(tmp_pat
         recovery.stop()
     out = capsys.readouterr().out
     assert "image-in-failed-domain" in out and IN_CLUSTER_IMAGE in out
+
+
+def test_demo_with_registries_mirrors_the_images_and_the_recovered_workload_runs_the_copy(tmp_path, capsys):
+    """What ./scripts/demo runs: the stand-in cluster plus its in-cluster registry and a DR registry
+    (real docker-registry processes). The trainer's image is copied by digest, the audit calls it
+    remapped, and the whole-plan restore points the recovered Deployment at the DR copy."""
+    from tests.harness.standins import IN_CLUSTER_IMAGE, start, start_registries
+
+    source, recovery = start(str(tmp_path / "kubeconfig.yaml"))
+    registries = start_registries()
+    try:
+        code = main(["demo", "--dir", str(tmp_path / "demo"), "--kubeconfig", str(tmp_path / "kubeconfig.yaml"),
+                     "--registry", registries[0].url, "--dr-registry", registries[1].url])
+        assert code == 0, capsys.readouterr()
+        [deployment] = recovery.list_objects("apps/v1", "Deployment", "team-a")
+        image = deployment["spec"]["template"]["spec"]["containers"][0]["image"]
+        path = "mirror/registry.kube-system.svc.cluster.local-5000/team-a/trainer"
+        assert image.startswith(f"{registries[1].host}/{path}@sha256:")
+        assert registries[1].client().head_manifest(path, image.rpartition("@")[2])
+    finally:
+        for server in (source, recovery, *registries):
+            server.stop()
+    out = capsys.readouterr().out
+    audit = out[out.index("# DR audit of plan"):]
+    assert re.search(rf"dependency-remapped.*image '{re.escape(IN_CLUSTER_IMAGE)}'", audit)
+    assert "image-in-failed-domain" not in audit.replace("dr-image-in-failed-domain", "")
+    assert "dr-image-in-failed-domain" in audit and "unknown-location" not in audit

@@ -70,3 +70,16 @@ def test_a_record_into_the_failed_cluster_needs_a_cutover_remap():
     assert refused.status == "refused" and INGRESS_A in refused.reason
     remapped = _restore(_plan([REMAP])).step("dns")
     assert remapped.status == "ready", remapped.reason
+
+
+def test_the_rto_estimate_waits_for_the_zones_largest_ttl_and_only_when_the_cutover_runs():
+    """Resolvers keep the old answers for up to the TTL: a floor for every client that follows DNS."""
+    from dr.model.plans import RtoSpec
+    from dr.restore.estimating import estimate
+
+    parts = {p.name: p for p in estimate(RtoSpec(), _restore(_plan([REMAP])).steps, []).parts}
+    assert parts["propagation"].seconds == 600
+    assert "shop.example." in parts["propagation"].basis and "600 s" in parts["propagation"].basis
+    # a refused cutover changes no record: nothing to wait for
+    refused = {p.name: p for p in estimate(RtoSpec(), _restore(_plan()).steps, []).parts}
+    assert refused["propagation"].seconds == 0.0

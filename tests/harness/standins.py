@@ -3,13 +3,18 @@
 Two emulated clusters: `cluster-a` (populated: a team namespace, config, a secret, a trainer
 Deployment whose image lives in the cluster's own registry, and Kueue quotas when the upstream
 Kueue CRDs are beside the checkout) and `recovery` (empty, where the demo restores to).
-Run as `python -m tests.harness.standins KUBECONFIG`: writes the kubeconfig, prints READY,
-serves until terminated. Emulated, not real: see tests/harness/kube.py for the differences.
+When Debian's `docker-registry` is installed, two real registries too: the cluster's in-cluster
+registry (holding the trainer's image and dr's own, under the names the cluster uses) and a DR
+registry in the other region, empty, for the demo's `images` source to copy into.
+Run as `python -m tests.harness.standins KUBECONFIG`: writes the kubeconfig, prints
+`REGISTRY <url>` and `DR_REGISTRY <url>` (or `NO_REGISTRY <why>`), then READY, and serves until
+terminated. Emulated, not real: see tests/harness/kube.py for the differences.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -20,7 +25,9 @@ from tests.harness.kube import EmulatedCluster, write_kubeconfig
 from tests.upstream_fixtures import FIXTURES
 
 KUEUE = str(FIXTURES / "kueue")  # optional here: the demo runs without them
-IN_CLUSTER_IMAGE = "registry.kube-system.svc.cluster.local:5000/team-a/trainer:v3"
+IN_CLUSTER_REGISTRY = "registry.kube-system.svc.cluster.local:5000"
+IN_CLUSTER_IMAGE = f"{IN_CLUSTER_REGISTRY}/team-a/trainer:v3"
+DR_IMAGE = f"{IN_CLUSTER_REGISTRY}/platform/dr:0.1.0"
 
 
 def platform_objects() -> list[dict]:
@@ -84,8 +91,29 @@ def _create_when_served(cluster: EmulatedCluster, objects: list[dict], attempts:
     cluster.create_objects(objects)
 
 
+def start_registries() -> list:
+    """The in-cluster registry with the two images the cluster runs, and an empty DR registry."""
+    from tests.harness.registries import DistributionRegistry, push_image, tar_layer
+
+    in_cluster = DistributionRegistry(name="in-cluster-registry").start()
+    dr_site = DistributionRegistry(name="dr-registry").start()
+    client = in_cluster.client()
+    base = tar_layer({"etc/os-release": b"NAME=demo-base\n"})
+    for image, files in ((IN_CLUSTER_IMAGE, {"app/train.py": b"print('training')\n"}),
+                         (DR_IMAGE, {"usr/bin/dr": b"#!/bin/sh\nexec python -m dr \"$@\"\n"})):
+        path, _, tag = image[len(IN_CLUSTER_REGISTRY) + 1:].rpartition(":")
+        push_image(client, path, tag, [base, tar_layer(files)])
+    return [in_cluster, dr_site]
+
+
 def main() -> None:
     source, recovery = start(sys.argv[1])
+    registries = []
+    if shutil.which("docker-registry"):
+        registries = start_registries()
+        print(f"REGISTRY {registries[0].url}\nDR_REGISTRY {registries[1].url}", flush=True)
+    else:
+        print("NO_REGISTRY docker-registry is not installed (apt-get install docker-registry)", flush=True)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     print("READY", flush=True)
@@ -94,8 +122,8 @@ def main() -> None:
     except KeyboardInterrupt:
         pass
     finally:
-        source.stop()
-        recovery.stop()
+        for server in [source, recovery, *registries]:
+            server.stop()
 
 
 if __name__ == "__main__":

@@ -52,3 +52,13 @@ def test_a_whole_repository_is_copied_only_when_the_plan_asks(charts):
     written, findings = _export(charts, deps, repositories="all")
     assert set(written) == {f"{repo}/web:1.0.0", f"{repo}/web:1.1.0", f"{repo}/api:0.1.0", repo}
     assert written[repo]["meta"]["provides"] == [repo] and not findings
+
+
+def test_what_a_helm_source_needs_in_a_pod(tmp_path):
+    options = HelmOptions(auth_file="auth.json", plain_http=["charts.internal:5000"], charts=[
+        {"repo": "https://charts.example.com/stable", "name": "web", "version": "1.0.0"},
+        {"oci": "oci://charts.internal:5000/team/api", "version": "0.1.0"}])
+    needs = HelmExporter(ExportContext("charts", options, str(tmp_path))).run_needs()
+    assert needs.endpoints == ["https://charts.example.com/stable", "http://charts.internal:5000"]
+    [login] = needs.credentials
+    assert login.path == str(tmp_path / "auth.json") and "known only when the backup runs" in needs.notes[0]

@@ -3,6 +3,9 @@ registries, what the catalog records, and what an unchanged second run costs."""
 
 from __future__ import annotations
 
+import pytest
+
+from dr.model.plan_loading import PlanError
 from dr.exporters.images.references import backup_tag, cosign_tags
 from dr.model.recovery import copies_of, normalize
 from tests.images.conftest import auth_file, backup, plan_with, source_result
@@ -88,3 +91,28 @@ def test_bearer_token_auth_at_the_source(tmp_path, registries, images, proxy):
     result, records, _ = backup(plan)
     assert source_result(result).ok and list(records) == [api]
     assert proxy.tokens  # the realm handed out tokens and they were used
+
+
+def test_a_registry_named_by_its_in_cluster_host_is_reached_at_the_plans_endpoint(tmp_path, registries, images):
+    """Pods name `registry.kube-system.svc.cluster.local:5000/...`, which resolves only inside the
+    cluster; dr reaches it through `endpoints` (a port-forward here), and everything the audit and a
+    restore read keeps the name the pods use."""
+    in_cluster = "registry.kube-system.svc.cluster.local:5000"
+    ref = images.api.replace(registries.source.host, in_cluster)
+    plan = plan_with(tmp_path, {"to": [f"{registries.dr.url}/endpoints"], "signatures": False,
+                                "endpoints": {in_cluster: f"http://{registries.source.host}"}},
+                     pods={"api": [ref]})
+    result, records, _ = backup(plan)
+    assert source_result(result).ok, source_result(result).findings
+    artifact, record = records[ref]
+    assert record["digest"] == images.api_digest and artifact.meta["provides"][0] == ref
+    path = f"endpoints/{in_cluster.replace(':', '-')}/team/api"
+    assert registries.dr.client().head_manifest(path, "1.0")[0] == images.api_digest
+    assert artifact.meta["provides_at"][ref] == f"{registries.dr.host}/{path}@{images.api_digest}"
+
+
+def test_an_endpoint_with_a_path_or_a_bad_host_is_a_plan_error(tmp_path, registries):
+    for endpoints, said in (({"reg.local:5000": "http://127.0.0.1:1/v2"}, "with no path"),
+                            ({"reg.local/team": "http://127.0.0.1:1"}, "registry host")):
+        with pytest.raises(PlanError, match=said):
+            plan_with(tmp_path, {"to": [registries.dr.url], "endpoints": endpoints})

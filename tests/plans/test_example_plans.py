@@ -83,7 +83,7 @@ def test_multi_region_shape(registry):
     # A near target and a remote, object-locked one; the default target is the remote one.
     assert len(spec.targets) == 2
     near, remote = spec.targets
-    assert not near.object_lock and remote.object_lock
+    assert near.immutability is None and remote.immutability.mode == "compliance"
     assert plan.primary_target().name == remote.name
     assert plan.domains.is_lost(near.domain, spec.protects_against)
     assert all(t.credentials_location for t in spec.targets)
@@ -119,16 +119,20 @@ def _check_plan(plan: Plan, registry) -> None:
             assert source.rpo, f"{source.name}: a schedule without an rpo says nothing about loss"
 
 
-# -- deploy/cronjob.yaml ------------------------------------------------------------------------
-def _manifests() -> dict[str, dict]:
+# -- deploy/cronjob.yaml (rendered from plans/multi-region.yaml: tests/deploy) ---------------------
+def _manifests() -> list[dict]:
     with open(CRONJOB, encoding="utf-8") as handle:
-        docs = [d for d in yaml.safe_load_all(handle) if d]
-    return {d["kind"]: d for d in docs}
+        return [d for d in yaml.safe_load_all(handle) if d]
+
+
+def _one(kind: str) -> dict:
+    (found,) = [d for d in _manifests() if d["kind"] == kind]
+    return found
 
 
 def test_deploy_configmap_plan_loads(tmp_path, registry):
     """The plan in the ConfigMap, extracted as Kubernetes mounts it, is a valid plan."""
-    configmap = _manifests()["ConfigMap"]
+    configmap = _one("ConfigMap")
     plan_path = tmp_path / "plan.yaml"
     plan_path.write_text(configmap["data"]["plan.yaml"], encoding="utf-8")
     plan = load_plan(str(plan_path), registry)
@@ -140,19 +144,26 @@ def test_deploy_configmap_plan_loads(tmp_path, registry):
 
 def test_deploy_cronjob_runs_the_mounted_plan():
     objects = _manifests()
-    assert set(objects) == {"ServiceAccount", "ConfigMap", "CronJob"}
-    cron = objects["CronJob"]["spec"]
+    assert {"ServiceAccount", "ConfigMap", "CronJob", "NetworkPolicy"} <= {o["kind"] for o in objects}
+    cronjobs = [o for o in objects if o["kind"] == "CronJob"]
+    assert len(cronjobs) > 1
+    for cronjob in cronjobs:
+        _check_cronjob(cronjob["spec"], _one("ConfigMap"), _one("ServiceAccount"))
+
+
+def _check_cronjob(cron: dict, configmap: dict, account: dict) -> None:
     assert cron["concurrencyPolicy"] == "Forbid"
     pod = cron["jobTemplate"]["spec"]["template"]["spec"]
     (container,) = pod["containers"]
-    assert container["command"] == ["dr", "backup", "--plan", "/etc/dr/plan.yaml", "--quiet"]
+    assert container["command"][:4] == ["dr", "backup", "--plan", "/etc/dr/plan.yaml"]
+    assert container["command"][-1] == "--quiet"
     mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
     volumes = {v["name"]: v for v in pod["volumes"]}
     plan_volume = volumes[mounts["/etc/dr"]["name"]]
-    assert plan_volume["configMap"]["name"] == objects["ConfigMap"]["metadata"]["name"]
+    assert plan_volume["configMap"]["name"] == configmap["metadata"]["name"]
     assert mounts["/etc/dr"]["readOnly"] is True
     assert "emptyDir" in volumes[mounts["/tmp"]["name"]]
-    assert pod["serviceAccountName"] == objects["ServiceAccount"]["metadata"]["name"]
+    assert pod["serviceAccountName"] == account["metadata"]["name"]
     # Non-root, read-only root filesystem, nothing to escalate with.
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert pod["securityContext"]["runAsUser"] != 0
@@ -174,12 +185,13 @@ def test_deploy_cronjob_runs_the_mounted_plan():
     assert {e["name"] for e in secret_env} >= {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}
 
 
-@pytest.mark.parametrize("kind", ["ServiceAccount", "ConfigMap", "CronJob"])
+@pytest.mark.parametrize("kind", ["ServiceAccount", "ConfigMap", "CronJob", "NetworkPolicy"])
 def test_deploy_manifest_fields_exist_in_the_kubernetes_api(kind):
     """Every field name is one the Kubernetes API knows (a typo would be dropped silently)."""
-    obj = _manifests()[kind]
-    model = {"ServiceAccount": "V1ServiceAccount", "ConfigMap": "V1ConfigMap", "CronJob": "V1CronJob"}[kind]
-    assert _unknown_fields(obj, model, kind) == []
+    model = {"ServiceAccount": "V1ServiceAccount", "ConfigMap": "V1ConfigMap", "CronJob": "V1CronJob",
+             "NetworkPolicy": "V1NetworkPolicy"}[kind]
+    for obj in (o for o in _manifests() if o["kind"] == kind):
+        assert _unknown_fields(obj, model, kind) == []
 
 
 def _unknown_fields(value, type_name: str, where: str) -> list[str]:
@@ -207,7 +219,7 @@ def _unknown_fields(value, type_name: str, where: str) -> list[str]:
 
 
 def test_unknown_fields_helper_catches_a_typo():
-    cron = _manifests()["CronJob"]
+    cron = next(o for o in _manifests() if o["kind"] == "CronJob")
     cron["spec"]["concurencyPolicy"] = "Forbid"
     cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["securtyContext"] = {}
     assert _unknown_fields(cron, "V1CronJob", "CronJob") == [

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from dr.cli.main import main
 from dr.exporters.registry import Registry
 from dr.model.plan_loading import PlanError, Problem, load_plan
-from dr.model.plans import (NAME_HINT, SOURCE_COMMON_KEYS, DomainSpec, EncryptionSpec, LocationSpec,
+from dr.model.plans import (NAME_HINT, RENAMED_KEYS, SOURCE_COMMON_KEYS, DomainSpec, EncryptionSpec, LocationSpec,
                             PlacementRuleSpec, PlanSpec, RetentionSpec, TargetSpec)
 
 from tests.plans.conftest import PlanFile, base_text
@@ -48,12 +48,31 @@ def test_unknown_top_level_key_names_the_nearest(plan_file, registry):
 
 
 def test_unknown_key_in_a_nested_section_names_the_nearest(plan_file, registry):
-    plan_file.replace("    domain: region-b\n", "    domain: region-b\n    object_lok: true\n")
+    plan_file.replace("    domain: region-b\n", "    domain: region-b\n    immutabilty: {mode: governance, days: 1}\n")
     assert plan_file.problems(registry) == [
-        Problem(plan_file.path, "targets[0].object_lok", "unknown key 'object_lok'",
-                f"did you mean 'object_lock'? valid keys here: {', '.join(sorted(TargetSpec.model_fields))}",
-                plan_file.line_of("object_lok")),
+        Problem(plan_file.path, "targets[0].immutabilty", "unknown key 'immutabilty'",
+                f"did you mean 'immutability'? valid keys here: {', '.join(sorted(TargetSpec.model_fields))}",
+                plan_file.line_of("immutabilty")),
     ]
+
+
+def test_the_replaced_object_lock_key_names_its_replacement(plan_file, registry):
+    plan_file.replace("    domain: region-b\n", "    domain: region-b\n    object_lock: true\n")
+    assert plan_file.problems(registry) == [
+        Problem(plan_file.path, "targets[0].object_lock", "the key 'object_lock', which was replaced",
+                RENAMED_KEYS["object_lock"], plan_file.line_of("object_lock")),
+    ]
+    assert "immutability: {mode: governance|compliance, days: N}" in RENAMED_KEYS["object_lock"]
+
+
+def test_immutability_needs_an_s3_target_and_a_known_mode(plan_file, registry):
+    plan_file.replace("    domain: region-b\n", "    domain: region-b\n    immutability: {mode: legal, days: 0}\n")
+    assert [(p.path, p.expected) for p in plan_file.problems(registry)] == [
+        ("targets[0].immutability.mode", "input should be 'governance' or 'compliance'"),
+        ("targets[0].immutability.days", "input should be greater than or equal to 1")]
+    plan_file.replace("immutability: {mode: legal, days: 0}", "immutability: {mode: governance, days: 3}")
+    [problem] = plan_file.problems(registry)
+    assert problem.path == "targets[0].immutability" and "not an S3 bucket" in problem.found
 
 
 def test_unknown_key_deep_in_the_domain_tree(plan_file, registry):
@@ -195,7 +214,7 @@ def test_wrong_types_are_all_reported(plan_file, registry):
     plan_file.replace("name: test-plan\n", "name: Test Plan\n")
     plan_file.replace("    kind: provider\n", "    kind: planet\n")
     plan_file.replace("protects_against: [cluster-a, region-a]\n", "protects_against: cluster-a\n")
-    plan_file.replace("    domain: region-b\n", "    domain: region-b\n    object_lock: maybe\n")
+    plan_file.replace("    domain: region-b\n", "    domain: region-b\n    immutability: maybe\n")
     plan_file.replace("  keep_last: 3\n", "  keep_last: -1\n")
     plan_file.replace("    sensitivity: secret\n", "    sensitivity: top-secret\n")
     path = plan_file.path
@@ -207,8 +226,9 @@ def test_wrong_types_are_all_reported(plan_file, registry):
                 plan_file.line_of("kind: planet")),
         Problem(path, "protects_against", "'cluster-a'", "input should be a valid list",
                 plan_file.line_of("protects_against")),
-        Problem(path, "targets[0].object_lock", "'maybe'", "input should be a valid boolean, unable to interpret input",
-                plan_file.line_of("object_lock")),
+        Problem(path, "targets[0].immutability", "'maybe'",
+                "input should be a valid dictionary or instance of ImmutabilitySpec",
+                plan_file.line_of("immutability")),
         Problem(path, "sources[2].sensitivity", "'top-secret'", "input should be 'public', 'internal' or 'secret'",
                 plan_file.line_of("top-secret")),
         Problem(path, "retention.keep_last", "-1", "input should be greater than or equal to 0",

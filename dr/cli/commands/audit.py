@@ -14,17 +14,18 @@ loads them, and each source's exporter discovers what exists now: what the snaps
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 
 from dr.audit import UnknownDomain, choose_audited_target, run_audit, scenarios_for
 from dr.audit.reports_html import render_html
-from dr.audit.reports_json import render_json
+from dr.audit.reports_json import render_json, to_document
 from dr.audit.reports_md import render_markdown
 from dr.cli.arguments import CommandSpec, UsageError, plan_arg
+from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
-from dr.cli.output import Output
+from dr.cli.metrics import metrics_args, publish
+from dr.cli.output import Output, deliver
 from dr.exporters.registry import Registry
+from dr.metrics.samples import audit_samples
 from dr.model.plan_loading import load_plan
 from dr.model.plans import NotInPlan
 from dr.repository.targets import open_target
@@ -48,6 +49,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
                         "is not in the snapshot (needs the exporter plugins and access to the sources)")
     p.add_argument("--target", metavar="NAME", help="read the snapshot from this target (default: the "
                    "first that survives every scenario)")
+    metrics_args(p)
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
@@ -68,25 +70,10 @@ def run(args: argparse.Namespace, out: Output) -> int:
                        live=registry)
     fmt = args.format or ("json" if getattr(args, "json", False) else "md")
     text = RENDERERS[fmt](report)
-    if args.out:
-        _write(args.out, text)
-        out.note(f"report written to {args.out}")
-    else:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+    deliver(out, text, args.out, "report")
     out.note(report.summary_line())
+    publish(args, out, lambda now: audit_samples(to_document(report), now))
     return Exit.BLOCKERS if report.blocked else Exit.OK
 
 
-def _write(path: str, text: str) -> None:
-    """Write via a temporary name and a rename: a reader never sees half a report."""
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    temporary = f"{path}.tmp-{os.getpid()}"
-    with open(temporary, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(temporary, path)
-
-
-AUDIT = CommandSpec("audit", "judge whether a restore needs anything from a failed domain (exit 4 on blockers)",
-                    arguments, run)
+AUDIT = CommandSpec("audit", help_of("audit"), arguments, run)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from dr.cli.arguments import CommandSpec
+from dr.cli.commands import help_of
 from dr.cli.demo import run_demo
 from dr.cli.output import Output
 
@@ -14,11 +15,15 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kubeconfig", metavar="FILE", help="a kubeconfig with contexts 'cluster-a' (a stand-in "
                    "cluster to back up) and 'recovery' (an empty one to restore into); scripts/demo starts "
                    "emulated ones")
+    p.add_argument("--registry", metavar="URL", help="where the stand-in cluster's in-cluster registry "
+                   "(registry.kube-system.svc.cluster.local:5000) is reached; with --dr-registry, the demo "
+                   "mirrors the cluster's images to the DR registry (scripts/demo starts both)")
+    p.add_argument("--dr-registry", metavar="URL", help="a DR registry, outside cluster-a, to mirror images into")
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
-    return run_demo(args.dir, out, args.kubeconfig, args.main)
+    registries = (args.registry, args.dr_registry) if args.registry and args.dr_registry else None
+    return run_demo(args.dir, out, args.kubeconfig, args.main, registries)
 
 
-DEMO = CommandSpec("demo", "back up, list, verify and restore local stand-ins: no cluster needed",
-                   arguments, run)
+DEMO = CommandSpec("demo", help_of("demo"), arguments, run)

@@ -10,8 +10,11 @@ import argparse
 import os
 
 from dr.cli.arguments import CommandSpec, UsageError, identities, open_plan, plan_arg
+from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
-from dr.cli.output import Output
+from dr.cli.metrics import metrics_args, publish, wanted
+from dr.cli.output import Output, deliver
+from dr.metrics.samples import drill_samples
 from dr.model.plan_loading import load_plan
 from dr.model.recovery import UnknownDomain
 from dr.repository.targets import choose_target, open_target
@@ -28,16 +31,28 @@ def arguments(p: argparse.ArgumentParser) -> None:
                    help="a scratch folder (each source restores into its own subfolder), and/or "
                         "SOURCE=DEST for a source (a kubernetes source needs a scratch cluster context)")
     p.add_argument("--history", action="store_true", help="show the drill history and its trend instead")
+    p.add_argument("--format", choices=["text", "html"], default="text",
+                   help="with --history: text (default), or an HTML page charting measured RPO and RTO per "
+                        "phase over time beside the plan's objectives (inline SVG, nothing fetched)")
+    p.add_argument("--out", metavar="FILE", help="with --history: write the history here instead of stdout")
     p.add_argument("--snapshot", default="latest", metavar="ID", help="id prefix or 'latest' (default)")
     p.add_argument("--target", metavar="NAME", help="read the snapshot from this target")
     p.add_argument("--force", action="store_true", help="restore blocked steps anyway (recorded)")
     p.add_argument("--identity", metavar="FILE", help="age identity file for secret content")
     p.add_argument("--parallel", type=int, default=4, metavar="N", help="steps restored at once (default 4)")
     p.add_argument("--lock-wait", type=float, default=0.0, metavar="SECONDS")
+    metrics_args(p)
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
+    if not args.history and (args.format != "text" or args.out):
+        raise UsageError("--format and --out go with --history (a drill prints its record; --json for JSON)")
+    if args.format == "html" and args.json and not args.out:
+        raise UsageError("--format html with --json: name the page's file with --out (stdout carries the JSON)")
     if args.history:
+        if wanted(args):
+            raise UsageError("--metrics-file and --pushgateway publish the measurements of the drill that "
+                             "runs now; drop them with --history")
         return _history(args, out)
     # dr.drills is imported when a drill runs, not by every dr command (registering this one)
     from dr.drills import run_drill
@@ -67,6 +82,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
     for line in drill_lines(record):
         out.say(line)
     out.document(record)
+    publish(args, out, lambda now: drill_samples(record, now))
     return {"recovered": Exit.OK, "partial": Exit.PARTIAL}.get(record["result"], Exit.FAILURE)
 
 
@@ -92,11 +108,32 @@ def _history(args: argparse.Namespace, out: Output) -> int:
     repo.open()
     records = read_history(repo)
     summary = trend(records)
-    for line in history_lines(records, summary, target.name):
-        out.say(line)
+    if args.format == "html":
+        _history_page(args, out, plan, target.name, records)
+    else:
+        _history_text(args, out, history_lines(records, summary, target.name))
     out.document({"target": target.name, "drills": records, "trend": summary})
     return Exit.OK
 
 
-DRILL = CommandSpec("drill", "audit, restore into a scratch target, verify, and record measured RPO/RTO "
-                    "(--history: the trend)", arguments, run)
+def _history_text(args: argparse.Namespace, out: Output, lines: list[str]) -> None:
+    if args.out:
+        deliver(out, "\n".join(lines) + "\n", args.out, "drill history")
+        return
+    for line in lines:  # on stdout unless --json (the JSON document carries the records)
+        out.say(line)
+
+
+def _history_page(args: argparse.Namespace, out: Output, plan, target: str, records: list[dict]) -> None:
+    from dr.drills.history_html import Objective, render_history_html
+
+    def tightest(kind: str) -> Objective | None:
+        found = [(getattr(s, f"{kind}_delta").total_seconds(), s.name) for s in plan.spec.sources
+                 if getattr(s, f"{kind}_delta") is not None]
+        return Objective(*min(found)) if found else None
+
+    deliver(out, render_history_html(plan.name, target, records, tightest("rto"), tightest("rpo")), args.out,
+            "drill history")
+
+
+DRILL = CommandSpec("drill", help_of("drill"), arguments, run)

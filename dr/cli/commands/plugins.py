@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from dr.cli.arguments import CommandSpec
+from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
 from dr.cli.output import Output
 from dr.exporters.registry import Registry
@@ -23,4 +24,4 @@ def run(args: argparse.Namespace, out: Output) -> int:
     return Exit.FAILURE if any(i.error for i in infos) else Exit.OK
 
 
-PLUGINS = CommandSpec("plugins", "list the installed exporters", lambda p: None, run)
+PLUGINS = CommandSpec("plugins", help_of("plugins"), lambda p: None, run)

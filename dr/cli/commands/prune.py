@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from dr.cli.arguments import CommandSpec, open_repository, plan_and_target_args
+from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
 from dr.cli.output import Output, human_size
 from dr.repository.pruning import prune_by_retention
@@ -17,15 +18,34 @@ def arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
-    plan, _, repo = open_repository(args)
-    report = prune_by_retention(plan, repo, dry_run=args.dry_run)
+    plan, target, repo = open_repository(args)
+    report = prune_by_retention(plan, repo, dry_run=args.dry_run, target=target)
     verb = "would forget" if args.dry_run else "forgot"
     out.say(f"{repo.description}: {verb} {len(report.forgotten)} of {report.snapshots_examined} snapshots; "
             f"{report.blobs_deleted} unreferenced blobs ({human_size(report.bytes_freed)}) "
             f"{'would be ' if args.dry_run else ''}removed, {report.blobs_kept} kept")
+    _say_held(out, report)
     out.document(report.to_json())
     return Exit.OK
 
 
-PRUNE = CommandSpec("prune", "forget snapshots retention no longer keeps; reclaim unreferenced blobs",
-                    arguments, run)
+_LISTED = 20  # held objects named one per line; --json has them all
+
+
+def _say_held(out: Output, report) -> None:
+    """Object Lock: what prune left because its retention has not passed (not a failure)."""
+    if report.hidden_removed:
+        out.say(f"  {report.hidden_removed} hidden objects removed (their retention had passed)")
+    for what, held in (("unreferenced blobs", report.blobs_held),
+                       ("forgotten manifests and released locks (hidden)", report.hidden_held)):
+        if held:
+            soonest, latest = min(h.until for h in held), max(h.until for h in held)
+            out.say(f"  {len(held)} {what} still under Object Lock retention, left for a later prune "
+                    f"(retention ends {soonest:%Y-%m-%d %H:%M} to {latest:%Y-%m-%d %H:%M} UTC):")
+            for item in held[:_LISTED]:
+                out.say(f"    {item.key} until {item.until:%Y-%m-%dT%H:%M:%SZ}")
+            if len(held) > _LISTED:
+                out.say(f"    ... and {len(held) - _LISTED} more (--json lists every one)")
+
+
+PRUNE = CommandSpec("prune", help_of("prune"), arguments, run)

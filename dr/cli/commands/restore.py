@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 
 from dr.cli.arguments import CommandSpec, UsageError, identities, open_plan, plan_and_target_args
+from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
 from dr.cli.output import Output
 from dr.exporters.contract import RestoreRequest
@@ -198,5 +199,4 @@ def _execute(args, out: Output, plan, registry, prepared) -> int:
     return Exit.PARTIAL if succeeded else Exit.FAILURE
 
 
-RESTORE = CommandSpec("restore", "restore every source of a snapshot as one ordered, journaled plan (or one "
-                      "source with --source)", arguments, run)
+RESTORE = CommandSpec("restore", help_of("restore"), arguments, run)

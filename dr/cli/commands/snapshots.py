@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from dr.cli.arguments import CommandSpec, open_repository, plan_and_target_args
+from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
 from dr.cli.output import Output, human_size
 
@@ -22,4 +23,4 @@ def run(args: argparse.Namespace, out: Output) -> int:
     return Exit.OK
 
 
-SNAPSHOTS = CommandSpec("snapshots", "list the snapshots in a target", plan_and_target_args, run)
+SNAPSHOTS = CommandSpec("snapshots", help_of("snapshots"), plan_and_target_args, run)

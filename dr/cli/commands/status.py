@@ -10,10 +10,13 @@ from datetime import timedelta
 
 from dr.audit.rpo_status import rpo_status
 from dr.cli.arguments import CommandSpec, identities, open_plan, plan_and_target_args
+from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
+from dr.cli.metrics import metrics_args, publish
 from dr.cli.output import Output
 from dr.exporters.contract import Exporter
 from dr.exporters.registry import PluginError, Registry
+from dr.metrics.samples import status_samples
 from dr.model.durations import format_duration
 from dr.model.plans import Plan
 from dr.repository.locks import Lock
@@ -35,6 +38,8 @@ def run(args: argparse.Namespace, out: Output) -> int:
     for row in status.runs:
         out.say(f"  {row['subject']}: {row['detail']}" + ("  BREACH" if row["breach"] else ""))
     out.document(status.to_json())
+    objectives = {s.name: {"rpo": _seconds(s.rpo_delta), "rto": _seconds(s.rto_delta)} for s in plan.spec.sources}
+    publish(args, out, lambda now: status_samples(plan.name, target.name, status.to_json(), objectives))
     return Exit.RPO_BREACH if status.breached else Exit.OK
 
 
@@ -64,6 +69,8 @@ def _reports_own_copies(registry: Registry, kind: str) -> bool:
         return registry.get(kind).rpo_report is not Exporter.rpo_report
     except PluginError:
         return True  # the plan's plugin problems are reported when it loads
+def _seconds(objective: timedelta | None) -> float | None:
+    return None if objective is None else objective.total_seconds()
 
 
 def arguments(p: argparse.ArgumentParser) -> None:
@@ -72,7 +79,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
                    "the repository (without it: marker, manifest and sizes are checked)")
     p.add_argument("--identity", metavar="FILE", help="age identity file, to read secret artifacts that record "
                    "copies (default: the file named by the plan's identity_env)")
+    metrics_args(p)
 
 
-STATUS = CommandSpec("status", "RPO now: newest backup per source and per training run, against objectives "
-                     "(exit 7 on a breach)", arguments, run)
+STATUS = CommandSpec("status", help_of("status"), arguments, run)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from dr.cli.arguments import CommandSpec, open_repository, plan_and_target_args
+from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
 from dr.cli.output import Output
 from dr.repository.locks import remove_locks
@@ -23,4 +24,4 @@ def run(args: argparse.Namespace, out: Output) -> int:
     return Exit.OK
 
 
-UNLOCK = CommandSpec("unlock", "remove stale locks left by dead dr processes", arguments, run)
+UNLOCK = CommandSpec("unlock", help_of("unlock"), arguments, run)

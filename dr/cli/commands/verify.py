@@ -1,4 +1,4 @@
-"""`dr verify`: check snapshots, artifacts and blobs (dr.repository.checking.verify), then the copies
+"""`dr verify`: check snapshots, artifacts and blobs (dr.repository.checking.check), then the copies
 exporters keep outside the repository (dr.restore.copies); exit 6 on a problem."""
 
 from __future__ import annotations
@@ -6,8 +6,11 @@ from __future__ import annotations
 import argparse
 
 from dr.cli.arguments import CommandSpec, identities, open_plan, plan_and_target_args
+from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
+from dr.cli.metrics import metrics_args, publish
 from dr.cli.output import Output, human_size
+from dr.metrics.samples import verify_samples
 from dr.repository import checking
 from dr.repository.locks import Lock
 from dr.repository.targets import choose_target, open_target
@@ -22,16 +25,19 @@ def arguments(p: argparse.ArgumentParser) -> None:
                    "exporters keep outside the repository (checkpoint DR copies)")
     p.add_argument("--identity", metavar="FILE", help="age identity file: also decrypt secret artifacts and "
                    "check them as a restore would (default: the file named by the plan's identity_env)")
+    metrics_args(p)
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
     plan, registry = open_plan(args)
-    repo = open_target(plan, choose_target(plan, args.target))
+    target = choose_target(plan, args.target)
+    repo = open_target(plan, target)
     repo.open()
     keys = identities(args, plan)
-    with out.progress("verify") as advance:
-        report = checking.verify(repo, args.snapshot, read_data=args.read_data, on_blob=advance, identities=keys)
-    with Lock(repo, exclusive=False, command="dr verify").acquire():
+    with Lock(repo, exclusive=False, command="dr verify").acquire():  # one shared lock for both checks
+        with out.progress("verify") as advance:
+            ids = [repo.find_snapshot(args.snapshot).id] if args.snapshot else None
+            report = checking.check(repo, ids, read_data=args.read_data, on_blob=advance, identities=keys)
         outside = check_outside_copies(plan, registry, repo, snapshot_ref=args.snapshot, read_data=args.read_data,
                                        identities=keys)
     depth = f"{report.blobs_checked} blobs ({human_size(report.bytes_read)}) read and hashed" \
@@ -44,6 +50,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
     problems = len(report.problems) + _say_copies(outside, out, args.read_data)
     out.say("no problems found" if not problems else f"{problems} problems found")
     out.document({**report.to_json(), "ok": not problems, "outside_copies": [c.to_json() for c in outside]})
+    publish(args, out, lambda now: verify_samples(plan.name, target.name, problems, args.read_data, now))
     return Exit.OK if not problems else Exit.INTEGRITY
 
 
@@ -62,4 +69,4 @@ def _say_copies(outside, out: Output, read_data: bool) -> int:
     return problems
 
 
-VERIFY = CommandSpec("verify", "check snapshots and blobs (--read-data hashes every byte)", arguments, run)
+VERIFY = CommandSpec("verify", help_of("verify"), arguments, run)

@@ -16,6 +16,12 @@ a field path, not half-way through a backup.
     dr_copy:      where DR copies go unless a tier says otherwise
     tiers:        [{name, to, every_nth, min_interval, milestones_only, keep_last}]
     milestone:    {step_multiple, marker}: which checkpoints are milestones
+    server_side_copy: copy inside the object store when source and copy share an endpoint
+    parallel_files: files copied at once (default 4)
+    max_buffer_mib: the memory budget for file bytes in flight (default 128)
+    part_size_mib: unset (default): chosen per file, one PUT up to 64 MiB, larger files in
+                  about eight parts of at most a quarter of max_buffer_mib
+                  (transfer/transferring.py, part_size_for); a number fixes the part size
 """
 
 from __future__ import annotations
@@ -167,7 +173,7 @@ class CheckpointsOptions(ExporterOptions):
     allow_source_cleanup: bool = False
     server_side_copy: bool = True
     parallel_files: int = Field(default=4, ge=1, le=64)
-    part_size_mib: int = Field(default=16, ge=5, le=5120)
+    part_size_mib: int | None = Field(default=None, ge=5, le=5120)
     max_buffer_mib: int = Field(default=128, ge=16)
 
     @field_validator("run_pattern")
@@ -213,6 +219,11 @@ class CheckpointsOptions(ExporterOptions):
     @property
     def abort_after_seconds(self) -> float:
         return parse_duration(self.abort_multipart_after).total_seconds()
+
+    @property
+    def part_size(self) -> int | None:
+        """The fixed part size in bytes, or None: chosen per file."""
+        return self.part_size_mib << 20 if self.part_size_mib else None
 
     def marker_rules(self) -> list[MarkerRule]:
         return [m.rule() for m in self.markers]

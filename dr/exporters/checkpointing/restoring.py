@@ -138,7 +138,7 @@ def _write(x: "CheckpointsExporter", item: str, src: Place, layout: Layout, file
     if len(same) == len(files):
         return Outcome(item, OutcomeStatus.UNCHANGED, f"{dest.url_of(prefix)} already holds this checkpoint")
     inside = src.is_s3 and dest.is_s3 and _same_store(src, dest) and x.options.server_side_copy
-    transfer = Transfer(src, dest, part_size=x.options.part_size_mib << 20,
+    transfer = Transfer(src, dest, part_size=x.options.part_size,
                         max_buffer=x.options.max_buffer_mib << 20,
                         parallel_files=x.options.parallel_files, server_side=inside)
     try:

@@ -40,6 +40,13 @@ class DnsExporter(Exporter):
         "resolvers cache that for the TTL)", requires=True),))
 
     # -- where a restore goes by default: back where each zone came from ----------------------
+    def restore_wait(self, artifacts: list[Artifact]) -> tuple[float, str] | None:
+        """Resolvers keep the old answers up to the largest TTL: the RTO's floor for clients."""
+        zones = [(int(a.meta.get("max_ttl") or 0), a.meta.get("zone") or a.identity) for a in artifacts]
+        ttl, zone = max(zones, default=(0, ""))
+        return (float(ttl), f"zone {zone}: resolvers may keep old answers for its largest TTL, {ttl} s") \
+            if ttl else None
+
     def destinations(self, artifacts: list[Artifact], rewrite: Rewriter) -> list[Destination]:
         groups: dict[str, Destination] = {}
         for artifact in artifacts:

@@ -16,6 +16,7 @@ plan's `chart-repository` remap (destinations()).
   exporting        one backup run: locate, check, store, findings
   records          artifact kinds, meta (`provides`), dependencies, change tokens
   restoring        into a chart directory (index.yaml) or an OCI registry
+  deploying        what a source needs in a pod (run_needs)
 
 What a snapshot holds: one `helm-chart` artifact per chart version (the .tgz; the .prov in
 meta), and one `helm-chart-repository` artifact per repository copied whole (`repositories`).

@@ -7,9 +7,10 @@ from typing import Iterator
 
 from dr.exporters.contract import (ArtifactSink, ContentReader, CopyReport, Destination, Discovered, ExportContext,
                                    Exporter, NoDestination, Ordering, Outcome, RemapKind, RestoreOption,
-                                   RestoreRequest, Rewriter)
+                                   RestoreRequest, Rewriter, RunNeeds)
 from dr.exporters.helm import records
 from dr.exporters.helm.credentials import Credentials
+from dr.exporters.helm.deploying import run_needs
 from dr.exporters.helm.exporting import ExportRun
 from dr.exporters.helm.locating import Sources
 from dr.exporters.helm.options import HelmOptions
@@ -120,6 +121,9 @@ class HelmExporter(Exporter):
 
     def scratch_destination(self, folder: str) -> str | None:
         return folder  # a directory chart repository
+
+    def run_needs(self) -> RunNeeds:
+        return run_needs(self.options, self.context.base_dir)
 
     def restore_bytes(self, artifacts: list[Artifact]) -> dict[str, int]:
         return {"image_warmup": sum(a.size for a in artifacts if a.kind == records.CHART)}

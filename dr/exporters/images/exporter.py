@@ -7,12 +7,13 @@ import time
 from typing import Callable, Iterator
 
 from dr.exporters.contract import (AnyOf, ArtifactSink, ContentReader, CopyReport, Destination, Discovered,
-                                   ExportContext, Exporter, Ordering, Outcome, RestoreRequest, Rewriter)
+                                   ExportContext, Exporter, Ordering, Outcome, RestoreRequest, Rewriter, RunNeeds)
+from dr.exporters.images.deploying import run_needs
 from dr.exporters.images.auth import Credentials, read_pull_secrets
 from dr.exporters.images.client import Registry, RegistryError
 from dr.exporters.images.copying import Copier
 from dr.exporters.images.exporting import KIND, ExportRun, resolve, wanted_images
-from dr.exporters.images.options import ImagesOptions
+from dr.exporters.images.options import ImagesOptions, RegistryURL
 from dr.exporters.images.restoring import restore_images
 from dr.exporters.images.verifying import ImageCheck, verify_copies
 from dr.model.artifacts import Artifact, Sensitivity
@@ -37,7 +38,18 @@ class Connections:
         return self._registries[key]
 
     def source(self, host: str) -> Registry:
-        return self.get(host)
+        """The registry `host` names, reached where the plan's `endpoints` says (else at itself)."""
+        endpoint = self.options.endpoints.get(host)
+        if endpoint is None:
+            return self.get(host)
+        url = RegistryURL(endpoint)
+        key = (url.scheme, f"{url.host} for {host}")
+        if key not in self._registries:
+            o = self.options
+            self._registries[key] = Registry(url.host, scheme=url.scheme, credential=self.credentials.for_host(host),
+                                             verify_tls=o.tls_verify, timeout=o.timeout_seconds,
+                                             retries=o.retries, backoff=o.retry_wait_seconds, sleep=self.sleep)
+        return self._registries[key]
 
 
 class ImagesExporter(Exporter):
@@ -105,6 +117,9 @@ class ImagesExporter(Exporter):
 
     def scratch_destination(self, folder: str) -> str | None:
         return None  # a folder cannot hold a registry
+
+    def run_needs(self) -> RunNeeds:
+        return run_needs(self.options, self.context.base_dir)
 
     def restore_needs(self, artifacts: list[Artifact]) -> list[AnyOf]:
         needs = []

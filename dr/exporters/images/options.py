@@ -48,6 +48,9 @@ class ImagesOptions(ExporterOptions):
     kubeconfig: str | None = None
     context: str | None = None
     plain_http: list[str] = []
+    # source registry host -> the URL it is reached at from where dr runs (a port-forward, an
+    # Ingress, a mirror): references, identities and credentials keep the host as written
+    endpoints: dict[str, str] = {}
     tls_verify: bool = True
     ecr: bool = True
     parallel_images: int = Field(4, ge=1, le=64)
@@ -61,6 +64,16 @@ class ImagesOptions(ExporterOptions):
     @classmethod
     def _registries(cls, urls: list[str]) -> list[str]:
         return [RegistryURL(u).url for u in urls]
+
+    @field_validator("endpoints")
+    @classmethod
+    def _endpoints(cls, endpoints: dict[str, str]) -> dict[str, str]:
+        for host, url in endpoints.items():
+            if "/" in host or not host:
+                raise ValueError(f"{host!r}: a key is a registry host[:port], as image references name it")
+            if RegistryURL(url).prefix:
+                raise ValueError(f"{url!r}: an endpoint is scheme://host[:port], with no path")
+        return {host: RegistryURL(url).url for host, url in endpoints.items()}
 
     @field_validator("images")
     @classmethod

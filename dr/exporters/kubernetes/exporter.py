@@ -8,9 +8,11 @@ import tempfile
 from typing import Iterator
 
 from dr.exporters.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter,
-                                   NoDestination, Ordering, Outcome, OutcomeStatus, RestoreRequest, Rewriter)
+                                   NoDestination, Ordering, Outcome, OutcomeStatus, RestoreRequest, Rewriter,
+                                   RunNeeds)
 from dr.exporters.kubernetes.batches import KIND, SCANNED_KIND
 from dr.exporters.kubernetes.connecting import api_client, dynamic_client, parse_destination
+from dr.exporters.kubernetes.deploying import run_needs
 from dr.exporters.kubernetes.exporting import Export
 from dr.exporters.kubernetes.options import KubernetesOptions
 from dr.exporters.kubernetes.planning import REMAP_KINDS, RESTORE_OPTIONS
@@ -37,6 +39,9 @@ class KubernetesExporter(Exporter):
 
     def scratch_destination(self, folder: str) -> str | None:
         return None  # a folder is not a cluster: a drill names a scratch cluster with SOURCE=CONTEXT
+
+    def run_needs(self) -> RunNeeds:
+        return run_needs(self.options, self.context.base_dir, self.context.source)
 
     def _kubeconfig(self) -> str | None:
         path = self.options.kubeconfig

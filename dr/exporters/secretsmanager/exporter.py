@@ -24,8 +24,8 @@ from typing import Iterator
 
 import botocore.exceptions
 
-from dr.exporters.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter, Ordering,
-                                   Outcome, OutcomeStatus, RestoreRequest, Rewriter)
+from dr.exporters.contract import (AWS_CREDENTIALS, ArtifactSink, ContentReader, Destination, Discovered, Exporter,
+                                   Ordering, Outcome, OutcomeStatus, RestoreRequest, Rewriter, RunNeeds)
 from dr.exporters.secretsmanager.listing import (DEFAULT_KEY, SecretsManagerOptions, SecretsManagerUnavailable,
                                                  client, current_version, encode_value, metadata, read_value,
                                                  region_of, render, selected, value_arguments)
@@ -45,6 +45,10 @@ class SecretsManagerExporter(Exporter):
 
     def destinations(self, artifacts: list[Artifact], rewrite: Rewriter) -> list[Destination]:
         return [Destination(list(artifacts), None, f"each secret's own region ({self.options.region})")]
+
+    def run_needs(self) -> RunNeeds:
+        endpoint = self.options.endpoint_url or f"https://secretsmanager.{self.options.region}.amazonaws.com"
+        return RunNeeds(endpoints=[endpoint], credentials=list(AWS_CREDENTIALS))
 
     def scratch_destination(self, folder: str) -> str | None:
         return None  # a folder cannot hold secrets; a drill names a region with --to

@@ -21,7 +21,9 @@ from typing import Iterator
 import hvac
 
 from dr.exporters.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter, NoDestination,
-                                   Ordering, Outcome, OutcomeStatus, RestoreOption, RestoreRequest, Rewriter)
+                                   Ordering, Outcome, OutcomeStatus, RestoreOption, RestoreRequest, Rewriter,
+                                   RunNeeds)
+from dr.exporters.vault.deploying import run_needs
 from dr.exporters.vault.configuration import ConfigReader, render
 from dr.exporters.vault.connecting import (STREAM_ERRORS, VaultUnavailable, new_client, read_state, session,
                                            stream)
@@ -55,6 +57,9 @@ class VaultExporter(Exporter):
 
     def scratch_destination(self, folder: str) -> str | None:
         return None  # a folder cannot hold a Vault
+
+    def run_needs(self) -> RunNeeds:
+        return run_needs(self.options, self.context.base_dir, self.context.source)
 
     # -- discover / export ---------------------------------------------------------------------
     def discover(self) -> Iterator[Discovered]:

@@ -10,17 +10,20 @@ Two cases need more than "call again":
   (Only on a retry: ObjectExists on the first attempt means someone else's object.)
 - list: a listing that fails half way cannot resume without repeating keys, and the contract
   says each key exactly once; so the whole listing is collected under retry, then yielded.
-  open retries only the opening; a stream that fails mid-read raises to the caller.
+- open: a stream that breaks mid-read (a reset while the body arrives) is opened again and
+  read up to where it had got, then goes on; the failed read is repeated, under the same
+  policy. Objects are write-once, so the bytes before the break are the same bytes again.
 """
 
 from __future__ import annotations
 
+import io
 import time
 from typing import BinaryIO, Callable, Iterator, TypeVar
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
-from dr.repository.stores.base import ObjectExists, Store, TransientStoreError
+from dr.repository.stores.base import ObjectExists, Store, StoreError, TransientStoreError
 
 T = TypeVar("T")
 
@@ -56,6 +59,10 @@ class RetryingStore(Store):
     def _call(self, fn: Callable[[], T]) -> T:
         return self._retrying()(fn)
 
+    def call(self, fn: Callable[[], T]) -> T:
+        """Any other call on the inner store (an S3-only one), under the same retry policy."""
+        return self._call(fn)
+
     def put(self, key: str, data: bytes) -> None:
         for attempt in self._retrying():
             with attempt:
@@ -70,7 +77,7 @@ class RetryingStore(Store):
         return self._call(lambda: self.inner.get(key))
 
     def open(self, key: str) -> BinaryIO:
-        return self._call(lambda: self.inner.open(key))
+        return io.BufferedReader(_ResumingStream(self, key), buffer_size=1 << 20)
 
     def exists(self, key: str) -> bool:
         return self._call(lambda: self.inner.exists(key))
@@ -86,3 +93,76 @@ class RetryingStore(Store):
 
     def close(self) -> None:
         self.inner.close()
+
+
+class ResumingReads:
+    """readinto() for a stream that may break: the broken stream is dropped, a new one opened
+    where the last read ended (`_open_stream`, which knows `_offset`), and the failed read
+    repeated, under the owner's retry policy. Shared by store streams and place readers."""
+
+    _stream = None
+    _offset = 0
+    _transient: type[BaseException] = TransientStoreError
+
+    def _retrying(self) -> Retrying:
+        raise NotImplementedError
+
+    def _open_stream(self):
+        raise NotImplementedError
+
+    def readinto(self, buffer) -> int:
+        for attempt in self._retrying():
+            with attempt:
+                if self._stream is None:
+                    self._stream = self._open_stream()
+                try:
+                    got = self._stream.readinto(buffer)
+                except self._transient:
+                    self._drop()
+                    raise
+        self._offset += got
+        return got
+
+    def _drop(self) -> None:
+        stream, self._stream = self._stream, None
+        try:
+            stream.close()
+        except Exception:  # a broken stream may fail to close too; the read error is what counts
+            pass
+
+    def _close_stream(self) -> None:
+        if self._stream is not None:
+            stream, self._stream = self._stream, None
+            stream.close()
+
+
+class _ResumingStream(ResumingReads, io.RawIOBase):
+    """A store object's stream that survives breaks: see the module docstring (open)."""
+
+    def __init__(self, store: RetryingStore, key: str) -> None:
+        self._store, self._key = store, key
+        self._stream = store._call(lambda: store.inner.open(key))
+
+    def readable(self) -> bool:
+        return True
+
+    def _retrying(self) -> Retrying:
+        return self._store._retrying()
+
+    def _open_stream(self) -> BinaryIO:
+        stream = self._store.inner.open(self._key)
+        skip = self._offset
+        try:
+            while skip:
+                dropped = len(stream.read(min(skip, 1 << 20)))
+                if not dropped:
+                    raise StoreError(f"{self._key}: shorter than the {self._offset} bytes read before the break")
+                skip -= dropped
+        except BaseException:
+            stream.close()
+            raise
+        return stream
+
+    def close(self) -> None:
+        self._close_stream()
+        super().close()

@@ -30,12 +30,15 @@ from __future__ import annotations
 import base64
 import hashlib
 import io
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import BinaryIO, Iterator
 from urllib.parse import urlsplit
 
 import boto3
 import botocore.exceptions
 
+from dr.model import clock
 from dr.repository.stores.base import (
     ObjectExists,
     ObjectMissing,
@@ -55,6 +58,19 @@ from dr.repository.stores.s3_clients import (
 )
 
 
+@dataclass(frozen=True)
+class ObjectRetention:
+    """Object Lock retention for every object this store writes (docs/format.md section 23)."""
+
+    mode: str  # "GOVERNANCE" or "COMPLIANCE", as S3 spells it
+    days: int
+    # Keys written without retention: lock objects, which their holder deletes within minutes.
+    unretained: tuple[str, ...] = ("locks/",)
+
+    def until(self) -> datetime:
+        return clock.now() + timedelta(days=self.days)
+
+
 class S3Store(Store):
     def __init__(self, bucket: str, prefix: str = "", region: str | None = None,
                  endpoint_url: str | None = None, profile: str | None = None, client=None):
@@ -70,6 +86,7 @@ class S3Store(Store):
         self._client = client
         # Flipped off once if the server answers 501 to If-None-Match (see module docstring).
         self._conditional_put = True
+        self.retention: ObjectRetention | None = None  # set by retain_objects()
         where = f"s3://{bucket}/{prefix}" if prefix else f"s3://{bucket}"
         self.description = where + (f" (endpoint {safe_url(endpoint_url)})" if endpoint_url else "")
 
@@ -82,6 +99,7 @@ class S3Store(Store):
             "ContentMD5": base64.b64encode(hashlib.md5(data).digest()).decode(),
             "ChecksumAlgorithm": "SHA256",
             "ChecksumSHA256": base64.b64encode(hashlib.sha256(data).digest()).decode(),
+            **self._lock_headers(key),
         }
         if self._conditional_put:
             try:
@@ -137,6 +155,12 @@ class S3Store(Store):
             raise self._error("list", prefix, exc) from exc
 
     def delete(self, key: str) -> None:
+        """With retention: every version of an object whose retention has passed is removed
+        (space freed); a locked object is only hidden by a delete marker, never deleted."""
+        if self.retention is not None:
+            if self.purge(key) is not None:
+                self.hide(key)
+            return
         name = self._full(key)
         try:
             self._client.delete_object(Bucket=self.bucket, Key=name)
@@ -150,8 +174,8 @@ class S3Store(Store):
         self._client.close()
 
     def object_lock_enabled(self) -> bool:
-        """Whether the bucket has S3 Object Lock enabled (not part of the store contract: the
-        backup asks it of a target whose plan says `object_lock: true`)."""
+        """Whether the bucket has S3 Object Lock enabled (not part of the store contract: backup
+        and prune ask it of a target whose plan sets `immutability`)."""
         try:
             answer = self._client.get_object_lock_configuration(Bucket=self.bucket)
         except botocore.exceptions.ClientError as exc:
@@ -161,6 +185,76 @@ class S3Store(Store):
         except Exception as exc:
             raise self._error("get object lock configuration of", "", exc) from exc
         return answer.get("ObjectLockConfiguration", {}).get("ObjectLockEnabled") == "Enabled"
+
+    # -- Object Lock (not part of the store contract: dr.repository.immutability drives it) ---
+    def retain_objects(self, retention: ObjectRetention) -> None:
+        """From now on, every put gets this retention (except keys under retention.unretained)."""
+        self.retention = retention
+
+    def _lock_headers(self, key: str) -> dict:
+        if self.retention is None or key.startswith(self.retention.unretained):
+            return {}
+        return {"ObjectLockMode": self.retention.mode, "ObjectLockRetainUntilDate": self.retention.until()}
+
+    def retained_until(self, key: str, version: str | None = None) -> datetime | None:
+        """When the object's (or version's) Object Lock retention ends; None without one."""
+        extra = {"VersionId": version} if version else {}
+        try:
+            head = self._client.head_object(Bucket=self.bucket, Key=self._full(key), **extra)
+        except Exception as exc:
+            raise self._error("head", key, exc) from exc
+        return head.get("ObjectLockRetainUntilDate") if head.get("ObjectLockMode") else None
+
+    def extend_retention(self, key: str) -> None:
+        """Lock an object written earlier (and now referenced again) for the full period from
+        now. S3 refuses to shorten a retention; an object already locked longer is left so."""
+        wanted = self.retention.until()
+        try:
+            self._client.put_object_retention(Bucket=self.bucket, Key=self._full(key), Retention={
+                "Mode": self.retention.mode, "RetainUntilDate": wanted})
+        except Exception as exc:
+            until = self.retained_until(key)
+            if until is None or until < wanted:
+                raise self._error("extend the retention of", key, exc) from exc
+
+    def versions(self, prefix: str) -> dict[str, list[dict]]:
+        """Key -> its versions and delete markers ({"VersionId", "IsLatest", "marker"})."""
+        out: dict[str, list[dict]] = {}
+        paginator = self._client.get_paginator("list_object_versions")
+        try:
+            for page in paginator.paginate(Bucket=self.bucket, Prefix=self._prefix + prefix):
+                for kind, items in (("version", page.get("Versions", ())), ("marker", page.get("DeleteMarkers", ()))):
+                    for item in items:
+                        out.setdefault(item["Key"][len(self._prefix):], []).append(
+                            {"VersionId": item["VersionId"], "IsLatest": item["IsLatest"], "marker": kind == "marker"})
+        except Exception as exc:
+            raise self._error("list versions of", prefix, exc) from exc
+        return out
+
+    def purge(self, key: str, versions: list[dict] | None = None) -> datetime | None:
+        """Remove every version and delete marker of `key`, unless a version is still locked:
+        then remove nothing and return the latest retain-until date. Never asks S3 to delete
+        a locked version (so it never meets AccessDenied for one)."""
+        if versions is None:
+            versions = self.versions(key).get(key, [])
+        now = clock.now()
+        locked = [until for v in versions if not v["marker"]
+                  for until in [self.retained_until(key, v["VersionId"])] if until and until > now]
+        if locked:
+            return max(locked)
+        for version in versions:
+            try:
+                self._client.delete_object(Bucket=self.bucket, Key=self._full(key), VersionId=version["VersionId"])
+            except Exception as exc:
+                raise self._error("delete", key, exc) from exc
+        return None
+
+    def hide(self, key: str) -> None:
+        """A delete marker: the object leaves every listing; its locked version stays."""
+        try:
+            self._client.delete_object(Bucket=self.bucket, Key=self._full(key))
+        except Exception as exc:
+            raise self._error("delete", key, exc) from exc
 
     def _error(self, op: str, key: str, exc: Exception) -> StoreError:
         """Map a boto/network exception to the contract's errors, naming bucket/key only."""

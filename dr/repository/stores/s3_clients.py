@@ -19,8 +19,10 @@ Why the configuration is what it is:
   more): every body dr sends carries its own Content-MD5, CRC32 or SHA-256, which the server
   verifies, and GETs that want verification ask for it (ChecksumMode=ENABLED).
 
-The error split (is_transient) is what both wrappers retry on: throttling, timeouts, 5xx,
-and connection failures, including a connection reset while a response body is read.
+The error split (is_transient) is what both wrappers retry on: throttling (a throttling code,
+or HTTP 429), timeouts, any 5xx but 501 NotImplemented (which says a feature is missing, not
+that the server is unwell), and connection failures anywhere in a request: while connecting,
+sending the body, waiting for the answer or reading its body (an error body included).
 """
 
 from __future__ import annotations
@@ -42,10 +44,9 @@ TRANSIENT_CODES = frozenset({
 MISSING_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
 # Network-level failures: the request may or may not have reached the server.
 TRANSPORT_ERRORS = (
-    botocore.exceptions.EndpointConnectionError,
-    botocore.exceptions.ConnectTimeoutError,
-    botocore.exceptions.ReadTimeoutError,
-    botocore.exceptions.ConnectionClosedError,
+    botocore.exceptions.ConnectionError,  # EndpointConnectionError, ConnectTimeoutError...
+    botocore.exceptions.HTTPClientError,  # ConnectionClosedError, ReadTimeoutError, and what
+    #   botocore wraps of any other failure while sending (a reset mid-upload)
     botocore.exceptions.ResponseStreamingError,
     botocore.exceptions.IncompleteReadError,
     botocore.exceptions.FlexibleChecksumError,  # bytes changed in transit: fetch again
@@ -95,8 +96,10 @@ def is_missing(exc: BaseException) -> bool:
 def is_transient(exc: BaseException) -> bool:
     """Whether retrying the same request may succeed: throttled, timed out, 5xx, connection lost."""
     if isinstance(exc, botocore.exceptions.ClientError):
-        return error_code(exc) in TRANSIENT_CODES or http_status(exc) in (500, 502, 503, 504)
-    return isinstance(exc, TRANSPORT_ERRORS)
+        status = http_status(exc) or 0
+        return error_code(exc) in TRANSIENT_CODES or status == 429 or (500 <= status < 600 and status != 501)
+    # a certificate that does not verify will not verify on a retry either
+    return isinstance(exc, TRANSPORT_ERRORS) and not isinstance(exc, botocore.exceptions.SSLError)
 
 
 def describe(exc: BaseException) -> str:

@@ -28,7 +28,7 @@ from tenacity import Retrying
 
 from dr.exporters.checkpointing.formats.tree import FileStat
 from dr.exporters.checkpointing.places.contract import Place, Reader, TransientPlaceError, Upload, Writer
-from dr.repository.stores.retrying import backoff
+from dr.repository.stores.retrying import ResumingReads, backoff
 
 T = TypeVar("T")
 
@@ -115,40 +115,23 @@ class RetryingPlace(Place):
         return RetryingWriter(self, self.call(lambda: self.inner.writer(path, size, part_size)))
 
 
-class RetryingReader:
+class RetryingReader(ResumingReads):
     """A sequential reader that re-opens its file where it had got to when the stream breaks."""
+
+    _transient = TransientPlaceError
 
     def __init__(self, place: RetryingPlace, path: str, expect: FileStat | None, offset: int) -> None:
         self._place, self._path, self._expect, self._offset = place, path, expect, offset
-        self._reader: Reader | None = place.call(self._open)
+        self._stream: Reader | None = place.call(self._open_stream)
 
-    def _open(self) -> Reader:
+    def _retrying(self) -> Retrying:
+        return self._place.retrying()
+
+    def _open_stream(self) -> Reader:
         return self._place.inner.open_read(self._path, self._expect, self._offset)
 
-    def readinto(self, view: memoryview) -> int:
-        for attempt in self._place.retrying():
-            with attempt:
-                if self._reader is None:
-                    self._reader = self._open()
-                try:
-                    got = self._reader.readinto(view)
-                except TransientPlaceError:
-                    self._drop()
-                    raise
-        self._offset += got
-        return got
-
-    def _drop(self) -> None:
-        reader, self._reader = self._reader, None
-        try:
-            reader.close()
-        except Exception:  # a broken stream may fail to close too; the error that counts is raised
-            pass
-
     def close(self) -> None:
-        if self._reader is not None:
-            reader, self._reader = self._reader, None
-            reader.close()
+        self._close_stream()
 
 
 class RetryingWriter:

@@ -6,10 +6,15 @@ the first large free, and freed heap blocks fragment across threads), so a copie
 memory creeps far above what it holds. Here every part is read straight into one of a fixed
 set of buffers (readinto), hashed and uploaded from it, then returned: resident memory is the
 pool (max_buffer) plus interpreter and library overhead, whatever is copied.
+
+Buffers are anonymous memory maps, not heap objects: parts now vary in size with the file
+(transfer/transferring.py, part_size_for), so buffers are also dropped, and a dropped map goes
+back to the system at once, where a freed heap block of the same size may not.
 """
 
 from __future__ import annotations
 
+import mmap
 import threading
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 
@@ -17,31 +22,49 @@ from dr.exporters.checkpointing.formats.tree import SeekableReader
 
 
 class BufferPool:
-    """At most `slots` buffers out at once; take() blocks until one is given back."""
+    """Buffers of any size, at most `limit` bytes of them out at once: take() blocks until the
+    bytes are free (a single buffer larger than `limit` waits until nothing else is out).
 
-    def __init__(self, limit: int, size: int) -> None:
-        self.size = size
-        self.slots = max(2, limit // size)
-        self.peak = 0
-        self._free: list[bytearray] = []
+    Parts of one size are reused; buffers of other sizes (a file's last part, a file sent in
+    one PUT) are kept only while the kept and the lent together stay within `limit`, so
+    resident file data never exceeds it. `slots` is how many of the smallest parts fit: the
+    number of upload threads worth running."""
+
+    def __init__(self, limit: int, smallest: int) -> None:
+        self.limit = limit
+        self.slots = max(2, limit // smallest)
+        self.peak = 0  # the most bytes ever out at once
+        self._free: dict[int, list[mmap.mmap]] = {}
         self._out = 0
+        self._kept = 0
         self._cond = threading.Condition()
 
-    def take(self, size: int) -> bytearray:
+    def take(self, size: int) -> mmap.mmap:
         with self._cond:
-            self._cond.wait_for(lambda: self._out < self.slots)
-            self._out += 1
+            self._cond.wait_for(lambda: self._out == 0 or self._out + size <= self.limit)
+            self._out += size
             self.peak = max(self.peak, self._out)
-            if size <= self.size:
-                return self._free.pop() if self._free else bytearray(self.size)
-        return bytearray(size)  # a part larger than the pool's (a file of over 10,000 parts)
+            same = self._free.get(size)
+            if same:
+                self._kept -= size
+                return same.pop()
+            self._trim(self.limit - self._out - size)
+        return mmap.mmap(-1, size) if size else bytearray()
 
-    def give(self, buf: bytearray) -> None:
+    def give(self, buf: mmap.mmap) -> None:
         with self._cond:
-            self._out -= 1
-            if len(buf) == self.size:
-                self._free.append(buf)
-            self._cond.notify()
+            self._out -= len(buf)
+            self._free.setdefault(len(buf), []).append(buf)
+            self._kept += len(buf)
+            self._trim(self.limit - self._out)
+            self._cond.notify_all()
+
+    def _trim(self, room: int) -> None:
+        """Drop kept buffers, odd sizes first, until they take at most `room` bytes."""
+        for size in sorted(self._free, key=lambda n: len(self._free[n])):
+            while self._kept > max(room, 0) and self._free[size]:
+                self._free[size].pop()
+                self._kept -= size
 
 
 class ViewBody(SeekableReader):

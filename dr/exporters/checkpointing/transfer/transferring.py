@@ -4,9 +4,13 @@ Why it is built this way (checkpoints are tens to thousands of GB; a backup host
 - Each file is read as ONE sequential stream (a GetObject, or a file read) cut into parts;
   one stream is several times faster than many ranged GETs, and the SHA-256 the manifest
   records is computed on the bytes as they pass, so nothing is read twice.
-- Parts are read straight into buffers of a fixed pool (buffers.py) and uploaded from them by
-  a shared set of threads while the stream goes on; a reader waits for a free buffer BEFORE
-  reading, so file data in memory never exceeds max_buffer, whatever the checkpoint's size.
+- Parts are read straight into buffers of a byte-budgeted pool (buffers.py) and uploaded from
+  them by a shared set of threads while the stream goes on; a reader waits for room in the
+  budget BEFORE reading, so file data in memory never exceeds max_buffer, whatever the
+  checkpoint's size.
+- The part size follows the file's size (part_size_for): a file up to 64 MiB is one PUT,
+  larger ones about eight parts of at most a quarter of the budget (default 128 MiB). Each
+  request has a fixed cost: against 128 MB shards, 16 MiB parts lost to one PUT per file.
 - Several files stream at once (parallel_files): small files are latency-bound, large ones
   bandwidth-bound, and a checkpoint is usually a mix of both. Server-side copies, which hold
   no bytes here, run SERVER_SIDE_FILES at once.
@@ -35,6 +39,30 @@ from dr.exporters.checkpointing.transfer.buffers import BufferPool, Parts
 MAX_PARTS = 10_000  # S3's limit per multipart upload
 SERVER_SIDE_FILES = 16
 HASH_PIECE = 8 << 20
+SINGLE_PUT_MAX = 96 << 20  # files up to this go as one PUT (when two fit the buffer budget)
+MIN_PART = 16 << 20
+PARTS_PER_FILE = 8  # a multipart file is cut into about this many parts...
+PARTS_IN_FLIGHT = 4  # ...each no larger than a quarter of the buffer budget
+MIB = 1 << 20
+
+
+def part_size_for(size: int, budget: int, fixed: int | None = None) -> int:
+    """The part size a file of `size` bytes is copied in; a part size >= the file's size means
+    one PUT. Every request has a cost (a round trip, a server-side bookkeeping step, and for
+    multipart the final assembly), so fewer, larger requests win as long as enough of them
+    are in flight to keep the link busy:
+    - up to SINGLE_PUT_MAX (and half the budget, so two files stream at once): one PUT;
+    - above: about PARTS_PER_FILE parts, at least MIN_PART, at most a quarter of the budget
+      (so PARTS_IN_FLIGHT uploads overlap), in whole MiB;
+    - never more than S3's MAX_PARTS parts.
+    `fixed` (the plan's part_size_mib) replaces the choice, bounded by MAX_PARTS only."""
+    floor = -(-size // MAX_PARTS)
+    if fixed:
+        return max(fixed, floor)
+    if size <= min(SINGLE_PUT_MAX, budget // 2):
+        return max(size, 1)
+    part = min(max(MIN_PART, -(-size // PARTS_PER_FILE)), max(MIN_PART, budget // PARTS_IN_FLIGHT))
+    return -(-max(part, floor) // MIB) * MIB
 
 
 class DigestMismatch(Exception):
@@ -62,11 +90,11 @@ class FileDone:
 class Transfer:
     """Copies files from `src` to `dst`; one instance per pair of places, reusable."""
 
-    def __init__(self, src: Place, dst: Place, *, part_size: int = 16 << 20, max_buffer: int = 128 << 20,
+    def __init__(self, src: Place, dst: Place, *, part_size: int | None = None, max_buffer: int = 128 << 20,
                  parallel_files: int = 4, server_side: bool = False) -> None:
-        self.src, self.dst, self.part_size = src, dst, part_size
+        self.src, self.dst, self.part_size, self.max_buffer = src, dst, part_size, max_buffer
         self.server_side = server_side and src.is_s3 and dst.is_s3
-        self.pool = BufferPool(max_buffer, part_size)
+        self.pool = BufferPool(max_buffer, min(part_size or MIN_PART, MIN_PART))
         # a server-side copy holds no bytes here and waits on the server: run more at once
         self.parallel_files = max(parallel_files, SERVER_SIDE_FILES) if self.server_side else parallel_files
         self._uploads = ThreadPoolExecutor(self.pool.slots, thread_name_prefix="dr-part")
@@ -105,7 +133,7 @@ class Transfer:
 
     # -- through dr -------------------------------------------------------------------------
     def _part_size(self, size: int) -> int:
-        return max(self.part_size, -(-size // MAX_PARTS))
+        return part_size_for(size, self.max_buffer, self.part_size)
 
     def _streamed(self, job: FileJob, before_visible: Callable[[FileJob, str], None]) -> FileDone:
         part = self._part_size(job.size)
@@ -117,8 +145,8 @@ class Transfer:
         try:
             for number in range(1, max(1, -(-job.size // part)) + 1):
                 want = min(part, job.size - read)
-                buf = self.pool.take(part)
-                view = memoryview(buf)[:want]
+                buf = self.pool.take(want)  # exactly the part: the request sends the buffer itself
+                view = memoryview(buf)
                 got = reader.readinto(view)
                 read += got
                 if got != want:

@@ -1,0 +1,54 @@
+"""RBAC from the API reads the sources declare: least privilege, said out loud where it is not.
+
+The backup gets one ClusterRole of get/list/watch on exactly the resources read cluster-wide,
+bound to its ServiceAccount, and one of the resources read only in some namespaces, bound there
+by RoleBindings. The restore's ClusterRole may also write what the backup reads; it is rendered
+and never bound: a person binds it for the duration of a restore (docs/deploy.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dr.exporters.contract import ApiRead
+
+READ = ["get", "list", "watch"]
+WRITE = ["get", "list", "watch", "create", "update", "patch"]
+
+
+@dataclass
+class Access:
+    cluster_rules: list[dict]  # read cluster-wide
+    namespaced_rules: list[dict]  # read in `namespaces` only
+    namespaces: list[str]
+    reads_everything: bool  # some source reads * in *: said in a comment and the output
+    why: list[str]
+
+
+def access(reads: list[ApiRead]) -> Access:
+    cluster: dict[str, set[str]] = {}
+    namespaced: dict[str, set[str]] = {}
+    namespaces: set[str] = set()
+    for read in reads:
+        into = namespaced if read.namespaces else cluster
+        into.setdefault(read.group, set()).update(read.resources)
+        namespaces.update(read.namespaces)
+    everything = "*" in cluster.get("*", set())
+    why = sorted({f"{r.group or 'core'}: {r.why}" for r in reads if r.why})
+    return Access(_rules(cluster, READ), _rules(namespaced, READ), sorted(namespaces), everything, why)
+
+
+def restore_rules(reads: list[ApiRead]) -> list[dict]:
+    merged: dict[str, set[str]] = {}
+    for read in reads:
+        merged.setdefault(read.group, set()).update(read.resources)
+    return _rules(merged, WRITE)
+
+
+def _rules(resources: dict[str, set[str]], verbs: list[str]) -> list[dict]:
+    """One rule per group, resources sorted; `*` alone when the group is read whole."""
+    rules = []
+    for group in sorted(resources):
+        plurals = sorted(resources[group])
+        rules.append({"apiGroups": [group], "resources": ["*"] if "*" in plurals else plurals, "verbs": list(verbs)})
+    return rules

@@ -1,0 +1,113 @@
+"""Render a plan: gather the needs, build the objects, and say what could not be covered."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import yaml
+
+from dr.deploy import access, egress, objects, scheduling, sizing
+from dr.deploy.gathering import PLAN_DIR, gather
+from dr.exporters.registry import Registry
+from dr.model.plans import Plan
+
+DEFAULT_NAMESPACE = "dr-system"
+_DR_IMAGE_LINE = re.compile(r"^dr_image:.*$", re.M)
+
+
+class RenderError(Exception):
+    """The plan and the command line do not say enough to render (exit 2); the message says
+    which field or option to give."""
+
+
+@dataclass
+class Rendering:
+    docs: list[objects.Doc]
+    groups: list[scheduling.Group]
+    image: str
+    namespace: str
+    plan_text: str
+    left_out: list[str] = field(default_factory=list)  # sources with no schedule
+    uncovered: list[str] = field(default_factory=list)  # sources whose exporter says nothing of its needs
+    notes: list[str] = field(default_factory=list)
+    public_endpoints: list[str] = field(default_factory=list)
+    secret_keys: list[dict] = field(default_factory=list)
+    claims: list[dict] = field(default_factory=list)
+    resources_why: str = ""
+
+    def report(self) -> dict:
+        return {"namespace": self.namespace, "image": self.image,
+                "objects": [{"kind": d.obj["kind"], "name": d.obj["metadata"]["name"]} for d in self.docs],
+                "cronjobs": [{"name": g.name, "schedule": g.schedule, "sources": list(g.sources)} for g in self.groups],
+                "left_out": self.left_out, "uncovered": self.uncovered, "notes": self.notes,
+                "public_endpoints": self.public_endpoints, "secret": {"name": objects.SECRET, "keys": self.secret_keys},
+                "volume_claims": self.claims, "resources": self.resources_why}
+
+
+def render(plan: Plan, registry: Registry, plan_text: str, namespace: str = DEFAULT_NAMESPACE,
+           image: str | None = None) -> Rendering:
+    image = image or plan.spec.dr_image
+    if not image:
+        raise RenderError(f"{plan.path}: dr_image is not set and no --image was given: set dr_image in the plan "
+                          "(the image restores are pulled from) or pass --image REF")
+    groups, left_out = scheduling.groups(plan)
+    if not groups:
+        raise RenderError(f"{plan.path}: no source has a schedule (sources[].schedule): nothing to run; give "
+                          "the sources that the CronJob should back up a 5-field cron schedule")
+    gathered = gather(plan, registry)
+    scheduled = [s for g in groups for s in g.sources]
+    needs = gathered.covered(scheduled)
+    reads = [r for n in needs for r in n.api_reads]
+    rbac = access.access(reads)
+    token = bool(reads) or any(n.service_account_token for n in needs)
+    net = egress.egress(sorted({e for n in needs for e in n.endpoints}))
+    text = with_image(plan_text, image) if image != plan.spec.dr_image else plan_text
+    docs = [objects.service_account(namespace, token), objects.plan_configmap(namespace, text),
+            *objects.roles(namespace, rbac, access.restore_rules(reads)), objects.network_policy(namespace, net),
+            *(objects.cronjob(g, _pod(g, gathered, image, namespace, token)) for g in groups)]
+    result = Rendering(docs, groups, image, namespace, text, left_out,
+                       [s for s in gathered.uncovered() if s in scheduled],
+                       resources_why=sizing.resources(sorted({gathered.types[s] for s in scheduled}))[1])
+    result.notes = _notes(gathered, scheduled, rbac, net)
+    result.public_endpoints = net.public
+    result.secret_keys = [{"key": c.key, "what": c.what, "optional": c.optional} for c in objects.credentials(needs)]
+    result.claims = [{"name": objects.claim_name(r), "mount": r} for r in objects.data_roots(needs)]
+    return result
+
+
+def _pod(group: scheduling.Group, gathered, image: str, namespace: str, token: bool) -> objects.Pod:
+    """Each CronJob's pod gets what its own sources need (and the targets): no more."""
+    resources, why = sizing.resources(sorted({gathered.types[s] for s in group.sources}))
+    return objects.Pod(image, namespace, gathered.covered(list(group.sources)), resources, why, token)
+
+
+def with_image(plan_text: str, image: str) -> str:
+    """The plan with dr_image set to the rendered image, so the audit judges the image that runs."""
+    line = f"dr_image: {image}  # set by dr deploy render --image"
+    text = _DR_IMAGE_LINE.sub(lambda _: line, plan_text, count=1) if _DR_IMAGE_LINE.search(plan_text) \
+        else plan_text.rstrip("\n") + "\n" + line + "\n"
+    if yaml.safe_load(text).get("dr_image") != image:
+        raise RenderError("the plan's dr_image could not be replaced with --image (it spans several lines): "
+                          "write it on one line, or set it to the image and leave out --image")
+    return text
+
+
+def _notes(gathered, scheduled: list[str], rbac: access.Access, net: egress.Egress) -> list[str]:
+    notes = list(gathered.targets.notes)
+    for name in scheduled:
+        needs = gathered.sources[name]
+        if needs is None:
+            notes.append(f"source {name} ({gathered.types[name]}): its exporter does not say what it needs in a "
+                         "pod (run_needs): add its credentials, mounts and egress yourself")
+            continue
+        notes += [f"source {name}: {n}" for n in needs.notes]
+        inside = [p for p in [*needs.paths, *(c.path for c in needs.credentials if c.path)]
+                  if p.startswith(PLAN_DIR + "/")]
+        notes += [f"source {name}: {p} resolves inside the plan's read-only ConfigMap mount ({PLAN_DIR}): write "
+                  "the path absolute in the plan" for p in inside]
+    if rbac.reads_everything:
+        notes.append("RBAC: a source reads every resource of every API group (get/list/watch on * in *)")
+    if net.public:
+        notes.append("NetworkPolicy: public host names cannot be expressed; allowed by port only: " + ", ".join(net.public))
+    return notes

@@ -1,0 +1,144 @@
+"""`--format helm`: a chart whose templates, rendered with its default values, are the objects
+`--format yaml` writes, and whose values change what they say they change.
+
+The real helm (v4, .tools/bin/helm from scripts/install-test-deps) renders the chart with
+`helm template`, with default values and with overrides. `expand` below also evaluates exactly
+the Go-template forms dr writes (and fails on any other: Helm's whitespace trimming, `quote`,
+`index`, `toYaml`, `nindent`, `.Files.Get`, `with`), which pins the forms dr may write."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+
+import yaml
+
+from tests.deploy.conftest import MULTI_REGION, by_kind, container, documents, render
+from tests.plans.conftest import REPO_ROOT
+
+HELM = os.path.join(REPO_ROOT, ".tools", "bin", "helm")
+
+_WITH = re.compile(r"\{\{- with \.Values\.([\w.]+) \}\}(.*?)\{\{- end \}\}", re.S)
+_EXPR = re.compile(r"(\s*)\{\{(-?) (.*?) \}\}")
+
+
+def _value(values: dict, dotted: str):
+    for part in dotted.split("."):
+        values = values[part]
+    return values
+
+
+def _evaluate(expr: str, values: dict, files: dict, namespace: str, dot=None) -> str:
+    pipeline = [p.strip() for p in expr.split("|")]
+    head, filters = pipeline[0], pipeline[1:]
+    if head == ".":
+        value = dot
+    elif head == ".Release.Namespace":
+        value = namespace
+    elif head.startswith(".Values."):
+        value = _value(values, head[len(".Values."):])
+    elif m := re.fullmatch(r'index \.Values\.(\w+) "([\w-]+)"', head):
+        value = values[m[1]][m[2]]
+    elif m := re.fullmatch(r'\.Files\.Get "([\w/.-]+)"', head):
+        value = files[m[1]]
+    elif m := re.fullmatch(r'toYaml \(index \.Values\.(\w+) "([\w-]+)"\)', head):
+        value = yaml.safe_dump(values[m[1]][m[2]], sort_keys=True).rstrip("\n")
+    else:
+        raise AssertionError(f"a template form dr does not write: {expr}")
+    for name in filters:
+        if name == "quote":
+            value = json.dumps(str(value))
+        elif m := re.fullmatch(r"nindent (\d+)", name):
+            value = "\n" + "\n".join(" " * int(m[1]) + line if line else line for line in str(value).split("\n"))
+        else:
+            raise AssertionError(f"a template filter dr does not write: {name}")
+    return str(value)
+
+
+def expand(text: str, values: dict, files: dict, namespace: str) -> str:
+    def with_block(match: re.Match) -> str:
+        dot = _value(values, match[1])
+        return _expressions(match[2], values, files, namespace, dot) if dot else ""
+    return _expressions(_WITH.sub(with_block, text), values, files, namespace)
+
+
+def _expressions(text: str, values, files, namespace, dot=None) -> str:
+    def one(match: re.Match) -> str:
+        space = "" if match[2] == "-" else match[1]  # {{- trims the whitespace before it
+        return space + _evaluate(match[3], values, files, namespace, dot)
+    return _EXPR.sub(one, text)
+
+
+def _chart(tmp_path, capsys) -> tuple[str, dict[str, str]]:
+    out = tmp_path / "chart"
+    code, _, err = render(["--plan", MULTI_REGION, "--format", "helm", "--output", str(out)], capsys)
+    assert code == 0, err
+    files = {}
+    for folder, _, names in os.walk(out):
+        for name in names:
+            path = os.path.join(folder, name)
+            files[os.path.relpath(path, out)] = open(path, encoding="utf-8").read()
+    return str(out), files
+
+
+def _objects(files: dict[str, str], values: dict, namespace: str) -> list[dict]:
+    templates = sorted(n for n in files if n.startswith("templates/") and n.endswith(".yaml"))
+    return [yaml.safe_load(expand(files[n], values, files, namespace)) for n in templates]
+
+
+def test_the_chart_renders_the_yaml_formats_objects(tmp_path, capsys):
+    _, files = _chart(tmp_path, capsys)
+    chart = yaml.safe_load(files["Chart.yaml"])
+    assert chart["apiVersion"] == "v2" and chart["name"] == "dr"
+    values = yaml.safe_load(files["values.yaml"])
+    assert set(values) == {"image", "schedules", "resources", "existingSecret", "metrics"}
+    _, out, _ = render(["--plan", MULTI_REGION], capsys)
+    assert _objects(files, values, "dr-system") == documents(out)
+
+
+def test_the_values_change_what_they_say(tmp_path, capsys):
+    _, files = _chart(tmp_path, capsys)
+    values = yaml.safe_load(files["values.yaml"])
+    values["image"] = "mirror.example.com/dr:9"
+    values["schedules"]["dr-backup-platform-config"] = "5 * * * *"
+    values["resources"]["dr-backup-platform-config"]["limits"]["memory"] = "1Gi"
+    values["existingSecret"] = "vault-synced-dr"
+    values["metrics"]["pushgateway"] = "http://pushgateway.monitoring.svc:9091"
+    objects = _objects(files, values, "backups")
+    cronjobs = {c["metadata"]["name"]: c for c in by_kind(objects, "CronJob")}
+    config = cronjobs["dr-backup-platform-config"]
+    assert config["spec"]["schedule"] == "5 * * * *" and config["metadata"]["namespace"] == "backups"
+    pod = container(config)
+    assert pod["image"] == "mirror.example.com/dr:9" and pod["resources"]["limits"]["memory"] == "1Gi"
+    assert pod["command"][-3:] == ["--quiet", "--pushgateway", "http://pushgateway.monitoring.svc:9091"]
+    assert "--metrics-file" not in pod["command"]
+    refs = [e["valueFrom"]["secretKeyRef"]["name"] for e in pod["env"] if "valueFrom" in e]
+    assert refs and set(refs) == {"vault-synced-dr"}
+    assert by_kind(objects, "ConfigMap")[0]["data"]["plan.yaml"] == files["files/plan.yaml"]
+
+
+def _helm_template(chart: str, *overrides: str) -> list[dict]:
+    assert os.access(HELM, os.X_OK), f"{HELM} is missing: run scripts/install-test-deps"
+    sets = [a for o in overrides for a in ("--set-string", o)]
+    done = subprocess.run([HELM, "template", "dr", chart, "--namespace", "dr-system", *sets],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return documents(done.stdout)
+
+
+def _key(obj: dict) -> tuple[str, str]:
+    return obj["kind"], obj["metadata"]["name"]
+
+
+def test_real_helm_renders_the_same_objects(tmp_path, capsys):
+    chart, _ = _chart(tmp_path, capsys)
+    _, out, _ = render(["--plan", MULTI_REGION], capsys)
+    assert sorted(_helm_template(chart), key=_key) == sorted(documents(out), key=_key)
+    changed = _helm_template(chart, "image=mirror.example.com/dr:9", "metrics.file=/tmp/dr.prom",
+                             "schedules.dr-backup-training-recipes=*/5 * * * *")
+    recipes = next(c for c in by_kind(changed, "CronJob") if c["metadata"]["name"] == "dr-backup-training-recipes")
+    assert recipes["spec"]["schedule"] == "*/5 * * * *"
+    assert container(recipes)["image"] == "mirror.example.com/dr:9"
+    assert container(recipes)["command"][-2:] == ["--metrics-file", "/tmp/dr.prom"]
