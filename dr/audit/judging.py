@@ -24,6 +24,7 @@ _KIND_CODES = {
     "registry": "registry-in-failed-domain",
     "helm-repo": "registry-in-failed-domain",
     "helm-chart-repo": "registry-in-failed-domain",
+    "helm-chart": "registry-in-failed-domain",
     "oci-registry": "registry-in-failed-domain",
     "chart-repo": "registry-in-failed-domain",
     "chart": "registry-in-failed-domain",

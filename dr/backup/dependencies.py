@@ -13,23 +13,30 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from dr.exporters.contract import ArtifactSink, PlanDependency
+from dr.exporters.contract import DETAILS_KEPT, ArtifactSink, PlanDependency
 from dr.model.artifacts import Artifact
 
 
 class DependencyLedger:
-    """(kind, reference) -> the sources that need it, in the order first seen."""
+    """(kind, reference) -> the sources that need it and the details they recorded, in the order
+    first seen (details bounded: a reference a thousand pods share keeps DETAILS_KEPT)."""
 
     def __init__(self) -> None:
         self._found: dict[tuple[str, str], dict[str, None]] = {}
+        self._details: dict[tuple[str, str], dict[str, None]] = {}
 
     def record(self, artifacts: Iterable[Artifact]) -> None:
         for artifact in artifacts:
             for dep in artifact.dependencies:
-                self._found.setdefault((dep.kind, dep.reference), {})[artifact.source] = None
+                key = (dep.kind, dep.reference)
+                self._found.setdefault(key, {})[artifact.source] = None
+                details = self._details.setdefault(key, {})
+                if dep.detail and len(details) < DETAILS_KEPT:
+                    details[dep.detail] = None
 
     def dependencies(self) -> list[PlanDependency]:
-        return [PlanDependency(kind, ref, tuple(sources)) for (kind, ref), sources in self._found.items()]
+        return [PlanDependency(kind, ref, tuple(sources), tuple(self._details.get((kind, ref), ())))
+                for (kind, ref), sources in self._found.items()]
 
 
 class RecordingSink:

@@ -33,7 +33,7 @@ __all__ = ["CONTRACT_VERSION", "SUPPORTED_VERSIONS", "AnyOf", "ArtifactSink", "C
            "Destination", "Discovered", "EncryptionError", "ExportContext", "Exporter", "ExporterOptions",
            "IntegrityError", "NoDestination", "Ordering", "OrderingRule", "Outcome", "OutcomeStatus", "PlanDependency",
            "RemapKind", "RestoreOption", "RestoreRequest", "Rewrite", "Rewriter", "RpoRow", "CopyReport",
-           "prefix_rewrite", "ApiRead", "AWS_CREDENTIALS", "CREDENTIALS_DIR", "Credential", "RunNeeds"]
+           "DETAILS_KEPT", "prefix_rewrite", "ApiRead", "AWS_CREDENTIALS", "CREDENTIALS_DIR", "Credential", "RunNeeds"]
 
 CONTRACT_VERSION = 2
 # Versions dr still loads: the current one natively, older ones through an adapter
@@ -108,6 +108,12 @@ class PlanDependency:
     kind: str
     reference: str
     sources: tuple[str, ...]  # the sources whose artifacts need it
+    # the distinct `detail` texts those artifacts recorded with it (what needs it, for findings:
+    # "helm release team-a/web v3"), in the order first seen, at most DETAILS_KEPT
+    details: tuple[str, ...] = ()
+
+
+DETAILS_KEPT = 20  # per PlanDependency: enough to name who needs it, bounded for a shared reference
 
 
 @dataclass

@@ -59,3 +59,22 @@ def test_a_source_not_exported_now_counts_as_its_newest_snapshot_recorded_it(tmp
     [result] = run_backup(plan, REGISTRY)
     assert [s.ok for s in result.sources] == [True, False]
     assert _inventory(plan, result) == [["table-endpoint", "https://fs-1.example/api", ["features"]]]
+
+
+def test_the_ledger_keeps_the_distinct_details_bounded():
+    from dr.backup.dependencies import DependencyLedger
+    from dr.exporters.contract import DETAILS_KEPT
+    from dr.model.artifacts import Artifact, Dependency, Sensitivity
+
+    def artifact(source: str, *details: str) -> Artifact:
+        return Artifact(source, "x", "k", source, 0, Sensitivity.INTERNAL, dependencies=[
+            Dependency("helm-chart", "https://charts.example/web:1.0.0", d) for d in details])
+
+    ledger = DependencyLedger()
+    ledger.record([artifact("platform", "helm release a/web v1", "helm release a/web v1", "helm release b/web v4"),
+                   artifact("argo", "")])
+    [dep] = ledger.dependencies()
+    assert dep.sources == ("platform", "argo")
+    assert dep.details == ("helm release a/web v1", "helm release b/web v4")
+    ledger.record([artifact("many", *(f"helm release n{i}/web v1" for i in range(DETAILS_KEPT * 2)))])
+    assert len(ledger.dependencies()[0].details) == DETAILS_KEPT

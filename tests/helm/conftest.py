@@ -71,8 +71,11 @@ def charts(tmp_path_factory):
             registry.stop()
 
 
-def plan_with(tmp_path, helm_options: dict, *, extra_sources=(), locations=(), recipients=()) -> object:
+def plan_with(tmp_path, helm_options: dict, *, extra_sources=(), locations=(), recipients=(),
+              remaps=()) -> object:
     data = {"encryption": {"recipients": list(recipients)}} if recipients else {}
+    if remaps:
+        data["restore"] = {"remaps": list(remaps)}
     data |= {"version": 1, "name": "helm-test",
             "failure_domains": [{"name": "cluster-a", "kind": "cluster"}, {"name": "dr-site", "kind": "site"}],
             "protects_against": ["cluster-a"], "locations": list(locations),

@@ -108,3 +108,26 @@ def test_restore_and_verify_refuse_a_stored_chart_that_does_not_match_its_digest
     [outcome] = exporter.restore([web], reader, RestoreRequest(to=str(tmp_path / "out")))
     assert outcome.status == OutcomeStatus.FAILED and outcome.reason == report.problems[0]
     assert not (tmp_path / "out" / "web-1.0.0.tgz").exists()
+
+
+def test_a_whole_plan_restore_without_a_chart_repository_remap_names_the_to_to_give(tmp_path, charts, capsys):
+    backup(plan_with(tmp_path, _listed(charts)))
+    capsys.readouterr()
+    main(["restore", "--plan", str(tmp_path / "plan.yaml"), "--dry-run", "--json"])
+    [step] = json.loads(capsys.readouterr().out)["steps"]
+    assert step["status"] == "refused" and not (tmp_path / "restored").exists()
+    assert f"no chart-repository remap in the plan for {charts.http.url}, oci://{charts.oci.host}/charts:" in step["reason"]
+    assert "--to charts=DIR or --to charts=oci://HOST/PATH" in step["reason"]
+
+
+def test_a_drill_restores_the_charts_into_a_chart_directory_under_its_scratch_folder(tmp_path, charts, capsys):
+    backup(plan_with(tmp_path, _listed(charts)))
+    scratch = tmp_path / "scratch"
+    capsys.readouterr()
+    code = main(["drill", "--plan", str(tmp_path / "plan.yaml"), "--failed", "cluster-a", "--to", str(scratch),
+                 "--json"])
+    captured = capsys.readouterr()
+    assert code == Exit.OK, captured.out + captured.err
+    index = yaml.safe_load((scratch / "charts" / "index.yaml").read_text())
+    assert sorted(index["entries"]) == ["api", "web"]
+    assert (scratch / "charts" / "web-1.0.0.tgz").read_bytes() == (charts.packaged / "web-1.0.0.tgz").read_bytes()

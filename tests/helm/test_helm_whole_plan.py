@@ -1,6 +1,8 @@
-"""A Helm release (its Secret written with Helm's own encoding) on an emulated cluster names its
-chart repository, which lives in the failed domain. Without the helm source the audit finds
-that a blocker; with it, the repository's charts are copied and the dependency is covered."""
+"""Helm releases (their Secrets written with Helm's own encoding) on an emulated cluster pin the
+charts they run, from a chart repository that lives in the failed domain. Without the helm
+source the audit finds each a blocker; with it, exactly those charts are copied (not the whole
+repository), the dependency is covered, and a chart the repository no longer has is a finding
+naming its release."""
 
 from __future__ import annotations
 
@@ -16,16 +18,16 @@ from tests.harness import EmulatedCluster, write_kubeconfig
 from tests.helm.conftest import backup, plan_with, source_result
 
 
-def _release_secret(repo: str) -> dict:
-    release = {"name": "web", "namespace": "team-a", "version": 1,
+def release_secret(repo: str, name: str, chart: str, version: str, revision: int = 1) -> dict:
+    release = {"name": name, "namespace": "team-a", "version": revision,
                "info": {"status": "deployed", "description": "Install complete"},
-               "chart": {"metadata": {"name": "web", "version": "1.0.0", "appVersion": "1.16.0",
+               "chart": {"metadata": {"name": chart, "version": version, "appVersion": "1.16.0",
                                       "annotations": {"dr.io/chart-repo": repo}},
                          "templates": [], "values": {"replicaCount": 1}},
                "config": {"replicaCount": 3}, "manifest": "---\n"}
     return {"apiVersion": "v1", "kind": "Secret", "type": "helm.sh/release.v1",
-            "metadata": {"name": "sh.helm.release.v1.web.v1", "namespace": "team-a",
-                         "labels": {"name": "web", "owner": "helm", "status": "deployed", "version": "1"}},
+            "metadata": {"name": f"sh.helm.release.v1.{name}.v{revision}", "namespace": "team-a",
+                         "labels": {"name": name, "owner": "helm", "status": "deployed", "version": str(revision)}},
             "data": {"release": encode_release(release)}}
 
 
@@ -36,31 +38,76 @@ def _audit(tmp_path, name: str) -> list[dict]:
     return json.loads(out.read_text())["findings"]
 
 
-def test_the_release_chart_repository_is_covered_once_the_helm_source_copies_it(tmp_path, charts):
+def _about(findings: list[dict], reference: str) -> list[tuple[str, str]]:
+    return sorted((f["severity"], f["code"]) for f in findings if f.get("reference") == reference)
+
+
+def test_the_release_charts_are_copied_exactly_and_covered(tmp_path, charts, capsys):
+    repo = charts.http.url
+    web, gone = f"{repo}/web:1.0.0", f"{repo}/api:9.9.9"
     cluster = EmulatedCluster(name="cluster-a").start()
     try:
         cluster.create_objects([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}},
-                                _release_secret(charts.http.url)])
+                                release_secret(repo, "web", "web", "1.0.0"),
+                                release_secret(repo, "api", "api", "9.9.9", revision=4)])
         kubeconfig = write_kubeconfig(os.path.join(tmp_path, "kubeconfig"), {"cluster-a": cluster})
         kube = {"name": "platform", "type": "kubernetes", "kubeconfig": kubeconfig, "context": "cluster-a"}
-        recipients = [str(pyrage.x25519.Identity.generate().to_public())]  # release Secrets are secret-class
-        in_cluster = [{"name": "in-cluster-charts", "domain": "cluster-a", "prefixes": [charts.http.url]}]
+        identity = pyrage.x25519.Identity.generate()  # release Secrets are secret-class
+        (tmp_path / "identity.txt").write_text(str(identity) + "\n")
+        recipients = [str(identity.to_public())]
+        in_cluster = [{"name": "in-cluster-charts", "domain": "cluster-a", "prefixes": [repo]}]
 
+        # where the DR copy of the lost repository's charts goes in a restore: a directory
+        remaps = [{"kind": "chart-repository", "old": repo, "new": "dr-charts"}]
         plan_with(tmp_path, {"from_plan": False}, extra_sources=[kube], locations=in_cluster,
-                  recipients=recipients)
+                  recipients=recipients, remaps=remaps)
         assert main(["backup", "--plan", str(tmp_path / "plan.yaml"), "-q"]) in (Exit.OK, Exit.PARTIAL)
         before = _audit(tmp_path, "before")
-        assert [f["severity"] for f in before if charts.http.url in json.dumps(f)] == ["blocker"], before
+        # each release pins its chart; the repository itself is no dependency of theirs
+        assert _about(before, web) == _about(before, gone) == [("blocker", "registry-in-failed-domain")], before
+        assert not _about(before, repo)
 
         result, found, _ = backup(plan_with(tmp_path, {}, extra_sources=[kube], locations=in_cluster,
-                                            recipients=recipients))
+                                            recipients=recipients, remaps=remaps))
+        restored = _whole_plan_restore(tmp_path, capsys)
     finally:
         cluster.stop()
+    # exactly the chart the release runs: not web 1.1.0, not the repository's other charts
+    assert set(found) == {web}
+    assert found[web].meta["provides"] == [web]
+    assert found[web].meta["releases"] == [{"namespace": "team-a", "name": "web", "revision": 1}]
+    # the chart the repository no longer has: an error naming its release; the other still copies
     charts_source = source_result(result)
-    assert charts_source.ok and not [f for f in charts_source.findings if f["severity"] == "error"]
-    # the whole repository the release installed from: every version of every chart in it
-    assert {i for i in found if i != charts.http.url} == {
-        f"{charts.http.url}/web:1.0.0", f"{charts.http.url}/web:1.1.0", f"{charts.http.url}/api:0.1.0"}
-    assert found[charts.http.url].meta["provides"] == [charts.http.url]
+    [missing] = [f for f in charts_source.findings if f["severity"] == "error"]
+    assert (missing["code"], missing["chart"], missing["releases"]) == ("chart-missing", gone, ["team-a/api"])
+    assert "helm release team-a/api v4" in missing["message"]
+
     after = _audit(tmp_path, "after")
-    assert not [f for f in after if f["severity"] == "blocker" and charts.http.url in json.dumps(f)], after
+    assert _about(after, web) == [("info", "dependency-remapped")], after
+    assert _about(after, gone) == [("blocker", "registry-in-failed-domain")]
+
+
+    # a whole-plan restore: the plan's chart-repository remap is the charts' destination
+    copy = tmp_path / "dr-charts" / "web-1.0.0.tgz"
+    [charts_step] = [step for step in restored["steps"] if step["name"] == "charts"]
+    [destination] = charts_step["destinations"]
+    assert destination["to"] == str(tmp_path / "dr-charts") and "chart-repository" in destination["how"]
+    assert {s["step"]: s["status"] for s in restored["run"]["steps"]}["charts"] == "succeeded"
+    assert copy.read_bytes() == (charts.packaged / "web-1.0.0.tgz").read_bytes()
+    # each outcome says how to reinstall the release from the DR copy with its restored values
+    capsys.readouterr()
+    assert main(["restore", "--plan", str(tmp_path / "plan.yaml"), "--source", "charts", "--to",
+                 str(tmp_path / "dr-charts"), "--json"]) == Exit.OK
+    [outcome] = json.loads(capsys.readouterr().out)["outcomes"]
+    assert (outcome["item"], outcome["status"]) == (web, "unchanged")
+    assert (f"helm get values web -n team-a -o yaml > values-team-a-web.yaml && helm upgrade --install web "
+            f"{copy} -n team-a -f values-team-a-web.yaml") in outcome["reason"]
+
+
+def _whole_plan_restore(tmp_path, capsys) -> dict:
+    capsys.readouterr()
+    code = main(["restore", "--plan", str(tmp_path / "plan.yaml"), "--to", "platform=cluster-a",
+                 "--identity", str(tmp_path / "identity.txt"), "--json"])
+    out = capsys.readouterr().out
+    assert code == Exit.OK, out
+    return json.loads(out)

@@ -94,13 +94,29 @@ def test_helm_release_decoding():
     assert summary["chart"] == {"name": "model-server", "version": "1.4.2", "appVersion": "2.0",
                                 "source": "https://charts.example.com/model-server"}
     assert summary["values"]["replicas"] == 3
-    [dependency] = helm_releases.dependencies(summary)
-    assert (dependency.kind, dependency.reference) == ("helm-chart-repo", "https://charts.example.com/model-server")
+    [dependency] = helm_releases.dependencies(summary)  # the chart pinned, the release named
+    assert (dependency.kind, dependency.reference, dependency.detail) == (
+        "helm-chart", "https://charts.example.com/model-server/model-server:1.4.2", "helm release team-a/model-server v2")
     plain = base64.b64encode(base64.b64encode(json.dumps({"name": "x", "version": 1}).encode())).decode()
     assert helm_releases.decode_release({"data": {"release": plain}})["name"] == "x"  # no gzip: older Helm
     with pytest.raises(helm_releases.ReleaseDecodeError):
         helm_releases.decode_release({"data": {"release": base64.b64encode(b"!!").decode()}})
     assert gzip.decompress(base64.b64decode(base64.b64decode(helm_releases.encode_release({"a": 1}))))
+
+
+def test_a_release_chart_is_pinned_when_its_source_is_a_chart_repository_url():
+    pin = helm_releases.pinned_chart
+    assert pin("oci://registry.example/charts", "web", "1.0.0") == "oci://registry.example/charts/web:1.0.0"
+    assert pin("oci://registry.example/charts/web", "web", "1.0.0") == "oci://registry.example/charts/web:1.0.0"
+    assert pin("https://charts.example/stable/", "web", "1.0.0") == "https://charts.example/stable/web:1.0.0"
+    assert pin("http://127.0.0.1:8080", "web", "1.0.0") == "http://127.0.0.1:8080/web:1.0.0"
+    assert pin("git@github.com:org/charts", "web", "1.0.0") is None  # no chart repository URL
+    assert pin("https://charts.example", "web", "") is None
+    summary = {"name": "web", "namespace": "a", "revision": 3,
+               "chart": {"name": "web", "version": "1.0.0", "source": "git@github.com:org/charts"}}
+    [dependency] = helm_releases.dependencies(summary)  # cannot pin: the source, as a repository
+    assert (dependency.kind, dependency.reference) == ("helm-chart-repo", "git@github.com:org/charts")
+    assert dependency.detail == "helm release a/web v3 chart web-1.0.0"
 
 
 def _t(qualified: str, kind: str, namespaced: bool = True, **flags) -> TypeInfo:

@@ -113,7 +113,7 @@ def test_dependencies_and_what_each_artifact_provides(pipeline):
             ("secret", "secret:team-a/regcred"), ("configmap", "configmap:team-a/settings"),
             ("storage-class", "storageclass:default"),
             ("webhook-service", "kueue-webhook-service.kueue-system.svc.cluster.local"),
-            ("helm-chart-repo", "https://charts.example.com/model-server")} <= deps
+            ("helm-chart", "https://charts.example.com/model-server/model-server:1.4.2")} <= deps
     details = {d.detail for a in backup.artifacts for d in a.dependencies if d.reference == "docker.io/library/busybox:1.36"}
     assert details == {"CronJob/team-b/nightly .spec.jobTemplate.spec.template.spec.initContainers[0].image"}
     provided = {p for a in backup.artifacts for p in a.meta.get("provides", [])}

@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+import os
 from typing import Iterator
 
 from dr.exporters.contract import (ArtifactSink, ContentReader, CopyReport, Destination, Discovered, ExportContext,
-                                   Exporter, NoDestination, Ordering, Outcome, RestoreOption, RestoreRequest,
-                                   Rewriter)
+                                   Exporter, NoDestination, Ordering, Outcome, RemapKind, RestoreOption,
+                                   RestoreRequest, Rewriter, RunNeeds)
 from dr.exporters.helm import records
+from dr.exporters.helm.credentials import Credentials
+from dr.exporters.helm.deploying import run_needs
 from dr.exporters.helm.exporting import ExportRun
 from dr.exporters.helm.locating import Sources
 from dr.exporters.helm.options import HelmOptions
 from dr.exporters.helm.restoring import PLAIN_HTTP, check_stored, restore_charts
-from dr.exporters.helm.selecting import select
+from dr.exporters.helm.references import OCI
+from dr.exporters.helm.selecting import CHART_DEPENDENCY_KIND, DEPENDENCY_KIND, select
 from dr.exporters.helm.transport import ChartError, Transport
 from dr.model.artifacts import Artifact, Sensitivity
+
+
+REMAP = "chart-repository"
 
 
 class HelmExporter(Exporter):
@@ -27,6 +34,13 @@ class HelmExporter(Exporter):
     # charts are restored before the workloads whose releases install them (the core's @images
     # rule also matches steps holding helm-chart artifacts)
     ordering = Ordering(frozenset({"charts"}))
+    # a plan remap `chart-repository` names where the DR copy of a repository's charts goes (a
+    # chart directory or an OCI registry): the default destination of a whole-plan restore, and
+    # what the releases' pinned charts point at once restored
+    remap_kinds = (RemapKind(REMAP, frozenset({CHART_DEPENDENCY_KIND, DEPENDENCY_KIND}),
+                             "old: a chart repository URL (https://charts.example.com/stable, oci://host/path); "
+                             "new: where its charts are restored: a directory (relative to the plan) or "
+                             "oci://host/path"),)
     restore_options = (
         RestoreOption("plain-http", "", "push to the --to oci:// registry over plain HTTP (loopback always is)",
                       PLAIN_HTTP, switch=True),
@@ -40,7 +54,9 @@ class HelmExporter(Exporter):
     @property
     def transport(self) -> Transport:
         if self._transport is None:
-            self._transport = Transport(self.options.timeout_seconds, self.options.tls_verify)
+            path = self.options.auth_file
+            credentials = Credentials(os.path.join(self.context.base_dir, path) if path else None)
+            self._transport = Transport(self.options.timeout_seconds, self.options.tls_verify, credentials)
         return self._transport
 
     @property
@@ -71,11 +87,43 @@ class HelmExporter(Exporter):
 
     # -- contract v2: planning ---------------------------------------------------------------
     def destinations(self, artifacts: list[Artifact], rewrite: Rewriter) -> list[Destination]:
-        raise NoDestination("charts are restored into a chart directory or an OCI registry: give "
-                            "--to SOURCE=DIR or --to SOURCE=oci://HOST/PATH")
+        """Each chart to its repository's `chart-repository` remap; NoDestination naming the
+        repositories without one (the chart repository it came from is what was lost)."""
+        groups: dict[str, Destination] = {}
+        unmapped: dict[str, None] = {}
+        for artifact in [a for a in artifacts if a.kind == records.CHART]:
+            to, how = self._remapped(artifact, rewrite)
+            if to is None:
+                unmapped[str(artifact.meta.get("repository") or artifact.identity)] = None
+                continue
+            groups.setdefault(to, Destination([], to, how, f"-> {to}")).artifacts.append(artifact)
+        if unmapped:
+            source = self.context.source
+            raise NoDestination(f"no chart-repository remap in the plan for {', '.join(unmapped)}: give --to "
+                                f"{source}=DIR or --to {source}=oci://HOST/PATH, or add to restore.remaps "
+                                f"{{kind: {REMAP}, old: REPOSITORY, new: DIR or oci://HOST/PATH}}")
+        lists = [a for a in artifacts if a.kind != records.CHART]  # skipped by restore(): ride along
+        if not groups:
+            return [Destination(lists, None, "nothing to write (lists of charts only)")] if lists else []
+        first = next(iter(groups.values()))
+        first.artifacts += lists
+        return list(groups.values())
+
+    def _remapped(self, artifact: Artifact, rewrite: Rewriter) -> tuple[str | None, str]:
+        found = rewrite(CHART_DEPENDENCY_KIND, artifact.identity)
+        tail = f"/{artifact.meta.get('name')}:{artifact.meta.get('version')}"
+        if found is None or not found.new.endswith(tail) or found.new.startswith(("http://", "https://")):
+            return None, ""
+        to = found.new[:-len(tail)]
+        if not to.startswith(OCI):
+            to = os.path.join(self.context.base_dir, to)
+        return to, f"plan remap {REMAP}: {found.remap_old} -> {found.remap_new}"
 
     def scratch_destination(self, folder: str) -> str | None:
         return folder  # a directory chart repository
+
+    def run_needs(self) -> RunNeeds:
+        return run_needs(self.options, self.context.base_dir)
 
     def restore_bytes(self, artifacts: list[Artifact]) -> dict[str, int]:
         return {"image_warmup": sum(a.size for a in artifacts if a.kind == records.CHART)}

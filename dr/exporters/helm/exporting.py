@@ -4,7 +4,8 @@ Each chart is located at its source (index.yaml entry or OCI manifest: the publi
 then written as a `helm-chart` artifact whose bytes are read only when its change token (the
 digest) differs from the previous snapshot's, and checked against the digest as they are read.
 A chart that cannot be copied (repository down, version missing, bytes not matching) is an
-error finding naming it and what needed it; the other charts still copy. The source fails
+error finding naming it and what needed it (the sources, and the Helm releases that run it);
+the other charts still copy. The source fails
 (raises) only when every chart failed.
 """
 
@@ -32,8 +33,11 @@ class ExportRun:
 
     def execute(self) -> None:
         selection = select(self.exporter)
-        for code, message, facts in selection.problems:
-            self._fail(code, message, **facts)
+        for severity, code, message, facts in selection.problems:
+            if severity == "error":
+                self._fail(code, message, **facts)
+            else:
+                self.context.finding(severity, code, message, **facts)
         if not selection.wanted:
             self.context.log("no charts to copy" + (" (" + "; ".join(self.failed) + ")" if self.failed else ""))
             if self.failed:
@@ -48,13 +52,14 @@ class ExportRun:
 
     def _copy(self, item: Wanted) -> None:
         why = "; ".join(item.why[:3])
+        facts = {"chart": item.ref.identity, "releases": [f"{r['namespace']}/{r['name']}" for r in item.releases]}
         try:
             self._store(item)
         except DigestMismatch as exc:
-            self._fail("chart-digest-mismatch", f"{exc} ({why})", chart=item.ref.identity)
+            self._fail("chart-digest-mismatch", f"{exc} ({why})", **facts)
         except ChartError as exc:  # NotFound: the repository lists no such version, or no such tag
             code = "chart-missing" if isinstance(exc, NotFound) else "chart-unavailable"
-            self._fail(code, f"chart {item.ref.identity} ({why}): {exc}", chart=item.ref.identity)
+            self._fail(code, f"chart {item.ref.identity} ({why}): {exc}", **facts)
 
     def _store(self, item: Wanted) -> None:
         found = self.exporter.sources.locate(item.ref)

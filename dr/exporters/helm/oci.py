@@ -43,9 +43,6 @@ class OciRegistry:
     def _scope(self, path: str, push: bool = False) -> str:
         return f"repository:{path}:{'pull,push' if push else 'pull'}"
 
-    def check(self) -> None:
-        self.transport.request("GET", f"{self.base}/", ok=(200, 401))
-
     def manifest(self, path: str, reference: str) -> tuple[str, bytes]:
         response = self.transport.request("GET", f"{self.base}/{path}/manifests/{reference}",
                                           scope=self._scope(path), headers={"Accept": ACCEPT})

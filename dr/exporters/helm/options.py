@@ -49,11 +49,12 @@ class ChartSpec(BaseModel):
 class HelmOptions(ExporterOptions):
     charts: list[ChartSpec] = []
     from_plan: bool = True
-    plan_versions: Literal["all", "latest"] = "all"
+    repositories: Literal["none", "latest", "all"] = "none"
     max_charts_per_repository: int = Field(200, ge=1)
     provenance: bool = True
     plain_http: list[str] = []
     tls_verify: bool = True
+    auth_file: str | None = None  # a docker config.json (relative to the plan's folder)
     timeout_seconds: float = Field(30.0, gt=0)
 
     @field_validator("plain_http")

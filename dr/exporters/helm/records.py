@@ -3,8 +3,9 @@
 `helm-chart` artifact, identity `<repository>/<name>:<version>`, content the chart's .tgz as
 its source served it. Meta: `name`, `version`, `app_version`, `repository`, `digest` (the
 sha256 the source published and the bytes were checked against), `source_url`, `created`,
-`provenance` (the .prov text, or absent), `provides` (the chart's identity, and the plan
-dependency it was copied for), `why`. Dependencies: the repositories of subcharts the chart's
+`provenance` (the .prov text, or absent), `provides` (the chart's identity, which is also the
+`helm-chart` dependency reference a Helm release pins, and the plan dependency it was copied
+for), `why`, `releases` (the Helm releases that run it: namespace, name, revision). Dependencies: the repositories of subcharts the chart's
 metadata names (what `helm dependency build` would fetch when they are not packaged inside).
 
 `helm-chart-repository` artifact, identity the repository reference other sources recorded:
@@ -30,7 +31,9 @@ def chart_meta(item: Wanted, found: Located) -> dict:
     meta = {"name": found.ref.name, "version": found.ref.version,
             "app_version": str(found.metadata.get("appVersion") or ""), "repository": found.ref.repo,
             "digest": found.digest, "source_url": found.url, "created": found.created,
-            "provides": list(item.provides) or [found.ref.identity], "why": item.why[:5]}
+            "provides": list(dict.fromkeys([found.ref.identity, *item.provides])), "why": item.why[:5]}
+    if item.releases:
+        meta["releases"] = item.releases[:50]
     if found.provenance is not None:
         meta["provenance"] = found.provenance
     return meta

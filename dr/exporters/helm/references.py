@@ -1,10 +1,11 @@
-"""Chart references: a chart in an HTTP chart repository or an OCI registry, and the repository
-references other sources record (`helm-chart-repo` dependencies).
+"""Chart references: a chart in an HTTP chart repository or an OCI registry, and the references
+other sources record (`helm-chart` and `helm-chart-repo` dependencies).
 
 A chart is (where, name, version). Its identity, the artifact's identity, reads like Helm's
 own OCI reference for both kinds: `oci://host/path/name:1.2.3`, `https://host/repo/name:1.2.3`.
-A `helm-chart-repo` reference is a repository (`https://host/repo`, `oci://host/path`), or a
-whole chart when it names one (`oci://host/path/name:1.2.3`).
+A `helm-chart` reference is that identity (the kubernetes exporter pins each Helm release's
+chart so). A `helm-chart-repo` reference is a repository (`https://host/repo`,
+`oci://host/path`), or a whole chart when it names one (`oci://host/path/name:1.2.3`).
 """
 
 from __future__ import annotations
@@ -89,3 +90,15 @@ def from_dependency(reference: str) -> ChartRef | str:
     if text.startswith(OCI) and ":" in text.rsplit("/", 1)[-1]:
         return oci_chart(text)
     return text
+
+
+def pinned(reference: str) -> ChartRef:
+    """A `helm-chart` reference, `<repository>/<name>:<version>`: the chart it pins."""
+    text = check_url(reference, what="a pinned chart")
+    if text.startswith(OCI):
+        return oci_chart(text)
+    parent, _, last = text.rpartition("/")
+    name, sep, version = last.partition(":")
+    if not sep or not name or "//" not in parent or parent.endswith("/"):
+        raise BadReference(f"{reference!r}: a pinned chart is <repository URL>/<name>:<version>")
+    return ChartRef(check_url(parent, what="a chart repository"), name, check_version(version))

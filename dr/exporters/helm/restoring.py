@@ -70,18 +70,34 @@ def restore_charts(exporter: "HelmExporter", artifacts: list[Artifact], reader: 
         if artifact.kind == records.REPOSITORY:
             yield Outcome(artifact.identity, OutcomeStatus.SKIPPED, "the list of charts copied from this repository; "
                           "its charts are restored as items of their own")
-    if to.startswith(OCI):
+    if not to:
+        for artifact in charts:  # a whole-plan restore gets it from destinations(); --source needs --to
+            yield Outcome(artifact.identity, OutcomeStatus.FAILED, "no destination: give --to DIR or --to "
+                          "oci://HOST/PATH (a whole-plan restore uses the plan's chart-repository remap)")
+    elif to.startswith(OCI):
         yield from OciRestore(exporter, to, request).run(charts, reader)
     else:
         yield from DirectoryRestore(to, request).run(charts, reader)
 
 
-def install_hint(where: str, name: str, version: str, plain_http: bool = False) -> str:
-    flags = " --plain-http" if plain_http else ""
-    return (f"install with: helm upgrade --install RELEASE {where} --version {version}{flags} -n NAMESPACE "
-            f"-f VALUES (the release's values: its helm-release record in the kubernetes source)") \
-        if where.startswith(OCI) else (f"install with: helm upgrade --install RELEASE {where} -n NAMESPACE "
-                                       f"-f VALUES (the release's values: its helm-release record in the kubernetes source)")
+def install_hint(where: str, stored: "Stored", plain_http: bool = False) -> str:
+    """The `helm upgrade --install` command from the DR copy: one per Helm release that runs the
+    chart (meta `releases`), with that release's values as its restored Secret holds them
+    (`helm get values`); placeholders for a chart no recorded release runs."""
+    chart = f"{where} --version {stored.version}{' --plain-http' if plain_http else ''}" \
+        if where.startswith(OCI) else where
+    releases = [r for r in stored.meta.get("releases") or [] if isinstance(r, dict) and r.get("name")]
+    if not releases:
+        return (f"install with: helm upgrade --install RELEASE {chart} -n NAMESPACE -f VALUES (a release's "
+                "values: its helm-release record in the kubernetes source)")
+    commands = []
+    for release in releases:
+        name, namespace = release["name"], release.get("namespace") or "default"
+        values = f"values-{namespace}-{name}.yaml"
+        commands.append(f"helm get values {name} -n {namespace} -o yaml > {values} && "
+                        f"helm upgrade --install {name} {chart} -n {namespace} -f {values}")
+    return ("install with (each release's values from its Secret, restored by the kubernetes source): "
+            + "; ".join(commands))
 
 
 class DirectoryRestore:
@@ -110,7 +126,7 @@ class DirectoryRestore:
         where = os.path.join(self.to, stored.filename)
         if all(present[n] == data for n, data in files.items()):
             return Outcome(item, OutcomeStatus.UNCHANGED, f"{where} holds this chart already; "
-                           + install_hint(where, stored.name, stored.version)), stored
+                           + install_hint(where, stored)), stored
         differs = [n for n in files if present[n] is not None and present[n] != files[n]]
         if differs and not self.request.overwrite:
             return Outcome(item, OutcomeStatus.CONFLICT, f"{', '.join(differs)} in {self.to} differ from the "
@@ -123,7 +139,7 @@ class DirectoryRestore:
             _write_atomically(os.path.join(self.to, name), data)
         return Outcome(item, OutcomeStatus.RESTORED, f"{where} ({len(stored.data)} bytes, digest {stored.meta['digest']} "
                        f"checked{', with provenance' if stored.provenance else ''}); "
-                       + install_hint(where, stored.name, stored.version)), stored
+                       + install_hint(where, stored)), stored
 
 
 def _read(path: str) -> bytes | None:
@@ -194,7 +210,7 @@ class OciRestore:
             return Outcome(item, OutcomeStatus.FAILED, stored.problem)
         path = "/".join(p for p in (self.prefix, stored.name) if p)
         where = f"{OCI}{self.registry.host}/{path}"
-        hint = install_hint(where, stored.name, stored.version, self.plain)
+        hint = install_hint(where, stored, self.plain)
         present = self._present(path, stored.version)
         if present == stored.meta["digest"] and (stored.provenance is None or self._has_prov(path, stored)):
             return Outcome(item, OutcomeStatus.UNCHANGED, f"{where}:{stored.version} holds this chart already; {hint}")

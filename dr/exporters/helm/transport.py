@@ -1,8 +1,13 @@
 """HTTP for chart repositories and OCI registries: one requests session, errors as ChartError.
 
-Anonymous access only (public or in-cluster repositories); a registry's `Bearer realm=...`
-challenge gets an anonymous token, as helm does for public registries. Loopback hosts are
-reached without the environment's proxies.
+Authentication follows the server's challenge (HTTP 401 `WWW-Authenticate`):
+- `Bearer realm=...,service=...`: a token from the realm for the request's scope, asked with
+  the host's login (basic auth) when `auth_file` has one, else anonymously (as helm does for
+  public registries); tokens are kept per host and scope.
+- `Basic`: the host's login, sent with every later request to that host.
+A host that needs a login it does not have, or refuses the one given, is a ChartError saying
+so and naming the host and `auth_file`, never the credential. Loopback hosts are reached
+without the environment's proxies.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from urllib.parse import urlsplit
 
 import requests
 
+from dr.exporters.helm.credentials import Credentials, CredentialsError
 from dr.model.redaction import redact
 
 
@@ -24,29 +30,27 @@ class NotFound(ChartError):
 
 
 class Transport:
-    def __init__(self, timeout: float, verify_tls: bool = True) -> None:
+    def __init__(self, timeout: float, verify_tls: bool = True, credentials: Credentials | None = None) -> None:
         self.timeout = timeout
         self.session = requests.Session()
         self.session.verify = verify_tls
+        self.credentials = credentials or Credentials()
         self._tokens: dict[tuple[str, str], str] = {}
+        self._basic: set[str] = set()  # hosts that asked for basic auth
 
     def close(self) -> None:
         self.session.close()
 
     def request(self, method: str, url: str, *, scope: str = "", ok=(200,), **kwargs) -> requests.Response:
         """One request; 404 raises NotFound, another status outside `ok` ChartError."""
-        host = urlsplit(url).hostname or ""
-        self.session.trust_env = host not in ("127.0.0.1", "localhost", "::1")
+        parts = urlsplit(url)
+        host = parts.netloc.rsplit("@", 1)[-1].lower()
+        self.session.trust_env = parts.hostname not in ("127.0.0.1", "localhost", "::1")
         headers = dict(kwargs.pop("headers", None) or {})
-        token = self._tokens.get((host, scope))
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
         try:
-            response = self.session.request(method, url, headers=headers, timeout=self.timeout, **kwargs)
-            if response.status_code == 401 and not token and "bearer" in response.headers.get(
-                    "WWW-Authenticate", "").lower():
-                self._tokens[(host, scope)] = self._anonymous_token(response.headers["WWW-Authenticate"], scope)
-                return self.request(method, url, scope=scope, ok=ok, headers=headers, **kwargs)
+            response = self._send(method, url, host, scope, headers, kwargs)
+            if response.status_code == 401:
+                response = self._answer_challenge(response, method, url, host, scope, headers, kwargs)
         except requests.RequestException as exc:
             raise ChartError(f"{redact(url)}: cannot connect ({exc.__class__.__name__})") from None
         if response.status_code == 404:
@@ -55,20 +59,66 @@ class Transport:
             raise ChartError(f"{redact(url)}: HTTP {response.status_code} {response.reason or ''}".rstrip())
         return response
 
+    def _send(self, method: str, url: str, host: str, scope: str, headers: dict, kwargs: dict) -> requests.Response:
+        token = self._tokens.get((host, scope))
+        auth = None
+        if token:
+            headers = {**headers, "Authorization": f"Bearer {token}"}
+        elif host in self._basic:
+            login = self._login(host)
+            auth = (login.username, login.password) if login else None
+        return self.session.request(method, url, headers=headers, auth=auth, timeout=self.timeout, **kwargs)
+
+    def _answer_challenge(self, response: requests.Response, method: str, url: str, host: str, scope: str,
+                          headers: dict, kwargs: dict) -> requests.Response:
+        """Retry once with what the 401's challenge asks for; a second 401 is a refusal."""
+        challenge = response.headers.get("WWW-Authenticate", "")
+        scheme = challenge.split(" ", 1)[0].lower()
+        if scheme == "bearer":  # none yet, or expired: a new one
+            self._tokens[(host, scope)] = self._token(challenge, scope, host)
+        elif scheme == "basic" and host not in self._basic and self._login(host) is not None:
+            self._basic.add(host)
+        else:
+            raise ChartError(f"{redact(url)}: {self._refused(host)}")
+        again = self._send(method, url, host, scope, headers, kwargs)
+        if again.status_code == 401:
+            raise ChartError(f"{redact(url)}: {self._refused(host)}")
+        return again
+
+    def _login(self, host: str):
+        try:
+            return self.credentials.for_host(host)
+        except CredentialsError as exc:
+            raise ChartError(str(exc)) from None
+
+    def _refused(self, host: str) -> str:
+        if self._login(host) is None:
+            where = f" (auth_file {self.credentials.path} has no login for it)" if self.credentials.path else ""
+            return (f"{host} needs credentials{where}: give auth_file, a docker config.json with a login "
+                    f"for {host} (docker login or helm registry login write one)")
+        return f"{host} refused the login for it in auth_file {self.credentials.path}"
+
     def get(self, url: str, **kwargs) -> bytes:
         return self.request("GET", url, **kwargs).content
 
-    def _anonymous_token(self, challenge: str, scope: str) -> str:
+    def _token(self, challenge: str, scope: str, host: str) -> str:
+        """A token from the challenge's realm, asked with the host's login when there is one."""
         params = dict(re.findall(r'(\w+)="([^"]*)"', challenge))
+        realm = params.get("realm", "")
         query = {k: v for k, v in (("service", params.get("service")), ("scope", scope or params.get("scope")))
                  if v}
+        login = self._login(host)
         try:
-            answer = self.session.get(params.get("realm", ""), params=query, timeout=self.timeout)
+            answer = self.session.get(realm, params=query, timeout=self.timeout,
+                                      auth=(login.username, login.password) if login else None)
         except requests.RequestException as exc:
-            raise ChartError(f"token server {params.get('realm')}: cannot connect ({exc.__class__.__name__})") \
-                from None
+            raise ChartError(f"token server {redact(realm)}: cannot connect ({exc.__class__.__name__})") from None
+        if answer.status_code in (401, 403):
+            raise ChartError(f"token server {redact(realm)}: {self._refused(host)}")
         if answer.status_code != 200:
-            raise ChartError(f"token server {params.get('realm')}: HTTP {answer.status_code} (dr reads charts "
-                             "anonymously: a registry that needs credentials is not supported yet)")
-        body = answer.json()
-        return body.get("token") or body.get("access_token") or ""
+            raise ChartError(f"token server {redact(realm)}: HTTP {answer.status_code}")
+        try:
+            body = answer.json()
+        except ValueError:
+            raise ChartError(f"token server {redact(realm)}: the answer is not JSON") from None
+        return str(body.get("token") or body.get("access_token") or "")

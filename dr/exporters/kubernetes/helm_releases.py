@@ -13,6 +13,15 @@ work from it), so the decoded artifact is for reading and for the audit, and res
 Helm does not record the repository a chart was installed from. The chart's own metadata is
 the best evidence there is: a `dr.io/chart-repo` or `artifacthub.io/repository` annotation if
 the chart carries one, else its first `sources` URL, else its `home`.
+
+What a release needs (docs/kubernetes.md, "Helm releases"): the exact chart it runs, as a
+`helm-chart` dependency pinned to name and version, `<repository>/<name>:<version>`
+(`https://charts.example.com/stable/web:1.0.0`, `oci://registry.example.com/charts/web:1.0.0`),
+so a chart copier copies that chart and not the whole repository, and the reference still
+starts with the repository URL for the audit's location prefixes. Its detail names the
+release: `helm release <namespace>/<name> v<revision>`. A release whose chart cannot be pinned
+(no name or version, or a source that is no http(s):// or oci:// URL) records the source as a
+`helm-chart-repo` dependency instead, as before.
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ import base64
 import gzip
 import json
 from typing import Any
+from urllib.parse import urlsplit
 
 from dr.model.artifacts import Dependency
 
@@ -90,10 +100,29 @@ def identity(summary: dict[str, Any]) -> str:
     return f"{summary['namespace']}/{summary['name']}/v{summary['revision']}"
 
 
+def pinned_chart(source: str, name: str, version: str) -> str | None:
+    """`<repository>/<name>:<version>`, or None when the chart cannot be pinned. An OCI source
+    may name the chart itself (`oci://host/charts/web`) or its parent (`oci://host/charts`)."""
+    repository = source.strip().rstrip("/")
+    if not (name and version and "/" not in name and ":" not in name):
+        return None
+    if repository.startswith("oci://"):
+        parent, _, last = repository.rpartition("/")
+        if last.split(":", 1)[0] == name and parent != "oci:/":
+            repository = parent
+        return f"{repository}/{name}:{version}" if repository != "oci:/" else None
+    parts = urlsplit(repository)
+    if parts.scheme not in ("http", "https") or not parts.netloc or parts.query or parts.fragment:
+        return None
+    return f"{repository}/{name}:{version}"
+
+
 def dependencies(summary: dict[str, Any]) -> list[Dependency]:
     chart = summary["chart"]
     if not chart["source"]:
         return []
-    return [Dependency("helm-chart-repo", chart["source"],
-                       f"helm release {summary['namespace']}/{summary['name']} v{summary['revision']} "
-                       f"chart {chart['name']}-{chart['version']}")]
+    release = f"helm release {summary['namespace']}/{summary['name']} v{summary['revision']}"
+    pinned = pinned_chart(str(chart["source"]), str(chart["name"] or ""), str(chart["version"] or ""))
+    if pinned:  # the chart itself: the repository is needed only for it (module docstring)
+        return [Dependency("helm-chart", pinned, release)]
+    return [Dependency("helm-chart-repo", chart["source"], f"{release} chart {chart['name']}-{chart['version']}")]
