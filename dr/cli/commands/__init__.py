@@ -9,6 +9,7 @@ command module (import-linter holds them independent).
 from __future__ import annotations
 
 from dr.cli.arguments import CommandSpec
+from dr.cli.commands.advise import ADVISE
 from dr.cli.commands.audit import AUDIT
 from dr.cli.commands.backup import BACKUP
 from dr.cli.commands.demo import DEMO
@@ -22,4 +23,4 @@ from dr.cli.commands.unlock import UNLOCK
 from dr.cli.commands.verify import VERIFY
 
 COMMANDS: list[CommandSpec] = [BACKUP, SNAPSHOTS, VERIFY, RESTORE, PRUNE, PLUGINS, UNLOCK, DEMO, AUDIT, DRILL,
-                               STATUS]
+                               STATUS, ADVISE]
