@@ -41,6 +41,7 @@ class RunAdvice:
     costs: Costs
     figures: Figures
     rpo: timedelta | None
+    newest: CheckpointSave | None = None  # the save a restarted run resumes from
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -63,16 +64,22 @@ class RunAdvice:
 
     def tiers(self) -> dict | None:
         """near: every save at the advised interval, the newest two kept (one may be damaged);
-        far: at the source's RPO (a regional loss loses at most that), else every fourth save;
+        far: at the source's RPO (a regional loss loses at most that; every save when the RPO is
+        shorter than the interval), else every fourth save;
         milestone: about one a day, as a step multiple when the step rate is known."""
         t = self.figures.advised
         if t is None:
             return None
-        far = self.rpo.total_seconds() if self.rpo and self.rpo.total_seconds() >= t else 4 * t
+        rpo = self.rpo.total_seconds() if self.rpo else None
+        if rpo is None:
+            far, why = 4 * t, "4 x the advised interval (the source has no rpo)"
+        elif rpo >= t:
+            far, why = rpo, "the source's rpo"
+        else:
+            far, why = t, (f"every save: the source's rpo {_dur(rpo)} is shorter than the advised interval, "
+                           "so a regional loss loses up to one interval")
         out = {"near": {"min_interval": _dur(t), "keep_last": 2},
-               "far": {"min_interval": _dur(far), "keep_last": 2,
-                       "why": "the source's rpo" if self.rpo and far == self.rpo.total_seconds()
-                       else "4 x the advised interval (no rpo on the source)"}}
+               "far": {"min_interval": _dur(far), "keep_last": 2, "why": why}}
         rate = self.figures.steps_per_second
         out["milestone"] = ({"step_multiple": _round2(rate * 24 * HOUR), "milestones_only": True}
                             if rate else {"every": "24h", "milestones_only": True,
@@ -86,6 +93,7 @@ class RunAdvice:
                 "gpu_cost_per_hour": c.gpu_cost_per_hour, "steps_per_second": _r(f.steps_per_second, 6),
                 "current": self.at(f.interval) or ({"interval_seconds": _r(f.interval)}),
                 "advised": self.at(f.advised) or None, "tiers": self.tiers(),
+                "newest": {"step": self.newest.step, "resume": self.newest.resume or None} if self.newest else None,
                 "formula": "advised = sqrt(2 x mtbf x save_cost); lost per failure = interval/2 + save_cost",
                 "notes": f.notes + self.notes}
 
@@ -125,7 +133,8 @@ def _run_advice(plan: Plan, source: SourceSpec, snapshot: str, run: str, saves: 
     costs = costs_for(plan, run)
     figures = measure([Save(s.step, s.duration, s.interval, s.previous_step) for s in saves],
                       costs.mtbf_hours * HOUR if costs.mtbf_hours else None)
-    advice = RunAdvice(source.name, run, snapshot, costs, figures, source.rpo_delta)
+    advice = RunAdvice(source.name, run, snapshot, costs, figures, source.rpo_delta,
+                       max(saves, key=lambda s: s.step))
     if not costs.mtbf_hours:
         advice.notes.append("no MTBF: set readiness.mtbf_hours in the plan (or per run under readiness.runs)")
     if figures.save_cost is None:

@@ -302,6 +302,7 @@ class CheckpointSave:
     previous_step: int | None = None  # the run's save before this one, when the source still held it
     previous_finished: float | None = None
     where: str = ""  # the checkpoint's URL or path, for people
+    resume: str = ""  # whether a run can continue from it ("resumable", "serves, cannot resume: ..."), if judged
 
     @property
     def duration(self) -> float:

@@ -91,3 +91,9 @@ def test_no_mtbf_is_a_plan_error_naming_the_field(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "readiness.mtbf_hours is not set for run(s) llama" in captured.err
     assert "120" not in captured.err and "every 1h" in captured.out  # what was measured is still shown
+
+
+def test_the_newest_save_says_whether_the_run_can_resume(tmp_path, capsys):
+    plan = _backed_up(tmp_path, capsys, "readiness:\n  mtbf_hours: 24\n")
+    assert main(["advise", "checkpoints", "--plan", plan]) == Exit.OK
+    assert "  newest   step 300: resumable" in capsys.readouterr().out

@@ -54,6 +54,8 @@ def _say(out: Output, a: RunAdvice) -> None:
     mtbf = f"MTBF {c.mtbf_hours:g}h" if c.mtbf_hours else "MTBF not set"
     out.say(f"run {a.run} (source {a.source}, snapshot {a.snapshot}): {f.saves} saves, {cost}, {mtbf}, "
             f"{c.gpus} GPU(s){price}")
+    if a.newest is not None and a.newest.resume:
+        out.say(f"  newest   step {a.newest.step}: {a.newest.resume}")
     for label, interval in (("now", f.interval), ("advised", f.advised)):
         figures = a.at(interval)
         if interval is None:

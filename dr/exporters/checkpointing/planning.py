@@ -72,8 +72,15 @@ def checkpoint_saves(artifacts: list[Artifact]) -> list[CheckpointSave]:
         key = (str(m.get("run")), int(m["step"]))
         saves.setdefault(key, CheckpointSave(key[0], key[1], float(m["written_first"]), float(m["written_last"]),
                                              prev.get("step"), prev.get("written_last"),
-                                             str(a.meta.get("provides", [""])[0])))
+                                             str(a.meta.get("provides", [""])[0]), _resume(m.get("resume"))))
     return [saves[k] for k in sorted(saves)]
+
+
+def _resume(judged) -> str:
+    if not isinstance(judged, dict) or not judged.get("verdict"):
+        return ""
+    missing = judged.get("missing") or []
+    return str(judged["verdict"]) + (f": missing {', '.join(map(str, missing))}" if missing else "")
 
 
 def default_destinations(exporter: "CheckpointsExporter", artifacts: list[Artifact],
