@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import os
 import pickle
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -108,7 +109,7 @@ def test_save_times_are_recorded_for_the_advice(backed_up):
     for meta in backed_up["meta"].values():
         assert meta["written_first"] <= meta["written_last"]
     assert backed_up["meta"][("pt", 20)]["previous"]["step"] == 10
-    assert backed_up["meta"][("pt", 10)]["previous"] is None
+    assert "previous" not in backed_up["meta"][("pt", 10)]
 
 
 class _Boom:
@@ -137,3 +138,23 @@ def test_an_unknown_required_part_is_a_plan_error_naming_the_known_ones():
     x = make_exporter({"roots": ["/x"], "dr_copy": "/y", "resume": {"requires": ["model", "ema"],
                                                                      "parts": {"ema": ["ema*"]}}})
     assert x.options.resume.for_run("any") == ("training", ("model", "ema"))
+
+
+
+def test_a_record_whose_checkpoint_left_the_source_keeps_its_verdict_and_times(tmp_path):
+    """The trainer rotated step-10 away; the next backup records its copy again by reuse, and the
+    record keeps what was measured while the checkpoint was at the source."""
+    runs, t = tmp_path / "runs", Trainer()
+    for step in (10, 20):
+        t.step(1)
+        save_dcp(runs / "r1" / f"step-{step}", t.state() if step == 10 else t.weights())
+    x = {"roots": [str(runs)], "dr_copy": str(tmp_path / "dr"), "settle_seconds": 0}
+    repo = Repo(tmp_path / "repo")
+    first = {a.identity: a.meta for a in repo.backup(make_exporter(x)).artifacts}
+    shutil.rmtree(runs / "r1" / "step-10")
+    second = {a.identity: a.meta for a in repo.backup(make_exporter(x)).artifacts}
+    kept = ("resume", "written_first", "written_last")
+    assert {k: second["near/r1/step-10"][k] for k in kept} == {k: first["near/r1/step-10"][k] for k in kept}
+    assert second["near/r1/step-10"]["resume"]["verdict"] == "resumable"
+    # step-20 is still at the source: its previous save (measured in the first backup) is kept too
+    assert second["near/r1/step-20"]["previous"] == {"step": 10, "written_last": first["near/r1/step-10"]["written_last"]}

@@ -97,3 +97,22 @@ def test_the_newest_save_says_whether_the_run_can_resume(tmp_path, capsys):
     plan = _backed_up(tmp_path, capsys, "readiness:\n  mtbf_hours: 24\n")
     assert main(["advise", "checkpoints", "--plan", plan]) == Exit.OK
     assert "  newest   step 300: resumable" in capsys.readouterr().out
+
+
+def test_single_file_saves_have_no_save_cost_and_say_so(tmp_path, capsys):
+    import torch
+
+    from tests.checkpoints.writers import Trainer
+
+    (tmp_path / "runs" / "bert").mkdir(parents=True)
+    for i, step in enumerate([10, 20]):
+        path = tmp_path / "runs" / "bert" / f"step-{step}.pt"
+        torch.save(Trainer().state(), path)
+        os.utime(path, (T0 + i * EVERY, T0 + i * EVERY))
+    plan = _plan(tmp_path, "readiness:\n  mtbf_hours: 24\n")
+    assert main(["backup", "--plan", plan, "-q"]) == Exit.OK
+    capsys.readouterr()
+    assert main(["advise", "checkpoints", "--plan", plan]) == Exit.PARTIAL
+    out = capsys.readouterr().out
+    assert "save cost unknown" in out and "now      every 1h" in out and "advised  unknown" in out
+    assert "2 of 2 saves have no measurable duration" in out and "no save duration measured" in out

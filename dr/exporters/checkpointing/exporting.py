@@ -16,6 +16,7 @@ first; interrupted uploads are resumed), prune beyond keep_last, then sweep what
 
 from __future__ import annotations
 
+import bisect
 import os
 import time
 from typing import TYPE_CHECKING
@@ -54,9 +55,13 @@ class ExportRun:
         self.now = exporter.clock()
         self.found = Scan()
         self._resume: dict[str, Resumability] = {}
+        self._complete: dict[str, Checkpoint] = {}
+        self._runs: dict[str, list[Checkpoint]] = {}
 
     def execute(self) -> None:
         found = self.found = scan_roots(self.x)
+        self._complete = {ck.path: ck for ck in found.checkpoints if ck.complete}
+        self._runs = {run: [ck for ck in cks if ck.complete] for run, cks in found.runs().items()}
         self._missing_roots()
         self._report(found)
         self._resume_findings(found)
@@ -122,18 +127,24 @@ class ExportRun:
                                  **{**facts, "runbook": RUNBOOKS["unversioned"]})
 
     def _save_facts(self, path: str) -> dict:
-        """Record meta of a copy whose checkpoint is still at the source: the resume verdict and
-        when the save was written (first and last file), with the run's previous complete save,
-        so `dr advise checkpoints` measures save cost and interval even on a thinned tier."""
-        cks = [ck for ck in self.found.checkpoints if ck.complete]
-        ck = next((c for c in cks if c.path == path), None)
+        """Record meta of a copy whose checkpoint is still at the source: its resume verdict, and
+        when the save was written (first and last file) with the run's previous complete save,
+        so `dr advise checkpoints` measures save cost and interval even on a thinned tier. (The
+        verdict costs the index completeness read anyway, plus a ranged read per version value.)"""
+        ck = self._complete.get(path)
         if ck is None:
             return {}  # gone at the source: a reused record keeps what was measured when it was there
-        before = [c for c in cks if c.run == ck.run and c.step < ck.step]
-        prev = max(before, key=lambda c: c.step, default=None)
-        return {"resume": self.resumability(ck).to_meta(), "written_first": round(ck.first_written, 3),
-                "written_last": round(ck.time, 3),
-                "previous": {"step": prev.step, "written_last": round(prev.time, 3)} if prev else None}
+        facts = {"resume": self.resumability(ck).to_meta(), "written_first": round(ck.first_written, 3),
+                 "written_last": round(ck.time, 3)}
+        prev = self._previous(ck)
+        if prev is not None:  # left out when rotated away: a reused record keeps the one measured before
+            facts["previous"] = {"step": prev.step, "written_last": round(prev.time, 3)}
+        return facts
+
+    def _previous(self, ck: Checkpoint) -> Checkpoint | None:
+        done = self._runs.get(ck.run, [])  # oldest step first
+        at = bisect.bisect_left([c.step for c in done], ck.step)
+        return done[at - 1] if at > 0 else None
 
     def _source_uploads(self, found: Scan) -> None:
         for i, place in enumerate(self.x.roots()):
