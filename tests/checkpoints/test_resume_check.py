@@ -158,3 +158,26 @@ def test_a_record_whose_checkpoint_left_the_source_keeps_its_verdict_and_times(t
     assert second["near/r1/step-10"]["resume"]["verdict"] == "resumable"
     # step-20 is still at the source: its previous save (measured in the first backup) is kept too
     assert second["near/r1/step-20"]["previous"] == {"step": 10, "written_last": first["near/r1/step-10"]["written_last"]}
+
+
+def test_a_hf_trainer_directory_is_judged_by_its_files(tmp_path):
+    """HF Trainer's layout: weights, optimizer.pt, scheduler.pt, rng_state.pth and
+    trainer_state.json (the step) in one marked directory; no data-loader state."""
+    t = Trainer()
+    t.step(1)
+    ck = tmp_path / "run" / "checkpoint-100"
+    ck.mkdir(parents=True)
+    save_file({k: v.contiguous() for k, v in t.model.state_dict().items()}, str(ck / "model.safetensors"))
+    torch.save(t.opt.state_dict(), ck / "optimizer.pt")
+    torch.save(t.sched.state_dict(), ck / "scheduler.pt")
+    torch.save({"python": 1, "cpu": torch.get_rng_state()}, ck / "rng_state.pth")
+    (ck / "trainer_state.json").write_text('{"global_step": 100, "epoch": 0.5}')
+    (ck / "COMPLETE").write_text("")
+    tree = LocalTree(tmp_path)
+    files = {f.path.split("/", 2)[2]: f for f in tree.list_files("run/checkpoint-100")}
+    contents = read_contents(tree, "marked", files, {}, lambda p: version_field(p) is not None)
+    verdict = judge(contents, "training", DEFAULT_REQUIRES)
+    assert set(verdict.found) == {"model", "optimizer", "lr_scheduler", "rng", "step"}
+    assert verdict.missing == ["dataloader"] and verdict.verdict == "serves, cannot resume"
+    requires = tuple(p for p in DEFAULT_REQUIRES if p != "dataloader")
+    assert judge(contents, "training", requires).verdict == "resumable"

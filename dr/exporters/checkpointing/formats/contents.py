@@ -63,6 +63,8 @@ def read_contents(tree: FileTree, kind: str, files: dict[str, FileStat], indexes
     for rel, f in sorted(files.items()):
         if kind in DIR_KINDS and (rel in indexes or rel.endswith(".distcp") or rel.endswith(ST_INDEX)):
             continue
+        if kind == "safetensors-index" and rel.endswith(SAFETENSORS):
+            continue  # its shards' tensors are the index's weight_map, already listed
         head = (_stem(rel),) if kind in DIR_KINDS else ()
         try:
             _file_entries(tree, f, rel, head, wanted, out)
