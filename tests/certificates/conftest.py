@@ -37,8 +37,10 @@ def acm_endpoint(acm_server, aws_env):
     return acm_server
 
 
-def acm_client(endpoint: str, region: str):
-    return boto3.client("acm", region_name=region, endpoint_url=endpoint)
+@functools.lru_cache(maxsize=None)
+def acm_client(endpoint: str, region: str, service: str = "acm"):
+    """An admin client for setting certificates up (cached: making a client costs ~0.1 s)."""
+    return boto3.client(service, region_name=region, endpoint_url=endpoint)
 
 
 @dataclass
@@ -93,7 +95,7 @@ def import_leaf(endpoint: str, region: str, leaf: Leaf) -> str:
 
 def put_in_use(endpoint: str, region: str, arn: str, name: str) -> None:
     """A classic load balancer with an HTTPS listener on the certificate: moto fills InUseBy."""
-    elb = boto3.client("elb", region_name=region, endpoint_url=endpoint)
+    elb = acm_client(endpoint, region, "elb")
     elb.create_load_balancer(LoadBalancerName=name, AvailabilityZones=[f"{region}a"], Listeners=[
         {"Protocol": "HTTPS", "LoadBalancerPort": 443, "InstanceProtocol": "HTTP", "InstancePort": 80,
          "SSLCertificateId": arn}])

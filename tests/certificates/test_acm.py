@@ -33,7 +33,7 @@ def four(acm_endpoint):
 
     ACM (moto too) refuses to import an expired certificate, so the expired one is imported
     seconds before it expires, as any certificate once was, and the fixture waits."""
-    leaves = {"gone": make_leaf(["old.example.com"], days_left=3 / 86400), "fine": make_leaf(NAMES, days_left=200),
+    leaves = {"gone": make_leaf(["old.example.com"], days_left=2 / 86400), "fine": make_leaf(NAMES, days_left=200),
               "soon": make_leaf(["soon.example.com"], days_left=3), "west": make_leaf(["west.example.com"], days_left=90)}
     arns = {name: import_leaf(acm_endpoint, "us-west-2" if name == "west" else "us-east-1", leaf)
             for name, leaf in leaves.items()}
@@ -63,20 +63,18 @@ def test_every_certificate_of_every_region_with_expiry_judged_from_its_bytes(har
     assert codes(done.findings) == {("warning", "acm-certificate-expiring", arns["soon"]),
                                     ("warning", "acm-certificate-expired", arns["gone"])}
 
-
-def harness_read(harness, artifact, identities=None) -> bytes:
-    from dr.repository.reading import ArtifactReader
-    return ArtifactReader(harness.repo, identities).read(artifact)
-
-
-def test_the_source_rto_widens_the_window_and_an_expired_certificate_in_use_is_an_error(acm_endpoint, four, tmp_path):
-    leaves, arns = four
+    # the source's rto widens the window; an expired certificate that is in use is an error
     put_in_use(acm_endpoint, "us-east-1", arns["gone"], "old-web")
     found = backup_findings(acm_endpoint, tmp_path, rto=timedelta(days=190))
     assert ("error", "acm-certificate-expired", arns["gone"]) in codes(found)
     # 200 days left, inside rto 190 d + margin 14 d: a warning; the 90-day one in us-west-2 too
     assert {("warning", "acm-certificate-expiring", arns[n]) for n in ("fine", "soon", "west")} <= codes(found)
     assert "rto" in next(f["message"] for f in found if f["object"] == arns["fine"])
+
+
+def harness_read(harness, artifact, identities=None) -> bytes:
+    from dr.repository.reading import ArtifactReader
+    return ArtifactReader(harness.repo, identities).read(artifact)
 
 
 def backup_findings(endpoint, tmp_path, **context) -> list[dict]:
@@ -118,7 +116,7 @@ def test_an_in_use_certificate_depends_on_its_arn_and_a_certificate_elsewhere_st
     # a wildcard certificate in us-west-2 covers both names; one for app.example.com alone does not
     wild = import_leaf(acm_endpoint, "us-west-2", make_leaf(["*.example.com", "example.com"], days_left=90))
     part = import_leaf(acm_endpoint, "us-west-2", make_leaf(["app.example.com"], days_left=90))
-    expiring = make_leaf(NAMES, days_left=3 / 86400)
+    expiring = make_leaf(NAMES, days_left=2 / 86400)
     stale = import_leaf(acm_endpoint, "us-west-2", expiring)
     wait_until(expiring.not_after)
     done = harness.backup(CertificatesExporter, options(acm_endpoint), base_dir=str(tmp_path))
