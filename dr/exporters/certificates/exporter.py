@@ -68,10 +68,11 @@ class CertificatesExporter(Exporter):
         """One outcome per certificate; a private key is restored with its certificate."""
         keys = {a.identity[: -len(KEY_SUFFIX)]: a for a in artifacts if a.kind == KEY}
         certificates = {a.identity for a in artifacts if a.kind == CERT}
+        clients: dict = {}
         for artifact in artifacts:
             if artifact.kind == CERT:
-                yield CertificateRestore(self.options, artifact, keys.get(artifact.identity), reader,
-                                         request).outcome()
+                yield CertificateRestore(self.options, artifact, keys.get(artifact.identity), reader, request,
+                                         clients).outcome()
             elif artifact.kind == KEY and artifact.identity[: -len(KEY_SUFFIX)] not in certificates:
                 yield Outcome(artifact.identity, OutcomeStatus.SKIPPED, "a private key without its certificate "
                               "in this restore: restore the certificate's artifact with it")
