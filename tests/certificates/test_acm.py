@@ -17,6 +17,7 @@ from dr.exporters.certificates.records import expiry_findings
 from dr.exporters.contract import AWS_CREDENTIALS, ExportContext, OutcomeStatus
 from dr.model.artifacts import Sensitivity
 from dr.repository import encryption
+from dr.repository.reading import ArtifactReader
 from tests.certificates.conftest import (acm_client, import_leaf, make_leaf, options, put_in_use)
 from tests.exporters.conftest import statuses
 
@@ -73,7 +74,6 @@ def test_every_certificate_of_every_region_with_expiry_judged_from_its_bytes(har
 
 
 def harness_read(harness, artifact, identities=None) -> bytes:
-    from dr.repository.reading import ArtifactReader
     return ArtifactReader(harness.repo, identities).read(artifact)
 
 
