@@ -132,6 +132,9 @@ class ExportContext:
     # Host globs the plan places (Placer.host_patterns): a bare host name an exporter finds in
     # the content it captures is worth recording as a dependency when one of these matches it.
     hosts: tuple[str, ...] = ()
+    # The source's `rto:` (None when the plan sets none), set by `dr backup`: what a certificate
+    # must outlive (it expires within the RTO: a recovery would start with it about to expire).
+    rto: timedelta | None = None
 
     def finding(self, severity: str, code: str, message: str, **facts: Any) -> None:
         """Record a problem noticed while exporting (kept in the snapshot manifest)."""
