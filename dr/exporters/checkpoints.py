@@ -36,6 +36,7 @@ from dr.exporters.checkpointing.places.opening import open_place
 from dr.exporters.checkpointing.places.s3 import Sessions
 from dr.exporters.checkpointing.restoring import REMAP_KEYS, restore_copies
 from dr.exporters.checkpointing.scanning import ListedTree
+from dr.exporters.checkpointing.sharding import Executor, make_executor
 from dr.exporters.checkpointing.status import CopyCheck, RunRPO, rpo_report, verify_copies
 from dr.exporters.checkpointing.transfer.transferring import Transfer
 from dr.exporters.contract import (AWS_CREDENTIALS, AnyOf, ArtifactSink, ContentReader, Destination, Discovered,
@@ -75,6 +76,8 @@ class CheckpointsExporter(Exporter):
         self._tiers: dict[str, Place] = {}
         self._transfers: dict[tuple[int, str], Transfer] = {}
         self._sessions = Sessions()
+        #: runs the shards of a sharded copy (options.shards); replaceable by tests
+        self.executor: Executor | None = None
 
     # -- places -----------------------------------------------------------------------------
     def open(self, location) -> Place:
@@ -101,6 +104,11 @@ class CheckpointsExporter(Exporter):
                                             part_size=o.part_size, max_buffer=o.max_buffer_mib << 20,
                                             parallel_files=o.parallel_files, server_side=same)
         return self._transfers[key]
+
+    def shard_executor(self) -> Executor:
+        if self.executor is None:
+            self.executor = make_executor(self.options.shards, self.context.base_dir)
+        return self.executor
 
     def close(self) -> None:
         for transfer in self._transfers.values():

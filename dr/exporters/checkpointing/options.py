@@ -22,13 +22,15 @@ a field path, not half-way through a backup.
     part_size_mib: unset (default): chosen per file, one PUT up to 64 MiB, larger files in
                   about eight parts of at most a quarter of max_buffer_mib
                   (transfer/transferring.py, part_size_for); a number fixes the part size
+    shards:       {count, executor, min_bytes, parallelism, retries, kubernetes}: one copy's
+                  files split across N shard processes or an Indexed Job (sharding/)
 """
 
 from __future__ import annotations
 
 import fnmatch
 import re
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
@@ -161,6 +163,41 @@ class Tier(ExporterOptions):
         return parse_duration(self.min_interval).total_seconds() if self.min_interval else None
 
 
+class ShardCluster(ExporterOptions):
+    """Where and as what the shards of the `kubernetes` executor run (an Indexed Job)."""
+
+    kubeconfig: str | None = None  # relative: the plan's folder; none: in-cluster, then ~/.kube
+    context: str | None = None
+    namespace: str | None = None  # none: the pod's own namespace (in-cluster), else `default`
+    image: str | None = None  # none: $DR_IMAGE (dr's own image, the plan's dr_image)
+    service_account: str = "dr-backup"
+    secret: str = "dr-credentials"  # the AWS keys, as `dr deploy render` names them
+    timeout: str = "6h"  # the Job's activeDeadlineSeconds
+
+    @field_validator("timeout")
+    @classmethod
+    def _timeout(cls, value: str) -> str:
+        parse_duration(value)
+        return value
+
+    @property
+    def timeout_seconds(self) -> int:
+        return int(parse_duration(self.timeout).total_seconds())
+
+
+class Shards(ExporterOptions):
+    """One checkpoint copy's files split across `count` shards (sharding/): each copies its
+    share and writes a result object; the copy's manifest and marker follow only once every
+    shard's result is present and verified."""
+
+    count: int = Field(ge=1, le=1000)
+    executor: Literal["local", "kubernetes"] = "local"
+    min_bytes: int = Field(default=1 << 30, ge=0)  # smaller checkpoints are copied unsharded
+    parallelism: int | None = Field(default=None, ge=1)  # none: all shards at once
+    retries: int = Field(default=2, ge=0, le=20)  # per shard (backoffLimitPerIndex)
+    kubernetes: ShardCluster = Field(default_factory=ShardCluster)
+
+
 class CheckpointsOptions(ExporterOptions):
     roots: list[Location] = Field(min_length=1)
     run_pattern: str = DEFAULT_RUN_PATTERN
@@ -175,6 +212,7 @@ class CheckpointsOptions(ExporterOptions):
     parallel_files: int = Field(default=4, ge=1, le=64)
     part_size_mib: int | None = Field(default=None, ge=5, le=5120)
     max_buffer_mib: int = Field(default=128, ge=16)
+    shards: Shards | None = None  # none (default): every copy in this process, unsharded
 
     @field_validator("run_pattern")
     @classmethod
