@@ -155,6 +155,13 @@ class CheckpointsExporter(Exporter):
                                    "pod (AWS_CONFIG_FILE); mount it yourself")
         if needs.endpoints:
             needs.credentials += AWS_CREDENTIALS
+        if options.shards is not None and options.shards.executor == "kubernetes":
+            cluster = options.shards.kubernetes
+            needs.service_account_token = True
+            needs.notes.append("shards run as Indexed Jobs: the backup's service account needs create, get, list, "
+                               "watch and delete on jobs, and create, patch and delete on configmaps, in namespace "
+                               f"{cluster.namespace or 'of the pod'}; bind such a Role yourself"
+                               + ("" if cluster.image else "; set shards.kubernetes.image or DR_IMAGE to dr_image"))
         return needs
 
     def destinations(self, artifacts: list[Artifact], rewrite: Rewriter) -> list[Destination]:
