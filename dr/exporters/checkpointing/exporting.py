@@ -29,6 +29,8 @@ from dr.exporters.checkpointing.places.contract import Place
 from dr.exporters.checkpointing.places.contract import SourceChanged
 from dr.exporters.checkpointing.resuming import RESUMABLE, RELEASE, Resumability, of_checkpoint
 from dr.exporters.checkpointing.scanning import Checkpoint, Scan, scan
+from dr.exporters.checkpointing.sharding.coordinating import shardable, sharded_copy
+from dr.exporters.checkpointing.sharding.executors import ExecutorError
 from dr.exporters.checkpointing.copies.tiers import select, to_prune
 from dr.exporters.contract import ArtifactSink
 from dr.model.artifacts import Dependency, Sensitivity
@@ -195,10 +197,14 @@ class ExportRun:
     def _copy(self, tier: Tier, place: Place, ck: Checkpoint, inv: Inventory) -> None:
         layout = layout_for(self.ctx.source, ck.path, ck.is_dir)
         started = time.monotonic()
+        transfer = self.x.transfer(ck.root, tier)
         try:
-            result = copy_checkpoint(ck, place, layout, self.x.transfer(ck.root, tier), tier.name,
-                                     self.o.written_last, self.x.clock)
-        except (CopyError, SourceChanged, OSError) as exc:
+            if shardable(ck, self.o.shards, self.o.written_last):
+                result = sharded_copy(ck, place, layout, transfer, tier.name, self.o.shards, self.x.shard_executor(),
+                                      self.o.written_last, self.x.clock, self.ctx.log)
+            else:
+                result = copy_checkpoint(ck, place, layout, transfer, tier.name, self.o.written_last, self.x.clock)
+        except (CopyError, SourceChanged, OSError, ExecutorError) as exc:
             self.ctx.finding("error", "checkpoint-copy-failed", f"tier {tier.name}: {ck.url}: {exc}",
                              run=ck.run, step=ck.step)
             return

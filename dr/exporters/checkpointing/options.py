@@ -24,6 +24,8 @@ a field path, not half-way through a backup.
                   (transfer/transferring.py, part_size_for); a number fixes the part size
     resume:       {role, requires, parts, runs}: what a checkpoint must hold for its run to
                   continue from it (resuming.py; docs/readiness.md, check 1)
+    shards:       {count, executor, min_bytes, parallelism, retries, kubernetes}: one copy's
+                  files split across N shard processes or an Indexed Job (sharding/)
 """
 
 from __future__ import annotations
@@ -206,6 +208,39 @@ class Resume(ExporterOptions):
 
     def part_globs(self) -> dict[str, tuple[str, ...]]:
         return {**PARTS, **{k: tuple(g.lower() for g in v) for k, v in self.parts.items()}}
+class ShardCluster(ExporterOptions):
+    """Where and as what the shards of the `kubernetes` executor run (an Indexed Job)."""
+
+    kubeconfig: str | None = None  # relative: the plan's folder; none: in-cluster, then ~/.kube
+    context: str | None = None
+    namespace: str | None = None  # none: the pod's own namespace (in-cluster), else `default`
+    image: str | None = None  # none: $DR_IMAGE (dr's own image, the plan's dr_image)
+    service_account: str = "dr-backup"
+    secret: str = "dr-credentials"  # the AWS keys, as `dr deploy render` names them
+    timeout: str = "6h"  # the Job's activeDeadlineSeconds
+
+    @field_validator("timeout")
+    @classmethod
+    def _timeout(cls, value: str) -> str:
+        parse_duration(value)
+        return value
+
+    @property
+    def timeout_seconds(self) -> int:
+        return int(parse_duration(self.timeout).total_seconds())
+
+
+class Shards(ExporterOptions):
+    """One checkpoint copy's files split across `count` shards (sharding/): each copies its
+    share and writes a result object; the copy's manifest and marker follow only once every
+    shard's result is present and verified."""
+
+    count: int = Field(ge=1, le=1000)
+    executor: Literal["local", "kubernetes"] = "local"
+    min_bytes: int = Field(default=1 << 30, ge=0)  # smaller checkpoints are copied unsharded
+    parallelism: int | None = Field(default=None, ge=1)  # none: all shards at once
+    retries: int = Field(default=2, ge=0, le=20)  # per shard (backoffLimitPerIndex)
+    kubernetes: ShardCluster = Field(default_factory=ShardCluster)
 
 
 class CheckpointsOptions(ExporterOptions):
@@ -223,6 +258,7 @@ class CheckpointsOptions(ExporterOptions):
     parallel_files: int = Field(default=4, ge=1, le=64)
     part_size_mib: int | None = Field(default=None, ge=5, le=5120)
     max_buffer_mib: int = Field(default=128, ge=16)
+    shards: Shards | None = None  # none (default): every copy in this process, unsharded
 
     @field_validator("run_pattern")
     @classmethod
