@@ -26,15 +26,10 @@ import json
 import logging
 from typing import Any
 
-import boto3
 import dns.exception
 import dns.rdatatype
 import dns.rcode
 import dns.tsigkeyring
-from botocore.config import Config
-from octodns.record import Record
-from octodns.zone import Zone as OctoZone
-from octodns_route53 import Route53Provider
 
 from dr.exporters.dns.options import Aws, Zone
 from dr.exporters.dns.records import ZoneDocument
@@ -96,7 +91,7 @@ def rrset_rows(got: Transferred) -> list[list]:
             for (fqdn, kind), (ttl, rdatas) in sorted(got.rows.items())]
 
 
-def _document(zone: OctoZone, origin: str, route53_sets=()) -> ZoneDocument:
+def _document(zone, origin: str, route53_sets=()) -> ZoneDocument:
     records: dict[str, list[dict[str, Any]]] = {}
     for record in sorted(zone.records, key=lambda r: (r.name, r._type)):
         records.setdefault(record.name, []).append({"type": record._type, **_plain(record.data)})
@@ -108,18 +103,24 @@ def _plain(data: Any) -> Any:
     return json.loads(json.dumps(data, default=str))
 
 
-def record_from(zone: OctoZone, name: str, data: dict[str, Any]) -> Record:
+def record_from(zone, name: str, data: dict[str, Any]):
+    from octodns.record import Record  # octoDNS and boto3 load only when a zone is in Route53 or octoDNS's form
     return Record.new(zone, name, data, lenient=True)
 
 
 # -- Route53 ------------------------------------------------------------------------------------
 def route53_client(aws: Aws):
+    import boto3
+    from botocore.config import Config
+
     config = Config(retries={"mode": "standard", "max_attempts": aws.max_attempts})
     return boto3.session.Session(region_name=aws.region or "us-east-1").client(
         "route53", endpoint_url=aws.endpoint_url, config=config)
 
 
-def route53_provider(client, zone: str, zone_id: str, private: bool | None = None) -> Route53Provider:
+def route53_provider(client, zone: str, zone_id: str, private: bool | None = None):
+    from octodns_route53 import Route53Provider
+
     provider = Route53Provider("dr", private=private, strict_supports=False)
     provider._conn = client  # dr's client: its endpoint, region and retry policy
     provider._r53_zones = {zone: zone_id}  # pinned: zones that share a name are no longer ambiguous
@@ -152,6 +153,8 @@ def route53_token(sets: list[dict[str, Any]]) -> str:
 
 
 def read_route53(client, spec: Zone, zone_id: str, sets: list[dict[str, Any]]) -> ZoneDocument:
+    from octodns.zone import Zone as OctoZone
+
     zone = OctoZone(spec.zone, [])
     route53_provider(client, spec.zone, zone_id, spec.route53.private).populate(zone, lenient=True)
     routed = [s for s in sets if "SetIdentifier" in s]

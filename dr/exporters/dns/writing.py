@@ -19,10 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 import dns.tsigkeyring
-from octodns.provider.plan import Plan
-from octodns.record import Create, Record, Update
-from octodns.record.rr import Rrset
-from octodns.zone import Zone as OctoZone
 
 from dr.exporters.contract import Outcome, OutcomeStatus
 from dr.exporters.dns import rfc2136
@@ -120,6 +116,8 @@ def _cut(moved: list[str]) -> str:
 def _rfc2136_wants(doc: ZoneDocument, dest: Destination, cutover: dict[str, str]) -> tuple[list, list[Outcome]]:
     """Every record set of the document as rdata text, the cutover applied (octoDNS's records, of a
     Route53 or format-1 document, rendered by octoDNS itself)."""
+    from octodns.zone import Zone as OctoZone  # loaded only for documents in octoDNS's form (not AXFR's rows)
+
     wants, skipped = [], []
     for row in doc.rrsets:
         if row[0] == "" and row[1] == "NS":
@@ -155,6 +153,10 @@ def _rfc2136_wants(doc: ZoneDocument, dest: Destination, cutover: dict[str, str]
 def _replay_octodns(doc: ZoneDocument, dest: Destination, cutover: dict[str, str], dry_run: bool,
                     overwrite: bool) -> Iterator[Outcome]:
     """Into Route53 through octoDNS: its records, and the AXFR rows it models built as its records."""
+    from octodns.record import Record
+    from octodns.record.rr import Rrset
+    from octodns.zone import Zone as OctoZone
+
     desired = OctoZone(dest.zone, [])
     items: dict[str, _Item] = {}
 
@@ -185,16 +187,20 @@ def _replay_octodns(doc: ZoneDocument, dest: Destination, cutover: dict[str, str
     yield from _replay_records(dest, desired, items, dry_run, overwrite)
 
 
-def _changes(dest: Destination, desired: OctoZone) -> tuple[Any, dict[str, Any]]:
+def _changes(dest: Destination, desired) -> tuple[Any, dict[str, Any]]:
     """(the provider that planned, its creates and updates by item); deletions are never made."""
+    from octodns.record import Create, Update
+
     provider = dest.make_provider()
     plan = provider.plan(desired)
     return provider, {f"{c.record.fqdn} {c.record._type}": c for c in (plan.changes if plan else [])
                       if isinstance(c, (Create, Update))}
 
 
-def _replay_records(dest: Destination, desired: OctoZone, items: dict[str, _Item], dry_run: bool,
+def _replay_records(dest: Destination, desired, items: dict[str, _Item], dry_run: bool,
                     overwrite: bool) -> Iterator[Outcome]:
+    from octodns.record import Create, Update
+
     try:
         provider, changes = _changes(dest, desired)
     except Exception as exc:  # the destination cannot be read: every record fails with the reason
@@ -219,8 +225,10 @@ def _replay_records(dest: Destination, desired: OctoZone, items: dict[str, _Item
     yield from outcomes.values()
 
 
-def _apply(dest: Destination, provider, desired: OctoZone, accepted: list,
-           items: dict[str, _Item]) -> dict[str, Outcome]:
+def _apply(dest: Destination, provider, desired, accepted: list, items: dict[str, _Item]) -> dict[str, Outcome]:
+    from octodns.provider.plan import Plan
+    from octodns.record import Create
+
     keys = [f"{c.record.fqdn} {c.record._type}" for c in accepted]
     try:
         provider.apply(Plan(None, desired, accepted, True))
