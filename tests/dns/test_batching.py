@@ -132,3 +132,27 @@ def test_route53_batches_stay_within_the_api_limits():
         values = [rr["Value"] for _, s, _ in batch for rr in s.get("ResourceRecords", [])]
         assert 2 * sum(map(len, values)) <= 32_000 and 2 * len(values) <= 1000
     assert len(batches) >= 4  # 12 x 3002 characters x 2 need two; 1200 values x 2 need three more
+
+
+def test_a_zone_read_by_axfr_restores_into_route53_through_octodns(harness, tmp_path, bind, aws_env, moto_endpoint,
+                                                                   monkeypatch):
+    """Rows become octoDNS records only here; types Route53 cannot hold are skipped, with the reason."""
+    import boto3
+
+    from dr.exporters.dns import reading
+    from tests.dns.test_route53 import moto_client, new_zone
+
+    monkeypatch.setattr(reading, "route53_client", moto_client)
+    client = boto3.session.Session(region_name="us-east-1").client("route53", endpoint_url=moto_endpoint)
+    zone_id = new_zone(client, "example.test.")
+    opts = {**zone_options(bind.port, "example.test"), "aws": {"endpoint_url": moto_endpoint, "region": "us-east-1"}}
+    done = harness.backup(DnsExporter, opts, base_dir=str(tmp_path))
+    outcomes = {o.item: o for o in harness.restore(DnsExporter, opts, done.artifacts, to=f"route53:{zone_id}")}
+    assert outcomes["www.example.test. A"].status == OutcomeStatus.RESTORED, outcomes["www.example.test. A"]
+    assert outcomes["api.example.test. CNAME"].status == OutcomeStatus.RESTORED
+    assert outcomes["info.example.test. HINFO"].status == OutcomeStatus.SKIPPED
+    sets = {(s["Name"], s["Type"]): s for s in reading.route53_sets(client, zone_id)}
+    assert sorted(r["Value"] for r in sets[("www.example.test.", "A")]["ResourceRecords"]) == ["10.0.0.10", "10.0.0.11"]
+    assert sets[("api.example.test.", "CNAME")]["TTL"] == 600
+    assert outcomes["old.example.test. DNAME"].status == OutcomeStatus.SKIPPED  # Route53 has no DNAME
+    assert not [o for o in outcomes.values() if o.status == OutcomeStatus.UNCHANGED]  # the zone was empty

@@ -159,10 +159,16 @@ def _replay_octodns(doc: ZoneDocument, dest: Destination, cutover: dict[str, str
 
     desired = OctoZone(dest.zone, [])
     items: dict[str, _Item] = {}
+    supports = dest.make_provider().SUPPORTS  # octoDNS would drop the others from its plan without a word
 
     def add(name: str, record, moved: list[str]) -> None:
+        if record._type not in supports:
+            skipped.append(Outcome(f"{record.fqdn} {record._type}", OutcomeStatus.SKIPPED,
+                                   f"{record._type} records cannot be written to {dest.label}"))
+            return
         desired.add_record(record, lenient=True)
         items[f"{record.fqdn} {record._type}"] = _Item(f"{record.fqdn} {record._type}", record, moved)
+    skipped: list[Outcome] = []
     for name, datas in sorted(doc.records.items()):
         for data in datas:
             if name == "" and data["type"] == "NS":
@@ -184,6 +190,7 @@ def _replay_octodns(doc: ZoneDocument, dest: Destination, cutover: dict[str, str
     for raw in doc.unmodelled:
         yield Outcome(f"{fqdn(raw['name'], dest.zone)} {raw['type']}", OutcomeStatus.SKIPPED,
                       f"{raw['type']} records cannot be written to {dest.label}")
+    yield from skipped
     yield from _replay_records(dest, desired, items, dry_run, overwrite)
 
 
