@@ -97,12 +97,18 @@ def test_without_the_flag_they_are_counted_not_listed(backed_up, capsys):
     assert "`dr audit --readiness` lists them" in text
 
 
-def test_strict_makes_them_blockers(backed_up, capsys):
+def test_strict_makes_them_blockers_also_in_the_metrics(backed_up, capsys, tmp_path):
     plan, _ = backed_up
-    code, out = _audit(capsys, plan, "--readiness", "--strict", "--format", "json")
+    metrics = tmp_path / "audit.prom"
+    code, out = _audit(capsys, plan, "--readiness", "--strict", "--format", "json", "--metrics-file", str(metrics))
     doc = json.loads(out)
     assert code == Exit.BLOCKERS and doc["summary"]["blocked"] is True
-    assert {f["severity"] for f in doc["findings"] if f["code"] == "readiness-finding"} == {"blocker"}
+    blockers = [f for f in doc["findings"] if f["severity"] == "blocker" and f["scenario"] == "readiness"]
+    assert {f["code"] for f in blockers} == {"readiness-finding"}
+    assert len(blockers) == doc["readiness"]["recorded"]  # every readiness warning
+    readiness = [line for line in metrics.read_text().splitlines()
+                 if line.startswith("dr_audit_blockers{") and 'scenario="readiness"' in line]
+    assert len(readiness) == 1 and float(readiness[0].split()[-1]) == len(blockers)
 
 
 def test_markdown_lists_them_with_runbook_links(backed_up, capsys):
