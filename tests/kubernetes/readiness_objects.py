@@ -96,8 +96,18 @@ def leader_worker_sets(namespace: str) -> list[dict]:
     group_pdb = lambda name, minimum: pdb(name, namespace, {  # noqa: E731
         "matchLabels": {"leaderworkerset.sigs.k8s.io/name": name if name == "lws-spread" else plain["metadata"]["name"]}},
         minAvailable=minimum)
+    # What the LWS controller creates: the leaders' StatefulSet, owned by the set. Judged through
+    # its owner, never counted twice.
+    leaders = {"apiVersion": "apps/v1", "kind": "StatefulSet",
+               "metadata": {"name": plain["metadata"]["name"], "namespace": namespace, "ownerReferences": [
+                   {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "controller": True,
+                    "name": plain["metadata"]["name"], "uid": "0b7e6a52-4c1d-4f7e-9d55-2f0c1a3b9e11"}]},
+               "spec": {"replicas": 3, "selector": {"matchLabels": {"leaderworkerset.sigs.k8s.io/name": "x"}},
+                        "template": {"metadata": {"labels": {
+                            "leaderworkerset.sigs.k8s.io/name": plain["metadata"]["name"]}},
+                            "spec": plain["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]}}}
     # 12 pods: minAvailable 10 lets 2 go, less than a group of 4 (flagged); 8 lets one group go (twin)
-    return [plain, spread_out, group_pdb("leaderworkerset-sample-budget", 10), group_pdb("lws-spread", 8)]
+    return [plain, spread_out, leaders, group_pdb("leaderworkerset-sample-budget", 10), group_pdb("lws-spread", 8)]
 
 
 # -- serving ----------------------------------------------------------------------------------------

@@ -38,7 +38,10 @@ class ReadinessCheck:
         if not self.options.checks:
             return
         kept = _KEPT.get(rtype.key)
-        workload = None if kept else workload_of(obj)
+        # An owned workload (a LeaderWorkerSet's StatefulSets, an InferenceService's Deployment) is
+        # judged through its owner: counting both would count its pods twice.
+        owned = bool((obj.get("metadata") or {}).get("ownerReferences"))
+        workload = None if kept or owned else workload_of(obj)
         with self._lock:
             if kept:
                 self._kept[kept].append(obj)
