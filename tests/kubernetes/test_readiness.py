@@ -103,3 +103,12 @@ def test_every_readiness_code_has_a_runbook_listed_in_the_index(code):
     assert "dr audit --plan PLAN --readiness" in text
     assert f"({code}.md)" in (ROOT / "runbooks" / "README.md").read_text()
     assert f"`{code}`" in (ROOT / "docs" / "kubernetes.md").read_text()
+
+
+def test_past_the_limit_per_code_the_rest_are_folded_into_one_finding(monkeypatch):
+    import dr.exporters.kubernetes.readiness as readiness
+    monkeypatch.setattr(readiness, "PER_CODE", 2)
+    found = [f for f in _findings(objects.pdb_objects()) if f["code"] == "pdb-blocks-drain"]
+    assert [f["object"] for f in found] == ["PodDisruptionBudget/pdbs/frozen", "PodDisruptionBudget/pdbs/full",
+                                           "1 more objects"]
+    assert found[-1]["more"] == 1 and "PodDisruptionBudget/pdbs/single" in found[-1]["message"]

@@ -23,6 +23,7 @@ from dr.exporters.kubernetes.readiness.workloads import workload_of
 from dr.exporters.kubernetes.resources import ResourceType
 
 KUEUE = "kueue.x-k8s.io"
+PER_CODE = 200  # findings kept per code in the snapshot manifest; the rest are folded into one
 _KEPT = {("policy", "poddisruptionbudgets"): "pdbs", (KUEUE, "resourceflavors"): "flavors",
          (KUEUE, "clusterqueues"): "cluster_queues", (KUEUE, "localqueues"): "local_queues"}
 
@@ -60,7 +61,24 @@ class ReadinessCheck:
         if "spot" in checks:
             capacity = SpotCapacity(self._kept["flavors"], self._kept["cluster_queues"], self._kept["local_queues"])
             found += spot_findings(workloads, capacity, self.options.spot_notice_seconds)
-        yield from sorted(found, key=lambda f: (f["code"], f["object"], f["message"]))
+        yield from _folded(sorted(found, key=lambda f: (f["code"], f["object"], f["message"])))
+
+
+def _folded(found: list[dict]) -> Iterator[dict]:
+    """At most PER_CODE findings per code, so a large cluster keeps its manifest small; past it
+    one more finding of that code counts the rest and names the first 20, so none is dropped
+    silently."""
+    by_code: dict[str, list[dict]] = {}
+    for finding in found:
+        by_code.setdefault(finding["code"], []).append(finding)
+    for code, findings in by_code.items():
+        yield from findings[:PER_CODE]
+        rest = findings[PER_CODE:]
+        if rest:
+            objects = [f["object"] for f in rest]
+            yield {**rest[0], "object": f"{len(rest)} more objects",
+                   "message": f"{len(rest)} more {code} finding(s) like the ones above, on: {', '.join(objects[:20])}"
+                              + (" ..." if len(objects) > 20 else ""), "more": len(rest)}
 
 
 def _name(obj: dict) -> tuple[str, str]:
