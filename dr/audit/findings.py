@@ -61,6 +61,10 @@ _CODES = [
          "Keep the unseal outside the failed domain: a multi-region KMS key with a replica in a surviving "
          "region, a transit Vault outside the failed cluster, or Shamir custodians outside it; then change "
          "the vault source's unseal option and back up again."),
+    Code("certificate-only-in-failed-region", "A certificate in use exists only in a region that is lost",
+         "Get a certificate for the same domains in a surviving region before you need it: request one there "
+         "(DNS validation, the same records validate it), import it, or back up an exportable certificate's "
+         "key (export_private: true); then back up and audit again."),
     Code("dependency-in-failed-domain", "A restore needs something that is lost with the failure",
          "Move or replicate the dependency outside the failed domain, or have its exporter capture it "
          "into the snapshot (declaring meta['provides']), then run dr backup and dr audit again."),

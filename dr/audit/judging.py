@@ -36,6 +36,8 @@ _KIND_CODES = {
     "unseal-kms": "unseal-key-in-failed-domain",
     "unseal-transit": "unseal-key-in-failed-domain",
     "unseal-custodian": "unseal-key-in-failed-domain",
+    # an in-use ACM certificate (the certificates exporter), placed by its ARN's region
+    "acm-certificate": "certificate-only-in-failed-region",
 }
 
 

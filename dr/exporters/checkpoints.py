@@ -40,7 +40,8 @@ from dr.exporters.checkpointing.status import CopyCheck, RunRPO, rpo_report, ver
 from dr.exporters.checkpointing.transfer.transferring import Transfer
 from dr.exporters.contract import (AWS_CREDENTIALS, AnyOf, ArtifactSink, ContentReader, Destination, Discovered,
                                    ExportContext, Exporter, Ordering, OrderingRule, Outcome, RemapKind, RestoreOption,
-                                   RestoreRequest, Rewriter, RpoRow, RunNeeds, CopyReport)
+                                   RestoreRequest, Rewriter, RpoRow, RunNeeds, CopyReport,
+                                   CheckpointSave)
 from dr.model.artifacts import Artifact
 
 __all__ = ["CheckpointsExporter", "CopyCheck", "KIND", "REMAP_KEYS", "RunRPO", "rpo_report", "verify_copies"]
@@ -163,6 +164,9 @@ class CheckpointsExporter(Exporter):
 
     def verify_copies(self, artifacts: list[Artifact], reader: ContentReader, read_data: bool) -> list[CopyReport]:
         return verify_recorded(self, artifacts, reader, read_data)
+
+    def checkpoint_saves(self, artifacts: list[Artifact]) -> list[CheckpointSave]:
+        return planning.checkpoint_saves(artifacts)
 
     # -- beyond the contract ----------------------------------------------------------------
     def rpo(self, now: float | None = None) -> list[RunRPO]:
