@@ -89,6 +89,10 @@ _CODES = [
     Code("backup-finding", "The backup noticed a problem at a source (kept in the snapshot)",
          "Fix what the finding names at the source (a missing object it references, a copy that failed), "
          "then run dr backup --source NAME and dr audit again; a restore would bring the same problem back."),
+    Code("readiness-finding", "A go-live readiness check failed at a source (dr audit --readiness)",
+         "Follow the finding's own runbook: fix the object it names at the source (a PodDisruptionBudget, a "
+         "serving Deployment, a spot job's grace period), then run dr backup --source NAME and dr audit "
+         "--readiness again."),
     Code("dependency-remapped", "A lost dependency can be rebuilt from the snapshot's own copy",
          "During the restore, restore the providing artifact to a new location first and point the "
          "dependents at it (dr restore --source ... --to NEW-LOCATION)."),
@@ -118,8 +122,10 @@ class Finding:
     location:  how the reference was placed: "location <name>" or "rule <pattern>", or None
     domain:    the failure domain it is placed in, None when nothing places it
     artifact:  the first artifact (source/kind/identity) that needs it, if any
-    backup:    for a backup-finding, what the exporter recorded: source, code, severity
-               (info, warning, error) and object (dr.audit.backup_findings); else None
+    backup:    for a backup-finding or readiness-finding, what the exporter recorded: source,
+               code, severity (info, warning, error) and object (dr.audit.backup_findings);
+               else None
+    runbook_path: for a readiness-finding, the runbook its exporter names (runbooks/<code>.md)
     """
 
     code: str
@@ -137,6 +143,7 @@ class Finding:
     sources: list[str] = field(default_factory=list)
     action: str = ""
     backup: dict[str, Any] | None = None
+    runbook_path: str | None = None  # a readiness finding's own runbook (the exporter names it)
 
     def __post_init__(self) -> None:
         if self.code not in CODES:
@@ -153,7 +160,7 @@ class Finding:
 
     @property
     def runbook(self) -> str:
-        return runbook_for(self.code)
+        return self.runbook_path or runbook_for(self.code)
 
     @property
     def title(self) -> str:
