@@ -31,6 +31,14 @@ PREFIX = f"copies/ckpts/{CK}"
 # ten data files of unequal sizes (KiB), so the split by size is not a split by count
 SIZES = [2048, 1536, 1280, 1024, 900, 700, 512, 384, 256, 128]
 
+# The shards here are synthetic bytes, not a training state: the readiness check rightly says
+# so (checkpoint-not-resumable, -unversioned); these tests are about the copy's findings.
+READINESS = {"checkpoint-not-resumable", "checkpoint-unversioned"}
+
+
+def copy_findings(backup) -> list[dict]:
+    return [f for f in backup.findings if f["code"] not in READINESS]
+
 
 @pytest.fixture(scope="module")
 def logged_moto():
@@ -94,7 +102,7 @@ def test_four_local_shards_copy_verify_and_restore(sharded, tmp_path):
     x = make_exporter(env["options"])
     x.executor = LocalExecutor(on_start=lambda i, attempt, pid: started.append((i, attempt)))
     backup = env["repo"].backup(x)
-    assert backup.findings == [], backup.findings
+    assert copy_findings(backup) == [], backup.findings
     assert sorted(started) == [(0, 1), (1, 1), (2, 1), (3, 1)]
     assert any("10 files in 4 shards" in ln for ln in backup.log), backup.log
     _copy_is_the_source(env)
@@ -153,7 +161,7 @@ def test_shard_2_of_4_sigkilled_completes_after_the_retry_marker_written_once(sh
     assert killed, "shard 2 was never caught half-way"
     assert len(killed["done"]) < len(killed["share"]), killed  # it still had work when it died
     assert (2, 2) in attempts and (0, 2) not in attempts
-    assert backup.findings == [], backup.findings
+    assert copy_findings(backup) == [], backup.findings
     _copy_is_the_source(env)
     lines = _lines(env)
     assert _puts(lines, f"{PREFIX}/{MARKER}") == 1
@@ -182,7 +190,7 @@ def test_a_result_that_does_not_match_the_journal_leaves_no_manifest_and_no_mark
     x = make_exporter(env["options"])
     x.executor = Tamper()
     backup = env["repo"].backup(x)
-    (finding,) = backup.findings
+    (finding,) = copy_findings(backup)
     assert finding["code"] == "checkpoint-copy-failed"
     assert "do not verify" in finding["message"] and seen["file"] in finding["message"]
     keys = {o["Key"][len(PREFIX) + 1:] for o in client.list_objects_v2(Bucket=env["dr"], Prefix=PREFIX)
@@ -193,7 +201,7 @@ def test_a_result_that_does_not_match_the_journal_leaves_no_manifest_and_no_mark
     mark = len(_lines(env))
     x = make_exporter(env["options"])
     x.executor = LocalExecutor()
-    assert env["repo"].backup(x).findings == []
+    assert copy_findings(env["repo"].backup(x)) == []
     _copy_is_the_source(env)
     again = _lines(env)[mark:]
     assert all(_puts(again, f"{PREFIX}/{rel}") == 0 for rel in env["source"] if rel != "COMPLETE")

@@ -27,7 +27,8 @@ from dr.exporters.checkpointing.sharding.kubernetes import MOUNT, index_set
 from dr.exporters.checkpointing.copies.layout import canonical
 from dr.exporters.checkpointing.sharding.tasks import digest
 from tests.checkpoints.test_exporter_helpers import make_exporter
-from tests.checkpoints.test_sharding import PREFIX, _copy_is_the_source, _lines, _puts, logged_moto, sharded  # noqa: F401
+from tests.checkpoints.test_sharding import (PREFIX, _copy_is_the_source, _lines, _puts, copy_findings,  # noqa: F401
+                                             logged_moto, sharded)
 from tests.fixtures_s3 import s3_client
 from tests.harness import EmulatedCluster, write_kubeconfig
 
@@ -119,7 +120,7 @@ def test_the_job_is_indexed_runs_drs_image_and_the_copy_publishes_once_it_comple
     env = on_cluster
     kubelet = Kubelet(env["api"], env["ns"])
     backup = _backup_with(env, kubelet)
-    assert backup.findings == [], backup.findings
+    assert copy_findings(backup) == [], backup.findings
     spec = kubelet.job["spec"]
     assert (spec["completionMode"], spec["completions"], spec["parallelism"], spec["backoffLimitPerIndex"]) == \
         ("Indexed", 4, 3, 1)
@@ -141,7 +142,7 @@ def test_the_job_is_indexed_runs_drs_image_and_the_copy_publishes_once_it_comple
 def test_a_failed_index_leaves_no_marker_and_the_next_job_finishes_the_copy(on_cluster):
     env = on_cluster
     backup = _backup_with(env, Kubelet(env["api"], env["ns"], fail={2}))
-    (finding,) = backup.findings
+    (finding,) = copy_findings(backup)
     assert finding["code"] == "checkpoint-copy-failed", finding
     assert "shard 2 of 4: failed after 2 attempt(s)" in finding["message"] and "FailedIndexes" in finding["message"]
     assert "shard 0" not in finding["message"]
@@ -155,7 +156,7 @@ def test_a_failed_index_leaves_no_marker_and_the_next_job_finishes_the_copy(on_c
 
     mark = len(_lines(env))
     kubelet = Kubelet(env["api"], env["ns"])  # the next backup: the same task, a new Job of the same name
-    assert _backup_with(env, kubelet).findings == []
+    assert copy_findings(_backup_with(env, kubelet)) == []
     assert kubelet.job["metadata"]["name"] == task_job_name(task)
     _copy_is_the_source(env)
     assert _puts(_lines(env), f"{PREFIX}/{MARKER}") == 1
