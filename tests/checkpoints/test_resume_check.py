@@ -76,6 +76,7 @@ def test_a_dcp_save_missing_one_part_serves_but_cannot_resume(backed_up, run, mi
     finding = backed_up["findings"][("checkpoint-not-resumable", run)]
     assert finding["severity"] == "warning" and finding["missing"] == missing and finding["step"] == 10
     assert finding["runbook"] == "runbooks/checkpoint-not-resumable.md" and Path(finding["runbook"]).is_file()
+    assert finding["category"] == "readiness"  # so `dr audit --readiness` lists it
     assert f"missing {missing[0]}" in finding["message"]
 
 

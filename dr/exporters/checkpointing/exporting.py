@@ -114,7 +114,9 @@ class ExportRun:
             if not done:
                 continue
             ck, r = done[-1], self.resumability(done[-1])
-            facts = {"run": run, "step": ck.step, "runbook": RUNBOOKS["not-resumable"]}
+            # category readiness: `dr audit --readiness` lists it with its runbook (docs/readiness.md)
+            facts = {"run": run, "step": ck.step, "object": ck.url, "category": "readiness",
+                     "check": "training-state", "runbook": RUNBOOKS["not-resumable"]}
             if r.verdict not in (RESUMABLE, RELEASE):
                 have = ", ".join(f"{p} ({n})" for p, n in sorted(r.found.items())) or "nothing recognised"
                 self.ctx.finding("warning", "checkpoint-not-resumable",
