@@ -105,7 +105,8 @@ def test_prune_before_and_after_retention_ends(tmp_path, s3_bucket, moto_endpoin
     bucket = s3_bucket(object_lock=True)
     s3 = s3_client(moto_endpoint)
     plan = _plan(tmp_path, bucket, moto_endpoint, "compliance")
-    ends = datetime.now(timezone.utc) + timedelta(seconds=6)
+    # the lock window must outlast two backups and a dry run even on a loaded CI machine (6 s did not)
+    ends = datetime.now(timezone.utc) + timedelta(seconds=15)
     with monkeypatch.context() as patch:
         patch.setattr(clock, "now", lambda: ends - timedelta(days=1))  # locked until `ends`
         assert _run(capsys, "backup", "--plan", plan)[0] == Exit.OK
@@ -115,6 +116,7 @@ def test_prune_before_and_after_retention_ends(tmp_path, s3_bucket, moto_endpoin
     assert main(["prune", "--plan", plan, "--dry-run"]) == Exit.OK  # what an operator reads
     said = capsys.readouterr().out
     assert "would forget 1 of 2 snapshots" in said and "still under Object Lock retention" in said
+    assert datetime.now(timezone.utc) < ends - timedelta(seconds=2), "the lock window passed before the prune"
     code, before = _run(capsys, "prune", "--plan", plan)  # retention has not ended
     assert code == Exit.OK and len(before["forgotten"]) == 1 and before["blobs_deleted"] == 0
     # the old a.txt's blob is unreferenced but locked: left, and listed with its date
