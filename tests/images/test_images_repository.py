@@ -202,3 +202,38 @@ def _chunk(artifacts: list[Artifact], identity: str) -> str:
     [artifact] = [a for a in artifacts if a.identity == identity]
     [chunk] = artifact.chunks
     return chunk
+
+
+def test_a_source_serving_corrupt_bytes_is_refused_and_the_other_images_still_go_in(tmp_path, registries, images,
+                                                                                     proxy):
+    api, worker = (ref.replace(registries.source.host, proxy.host) for ref in (images.api, images.worker))
+    layers = json.loads(registries.source.client().get_manifest("team/api", images.api_digest).body)["layers"]
+    own = layers[-1]["digest"]  # the api's own layer, not the base it shares with the worker
+    proxy.corrupt = {own}
+    plan = _plan(tmp_path, registries, [api, worker])
+    result, records, _ = backup(plan)
+    [finding] = source_result(result).findings
+    assert finding["code"] == "image-store-failed" and api in finding["message"] and own in finding["message"]
+    assert list(records) == [worker]
+    catalog = [a.identity for a in _catalog(plan, result) if a.kind == "image-blob"]
+    assert own not in catalog and set(records[worker][1]["blobs"]) <= set(catalog)
+
+
+def test_both_keeps_the_repository_copy_when_the_dr_registry_is_down(tmp_path, registries, images):
+    from tests.servers import free_port
+    down = f"http://127.0.0.1:{free_port()}"
+    plan = _plan(tmp_path, registries, [images.worker])
+    plan = load_plan(_with(tmp_path, store="both", to=[down], retries=0), REGISTRY)
+    result, records, _ = backup(plan)
+    assert [f["code"] for f in source_result(result).findings] == ["dr-registry-unreachable"]
+    artifact, record = records[images.worker]
+    assert record["copies"] == [] and record["repository"][0]["digest"] == record["digest"]
+    assert artifact.meta["stored"] == "repository"
+
+
+def _with(folder, **options) -> str:
+    path = folder / "plan.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["sources"][1].update(options)
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
