@@ -19,7 +19,10 @@ from dr.exporters.images.references import cosign_tags
 from dr.model.artifacts import Artifact
 from dr.model.plan_loading import load_plan
 from dr.repository import layout
+from dr.backup import run_backup
+from dr.exporters.images.records import load
 from dr.repository.checking import verify
+from dr.repository.reading import ArtifactReader
 from dr.repository.targets import open_target
 from dr.restore import run_restore
 from tests.harness.registries import push_image, tar_layer
@@ -237,3 +240,35 @@ def _with(folder, **options) -> str:
     data["sources"][1].update(options)
     path.write_text(yaml.safe_dump(data))
     return str(path)
+
+
+def test_a_secret_source_keeps_its_images_encrypted(tmp_path, registries, images):
+    import pyrage
+    identity = pyrage.x25519.Identity.generate()
+    _plan(tmp_path, registries, [images.worker])
+    data = yaml.safe_load((tmp_path / "plan.yaml").read_text())
+    data["encryption"] = {"recipients": [str(identity.to_public())]}
+    data["sources"][1]["sensitivity"] = "secret"
+    (tmp_path / "plan.yaml").write_text(yaml.safe_dump(data))
+    plan = load_plan(str(tmp_path / "plan.yaml"), REGISTRY)
+    [result] = run_backup(plan, REGISTRY)
+    catalog = _catalog(plan, result)
+    blobs = [a for a in catalog if a.kind == "image-blob"]
+    assert blobs and all(a.encrypted for a in blobs)
+    repo = open_target(plan, plan.target("dr"))
+    [artifact] = [a for a in catalog if a.kind == "image"]
+    record = load(ArtifactReader(repo, [identity]).read(artifact))
+    assert set(record["blobs"]) <= {a.identity for a in blobs}
+    stored = dict(repo.list_blobs())
+    assert not set(stored) & {d.split(":")[1] for d in record["blobs"]}  # no layer stored in plaintext
+    outcome = run_restore(plan, REGISTRY, "images", identities=[identity],
+                          request=RestoreRequest(to=f"{registries.dest.url}/secret")).outcomes
+    assert [o.status for o in outcome] == [OutcomeStatus.RESTORED]
+    assert registries.dest.client().head_manifest("secret/team/worker", "1.0")[0] == record["digest"]
+    exporter = ImagesExporter(ExportContext("images", plan.options["images"], plan.base_dir))
+    mine = [a for a in catalog if a.source == "images"]
+    [report] = exporter.verify_copies(mine, ArtifactReader(repo, [identity]), True)
+    assert report.ok and report.data["blobs"] == len(record["blobs"]) and report.data["undecrypted"] == 0
+    # without the identity nothing can be read: said, not reported as damage
+    [report] = exporter.verify_copies(mine, ArtifactReader(repo), True)
+    assert report.ok and report.data["undecrypted"] == 1 and "no identity" in report.where

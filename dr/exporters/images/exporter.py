@@ -148,5 +148,6 @@ class ImagesExporter(Exporter):
         """Contract v2: `dr verify` checks every DR registry copy as restore() would (by digest;
         with read_data every blob is streamed and hashed, else only HEADed)."""
         return [CopyReport(check.copy, f"image {check.item}", list(check.problems),
-                           {"manifests": check.manifests, "blobs": check.blobs, "bytes_read": check.bytes_read})
+                           {"manifests": check.manifests, "blobs": check.blobs, "bytes_read": check.bytes_read,
+                            "undecrypted": check.undecrypted})
                 for check in self.verify(artifacts, reader, read_data)]
