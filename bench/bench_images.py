@@ -103,48 +103,40 @@ def dr_backup(work: str, name: str, to: str | None, refs: list[str]):
     return lambda: measure([DR, "backup", "--plan", plan, "--quiet"])
 
 
-def skopeo_each(refs: list[str], dest: str, home: str):
+def per_image(argv_of, refs: list[str], home: str):
+    """One skopeo command per image (`argv_of(ref)`), the way people script it: the summed time."""
     env = {**os.environ, "HOME": home}
 
     def run():
-        runs = [measure(["skopeo", "copy", *SKOPEO_TLS, f"docker://{ref}",
-                         f"docker://{dest}/{ref.split('/', 1)[1]}"], env=env) for ref in refs]
+        runs = [measure(argv_of(ref), env=env) for ref in refs]
         return type(runs[0])(sum(r.seconds for r in runs), max(r.peak_rss_mb for r in runs), "")
     return run
 
 
-def skopeo_sync(refs: list[str], source: str, dest: str, home: str, work: str):
-    spec = os.path.join(work, "sync.yaml")
+def skopeo_each(refs: list[str], dest: str, home: str):
+    return per_image(lambda ref: ["skopeo", "copy", *SKOPEO_TLS, f"docker://{ref}",
+                                  f"docker://{dest}/{ref.split('/', 1)[1]}"], refs, home)
+
+
+def skopeo_sync(refs: list[str], source: str, dest: str, home: str, work: str, kind: str = "docker"):
+    """`skopeo sync --src yaml` of the images in one call, into a registry (`docker`) or a folder (`dir`)."""
+    spec = os.path.join(work, f"sync-{kind}.yaml")
     with open(spec, "w") as handle:
         repos = {ref.split("/", 1)[1].rsplit(":", 1)[0]: ["1.0"] for ref in refs}
         handle.write(json.dumps({source: {"tls-verify": False, "images": repos}}))
     env = {**os.environ, "HOME": home}
-    return lambda: measure(["skopeo", "sync", "--src", "yaml", "--dest", "docker", "--dest-tls-verify=false",
-                            spec, dest], env=env)
+    tls = ["--dest-tls-verify=false"] if kind == "docker" else []
+    return lambda: measure(["skopeo", "sync", "--src", "yaml", "--dest", kind, *tls, spec, dest], env=env)
 
 
 def skopeo_oci(refs: list[str], layout: str, home: str):
     """`skopeo copy docker://REF oci:LAYOUT:NAME` once per image, into one OCI layout."""
-    env = {**os.environ, "HOME": home}
-
-    def run():
-        runs = [measure(["skopeo", "copy", "--src-tls-verify=false", f"docker://{ref}", f"oci:{layout}:{_name(ref)}"],
-                        env=env) for ref in refs]
-        return type(runs[0])(sum(r.seconds for r in runs), max(r.peak_rss_mb for r in runs), "")
-    return run
+    return per_image(lambda ref: ["skopeo", "copy", "--src-tls-verify=false", f"docker://{ref}",
+                                  f"oci:{layout}:{_name(ref)}"], refs, home)
 
 
 def _name(ref: str) -> str:
     return ref.split("/", 1)[1].replace("/", "-").replace(":", "-")
-
-
-def skopeo_sync_dir(refs: list[str], source: str, folder: str, home: str, work: str):
-    spec = os.path.join(work, "sync-dir.yaml")
-    with open(spec, "w") as handle:
-        repos = {ref.split("/", 1)[1].rsplit(":", 1)[0]: ["1.0"] for ref in refs}
-        handle.write(json.dumps({source: {"tls-verify": False, "images": repos}}))
-    env = {**os.environ, "HOME": home}
-    return lambda: measure(["skopeo", "sync", "--src", "yaml", "--dest", "dir", spec, folder], env=env)
 
 
 def disk_mib(folder: str) -> float:
@@ -161,7 +153,7 @@ def held_rows(args, work: str, source, registry, refs: list[str]) -> dict:
     os.makedirs(synced)
     tools = {"dr backup, store: repository": (dr_backup(work, "dr", None, refs), os.path.join(work, "dr", "repo")),
              "skopeo copy to one OCI layout, per image": (skopeo_oci(refs, layout, homes["oci"]), layout),
-             "skopeo sync --dest dir, one call": (skopeo_sync_dir(refs, source.host, synced, homes["dir"], work),
+             "skopeo sync --dest dir, one call": (skopeo_sync(refs, source.host, synced, homes["dir"], work, "dir"),
                                                   synced)}
     rows = {}
     for name, (tool, folder) in tools.items():
@@ -177,11 +169,10 @@ def held_rows(args, work: str, source, registry, refs: list[str]) -> dict:
                     "--quiet"])
     rows["dr restore --to a fresh registry"] = {"first_s": round(back.seconds, 2), "first_rss_mb": round(back.peak_rss_mb)}
     dest = registry("skopeo-back").host
-    env = {**os.environ, "HOME": homes["back"]}
-    runs = [measure(["skopeo", "copy", "--dest-tls-verify=false", f"oci:{layout}:{_name(ref)}",
-                     f"docker://{dest}/back/{ref.split('/', 1)[1]}"], env=env) for ref in refs]
-    rows["skopeo copy oci: -> a fresh registry, per image"] = {
-        "first_s": round(sum(r.seconds for r in runs), 2), "first_rss_mb": round(max(r.peak_rss_mb for r in runs))}
+    peer = per_image(lambda ref: ["skopeo", "copy", "--dest-tls-verify=false", f"oci:{layout}:{_name(ref)}",
+                                  f"docker://{dest}/back/{ref.split('/', 1)[1]}"], refs, homes["back"])()
+    rows["skopeo copy oci: -> a fresh registry, per image"] = {"first_s": round(peer.seconds, 2),
+                                                               "first_rss_mb": round(peer.peak_rss_mb)}
     return rows
 
 
