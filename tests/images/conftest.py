@@ -106,7 +106,8 @@ def plan_with(tmp_path, options: dict, pods: dict | None = None, name: str = "im
 def backup(plan, sources=None):
     [result] = run_backup(plan, REGISTRY, sources)
     repo = open_target(plan, plan.target("dr"))
-    artifacts = [a for a in read_catalog(repo, result.snapshot.catalog) if a.exporter == "images"]
+    # the images' records (with `store: repository`, their blobs are `image-blob` artifacts beside them)
+    artifacts = [a for a in read_catalog(repo, result.snapshot.catalog) if a.exporter == "images" and a.kind == "image"]
     reader = ArtifactReader(repo)
     return result, {a.identity: (a, load(reader.read(a))) for a in artifacts}, reader
 

@@ -397,6 +397,11 @@ class HashingReader:
             raise DigestMismatch(f"{self.name}: the registry served bytes whose digest is {got}, "
                                  f"not {self.digest}; refused")
 
+    def close(self) -> None:
+        close = getattr(self._stream, "close", None)
+        if close is not None:
+            close()
+
     def finish(self) -> None:
         if self.read_bytes != self.size:
             raise DigestMismatch(f"{self.name}: {self.read_bytes} of {self.size} bytes were read")

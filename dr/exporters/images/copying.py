@@ -214,6 +214,11 @@ class Copier:
     # -- blobs --------------------------------------------------------------------------------
     def ensure_blob(self, src: Endpoint, dst: Endpoint, digest: str, size: int) -> int:
         """Make `digest` present in `dst`; the bytes this cost (0 when present or mounted)."""
+        return self.place(dst, digest, lambda: src.registry.retrying(lambda: self._stream(src, dst, digest, size)))
+
+    def place(self, dst: Endpoint, digest: str, transfer: Callable[[], int]) -> int:
+        """Make `digest` present in `dst`: mounted from where this run put it, found (HEAD), or
+        else `transfer()`ed (which returns the bytes it moved). One transfer per registry."""
         key = (dst.registry.base, digest)
         with self._guard:
             lock = self._locks.setdefault(key, threading.Lock())
@@ -221,17 +226,22 @@ class Copier:
             known = self._present.setdefault(key, set())
             if dst.path in known:
                 return 0
-            moved = self._place_blob(src, dst, digest, size, known)
+            moved = self._place_blob(dst, digest, known, transfer)
             known.add(dst.path)
             return moved
 
-    def _place_blob(self, src: Endpoint, dst: Endpoint, digest: str, size: int, known: set[str]) -> int:
+    @staticmethod
+    def _place_blob(dst: Endpoint, digest: str, known: set[str], transfer: Callable[[], int]) -> int:
         for other in sorted(known):
             if dst.registry.mount_blob(dst.path, digest, other):
                 return 0
         if dst.registry.has_blob(dst.path, digest) is not None:
             return 0
-        return src.registry.retrying(lambda: self._stream(src, dst, digest, size))
+        return transfer()
+
+    def map(self, call: Callable, items) -> list:
+        """`call(item)` for every item on the blob pool; the results, or the first error."""
+        return [f.result() for f in [self._pool.submit(call, item) for item in items]]
 
     def _stream(self, src: Endpoint, dst: Endpoint, digest: str, size: int) -> int:
         response = src.registry.open_blob(src.path, digest)

@@ -7,7 +7,8 @@ import time
 from typing import Callable, Iterator
 
 from dr.exporters.contract import (AnyOf, ArtifactSink, ContentReader, CopyReport, Destination, Discovered,
-                                   ExportContext, Exporter, Ordering, Outcome, RestoreRequest, Rewriter, RunNeeds)
+                                   ExportContext, Exporter, NoDestination, Ordering, Outcome, RestoreRequest,
+                                   Rewriter, RunNeeds)
 from dr.exporters.images.deploying import run_needs
 from dr.exporters.images.auth import Credentials, read_pull_secrets
 from dr.exporters.images.client import Registry, RegistryError
@@ -112,6 +113,12 @@ class ImagesExporter(Exporter):
 
     # -- contract v2: planning ---------------------------------------------------------------
     def destinations(self, artifacts: list[Artifact], rewrite: Rewriter) -> list[Destination]:
+        held = [a.identity for a in artifacts if a.kind == KIND and not a.meta.get("copies")]
+        if held:
+            raise NoDestination(f"{len(held)} images of source '{self.context.source}' ({', '.join(held[:3])}"
+                                f"{', ...' if len(held) > 3 else ''}) are kept only in dr's repository, in no "
+                                f"registry to point workloads at: give --to {self.context.source}=REGISTRY "
+                                "(http(s)://host[:port][/prefix]) to push them into one")
         return [Destination(artifacts, None, "the DR copies themselves: workloads are pointed at them "
                             "(give --to REGISTRY to push the images into a new registry)")]
 
@@ -130,7 +137,7 @@ class ImagesExporter(Exporter):
         return needs
 
     def restore_bytes(self, artifacts: list[Artifact]) -> dict[str, int]:
-        return {"image_warmup": sum(int(a.meta.get("bytes") or 0) for a in artifacts)}
+        return {"image_warmup": sum(int(a.meta.get("bytes") or 0) for a in artifacts if a.kind == KIND)}
 
     # -- beyond the contract ----------------------------------------------------------------
     def verify(self, artifacts: list[Artifact], reader: ContentReader, read_data: bool = True) -> list[ImageCheck]:
@@ -141,5 +148,6 @@ class ImagesExporter(Exporter):
         """Contract v2: `dr verify` checks every DR registry copy as restore() would (by digest;
         with read_data every blob is streamed and hashed, else only HEADed)."""
         return [CopyReport(check.copy, f"image {check.item}", list(check.problems),
-                           {"manifests": check.manifests, "blobs": check.blobs, "bytes_read": check.bytes_read})
+                           {"manifests": check.manifests, "blobs": check.blobs, "bytes_read": check.bytes_read,
+                            "undecrypted": check.undecrypted})
                 for check in self.verify(artifacts, reader, read_data)]

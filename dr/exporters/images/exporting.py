@@ -6,10 +6,11 @@ matching the plan's `repositories` patterns; minus `exclude`. Two spellings of o
 (`nginx:1` and `docker.io/library/nginx:1`) are one image that provides both.
 
 Each image's tag is resolved to a digest once (one HEAD at the source), then copied to every
-DR registry in parallel (copying.Copier). One `image` artifact per image records where the
-copies are (records.py); an image that cannot be copied is an error finding naming it and
-the reason, and the other images still copy. The source fails (raises) only when no DR
-registry answers, or when every image failed.
+DR registry in parallel (copying.Copier), and with `store: repository|both` into dr's
+repository as `image-blob` artifacts (storing.py). One `image` artifact per image records
+where the copies are (records.py); an image that cannot be copied is an error finding naming
+it and the reason, and the other images still copy. The source fails (raises) only when no
+DR registry answers (with `store: registries`), or when every image failed.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from dr.exporters.images.client import NotFound, Registry, RegistryError
 from dr.exporters.images.copying import Copied, Endpoint
 from dr.exporters.images.references import BadReference, ImageRef, dr_path, parse, parse_pattern
 from dr.exporters.images.options import RegistryURL
+from dr.exporters.images.storing import RepositoryWriter, Stored
 
 if TYPE_CHECKING:
     from dr.exporters.images.exporter import ImagesExporter
@@ -111,6 +113,9 @@ class ExportRun:
         self.copier = exporter.copier(count=sink.transferred)
         self.failed: list[str] = []
         self._lock = threading.Lock()
+        self._sink_lock = threading.Lock()  # the sink is not thread-safe: one write at a time
+        self.repository = (RepositoryWriter(exporter, sink, self._sink_lock, self.copier)
+                           if exporter.options.in_repository else None)
 
     def execute(self) -> None:
         try:
@@ -150,11 +155,11 @@ class ExportRun:
                 self._fail("dr-registry-unreachable", f"DR registry {url}: {exc}", registry=url.url)
                 continue
             up.append((url, registry))
-        if not up:
+        if not up and self.exporter.options.store == "registries":
             raise RuntimeError("no DR registry answers: " + "; ".join(self.failed))
         return up
 
-    def _copy(self, item: Wanted, targets) -> tuple[ImageRef, str, list] | None:
+    def _copy(self, item: Wanted, targets) -> tuple[ImageRef, str, list, Stored | None] | None:
         try:
             ref = resolve(self.exporter, item.ref)
         except RegistryError as exc:
@@ -175,21 +180,34 @@ class ExportRun:
             how = "unchanged" if copied.unchanged else f"{copied.bytes_copied} bytes copied"
             self.context.log(f"{ref} -> {dst.name} ({how}, {time.monotonic() - started:.1f} s)")
             copies.append((url, dst, copied))
-        return (ref, resolved_at, copies) if copies else None
+        stored = self._store(item, src, ref) if self.repository is not None else None
+        return (ref, resolved_at, copies, stored) if copies or stored else None
+
+    def _store(self, item: Wanted, src: Endpoint, ref: ImageRef) -> Stored | None:
+        started = time.monotonic()
+        try:
+            stored = self.repository.store(src, ref.digest)
+        except (RegistryError, OSError) as exc:
+            self._fail("image-store-failed", f"{item.identity} -> dr's repository: {exc}", image=item.identity)
+            return None
+        how = f"{stored.bytes_read} bytes read" if stored.bytes_read else "every blob already held"
+        self.context.log(f"{ref} -> dr's repository ({how}, {time.monotonic() - started:.1f} s)")
+        return stored
 
     def _copy_one(self, src: Endpoint, dst: Endpoint, ref: ImageRef) -> Copied:
         o = self.exporter.options
         return self.copier.copy(src, dst, ref.digest, [ref.tag] if ref.tag else [],
                                 attached=o.signatures, referrers=o.referrers)
 
-    def _write(self, item: Wanted, ref: ImageRef, resolved_at: str, copies: list) -> None:
+    def _write(self, item: Wanted, ref: ImageRef, resolved_at: str, copies: list, stored: Stored | None) -> None:
         def content() -> io.BytesIO:  # called only when the change token differs
-            return io.BytesIO(records.content(self.exporter, ref, copies))
-        record = records.summary(ref, copies)
-        self.sink.write(KIND, item.identity, content, sensitivity=self.exporter.sensitivity(),
-                        dependencies=records.dependencies(ref, copies),
-                        meta=records.meta(item, ref, resolved_at, copies),
-                        change_token=records.change_token(record, self.exporter.options.platforms))
+            return io.BytesIO(records.content(self.exporter, ref, copies, stored))
+        record = records.summary(ref, copies, stored)
+        with self._sink_lock:
+            self.sink.write(KIND, item.identity, content, sensitivity=self.exporter.sensitivity(),
+                            dependencies=records.dependencies(ref, copies),
+                            meta=records.meta(item, ref, resolved_at, copies, stored),
+                            change_token=records.change_token(record, self.exporter.options.platforms))
 
     def _fail(self, code: str, message: str, **facts) -> None:
         with self._lock:

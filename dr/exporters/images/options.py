@@ -5,9 +5,10 @@ section "images", describes each one; a test keeps the two equal).
 from __future__ import annotations
 
 import fnmatch
+from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from dr.exporters.contract import ExporterOptions
 from dr.exporters.images.references import parse, parse_pattern
@@ -35,7 +36,9 @@ class RegistryURL:
 
 
 class ImagesOptions(ExporterOptions):
-    to: list[str] = Field(min_length=1)  # DR registries
+    to: list[str] = []  # DR registries: required unless store is `repository`
+    # where the copies go: DR registries, dr's own repository (image-blob artifacts), or both
+    store: Literal["registries", "repository", "both"] = "registries"
     images: list[str] = []
     repositories: list[str] = []
     from_plan: bool = True
@@ -64,6 +67,17 @@ class ImagesOptions(ExporterOptions):
     @classmethod
     def _registries(cls, urls: list[str]) -> list[str]:
         return [RegistryURL(u).url for u in urls]
+
+    @model_validator(mode="after")
+    def _somewhere(self) -> "ImagesOptions":
+        if not self.to and self.store != "repository":
+            raise ValueError(f"store: {self.store} needs at least one DR registry in `to` "
+                             "(http(s)://host[:port][/prefix]); or set store: repository to keep the images "
+                             "in dr's own repository only")
+        if self.to and self.store == "repository":
+            raise ValueError("store: repository keeps the images in dr's repository only, so `to` would be "
+                             "ignored: remove `to`, or set store: both to copy to the registries as well")
+        return self
 
     @field_validator("endpoints")
     @classmethod
@@ -107,7 +121,12 @@ class ImagesOptions(ExporterOptions):
         return platforms
 
     def dr_registries(self) -> list[RegistryURL]:
-        return [RegistryURL(u) for u in self.to]
+        """The DR registries copies go to (none when the store is dr's repository alone)."""
+        return [] if self.store == "repository" else [RegistryURL(u) for u in self.to]
+
+    @property
+    def in_repository(self) -> bool:
+        return self.store in ("repository", "both")
 
     def scheme_for(self, host: str) -> str:
         """Plain HTTP for loopback (as docker does) and the hosts the plan lists; else HTTPS."""

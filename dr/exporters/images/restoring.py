@@ -2,23 +2,28 @@
 
 `--to REGISTRY` (`http(s)://host[:port][/prefix]`): each image goes to
 `<host>/<prefix>/<source path>:<tag>` (the source registry's host is left out: the new
-registry replaces it). Its cosign tags and referrers follow. Without `--to` (a whole-plan
-restore) nothing moves: workloads are pointed at the DR copies, so the step checks that each
-copy still holds the image (tag and top manifest by digest) and says `unchanged`.
+registry replaces it). Its cosign tags and referrers follow. The bytes come from the first DR
+registry copy that can be read, else from dr's repository when the image is kept there
+(pushing.py). Without `--to` (a whole-plan restore) nothing moves: workloads are pointed at
+the DR copies, so the step checks that each copy still holds the image (tag and top manifest
+by digest) and says `unchanged`; an image kept only in the repository fails, saying to give
+`--to` (destinations() refuses such a step before it starts).
 
 Outcomes: `planned` (dry run), `unchanged` (the destination tag already names the digest),
 `conflict` (it names another digest; `--overwrite` replaces it), `restored` (copied, every
-digest verified on the way), `failed` (no DR copy could be read: each copy's reason).
+digest verified on the way), `failed` (no DR copy could be read: each copy's reason, a damaged or missing repository blob named).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterator
 
-from dr.exporters.contract import ContentReader, Outcome, OutcomeStatus, RestoreRequest
+from dr.exporters.contract import ContentReader, EncryptionError, IntegrityError, Outcome, OutcomeStatus, RestoreRequest
 from dr.exporters.images import records
 from dr.exporters.images.client import RegistryError
 from dr.exporters.images.copying import Copier, Endpoint
+from dr.exporters.images.pushing import HERE, RepositoryImages, push, refusal
+from dr.exporters.images.storing import BLOB_KIND
 from dr.exporters.images.options import RegistryURL
 from dr.exporters.images.references import parse
 from dr.model.artifacts import Artifact
@@ -31,13 +36,16 @@ def restore_images(exporter: "ImagesExporter", artifacts: list[Artifact], reader
                    request: RestoreRequest) -> Iterator[Outcome]:
     target = RegistryURL(request.to) if request.to else None
     copier = exporter.copier(count=lambda n: None, filtered=False)
+    held = RepositoryImages(artifacts, reader)
     try:
         for artifact in artifacts:
+            if artifact.kind == BLOB_KIND:  # pushed as part of the images that list them
+                continue
             record = records.load(reader.read(artifact))
             if target is None:
                 yield _check_in_place(exporter, artifact, record, request)
             else:
-                yield _push(exporter, copier, artifact, record, target, request)
+                yield _push(exporter, copier, held, artifact, record, target, request)
     finally:
         copier.close()
 
@@ -50,6 +58,9 @@ def _dr_endpoint(exporter: "ImagesExporter", copy: dict) -> Endpoint:
 def _check_in_place(exporter: "ImagesExporter", artifact: Artifact, record: dict,
                     request: RestoreRequest) -> Outcome:
     item, problems = artifact.identity, []
+    if not record["copies"]:
+        return Outcome(item, OutcomeStatus.FAILED, f"kept only in {HERE}, in no registry workloads could pull "
+                       "from: give --to REGISTRY to push it into one")
     for copy in record["copies"]:
         if request.dry_run:
             return Outcome(item, OutcomeStatus.PLANNED, f"would check the DR copy {copy['pinned']}")
@@ -66,13 +77,13 @@ def _check_in_place(exporter: "ImagesExporter", artifact: Artifact, record: dict
     return Outcome(item, OutcomeStatus.FAILED, "no DR copy found: " + "; ".join(problems))
 
 
-def _push(exporter: "ImagesExporter", copier: Copier, artifact: Artifact, record: dict, target: RegistryURL,
-          request: RestoreRequest) -> Outcome:
+def _push(exporter: "ImagesExporter", copier: Copier, held: RepositoryImages, artifact: Artifact, record: dict,
+          target: RegistryURL, request: RestoreRequest) -> Outcome:
     item = artifact.identity
     ref = parse(record["source"])
     path = "/".join(p for p in (target.prefix, ref.path) if p)
     where = f"{target.host}/{path}" + (f":{ref.tag}" if ref.tag else "")
-    dr_digest = record["copies"][0]["dr_digest"]
+    dr_digest = record["copies"][0]["dr_digest"] if record["copies"] else record["repository"][0]["digest"]
     if request.dry_run:
         return Outcome(item, OutcomeStatus.PLANNED, f"would copy {dr_digest} to {where}")
     dst = Endpoint(exporter.connections.get(target.host, target.scheme), path)
@@ -98,7 +109,27 @@ def _push(exporter: "ImagesExporter", copier: Copier, artifact: Artifact, record
         return Outcome(item, OutcomeStatus.RESTORED,
                        f"{dr_digest} to {where} from {copy['pinned']} ({len(copied.blobs)} blobs, "
                        f"{copied.bytes_copied} bytes copied, digests verified)")
+    if record.get("repository"):
+        return _push_held(exporter, copier, held, item, record, dst, where, problems)
     return Outcome(item, OutcomeStatus.FAILED, "; ".join(problems))
+
+
+def _push_held(exporter: "ImagesExporter", copier: Copier, held: RepositoryImages, item: str, record: dict,
+               dst: Endpoint, where: str, problems: list[str]) -> Outcome:
+    """Push the image from dr's repository: every blob and manifest verified on the way."""
+    missing = held.missing(record)
+    if missing:
+        return Outcome(item, OutcomeStatus.FAILED, "; ".join([*problems, f"from {HERE}: " + "; ".join(missing)]))
+    top = record["repository"][0]
+    try:
+        blobs, moved = push(exporter, copier, held, record, dst)
+        if record.get("tag"):  # the tag last: it names a complete tree
+            dst.registry.put_manifest(dst.path, record["tag"], held.manifest(*top["manifests"][-1]))
+    except (RegistryError, IntegrityError, EncryptionError) as exc:
+        return Outcome(item, OutcomeStatus.FAILED, "; ".join([*problems, f"from {HERE}: {refusal(exc)}"]))
+    return Outcome(item, OutcomeStatus.RESTORED,
+                   f"{top['digest']} to {where} from {HERE} ({blobs} blobs, {moved} bytes pushed, "
+                   "digests verified)")
 
 
 def _referred(copier: Copier, src: Endpoint, dst: Endpoint, record: dict) -> None:

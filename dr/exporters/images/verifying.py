@@ -4,6 +4,14 @@ For each recorded copy: the tag (and backup tag) still names the copy's digest; 
 recorded manifest is fetched and hashed; every recorded blob is present with its recorded size
 (HEAD), or, with read_data, streamed and hashed. Whatever a restore would refuse (a missing
 or corrupt manifest or blob, a moved tag) is a problem of that copy.
+
+An image kept in dr's repository (`store: repository|both`) is one more copy: every manifest
+and blob its record lists must be an `image-blob` artifact of the same snapshot, with the
+recorded size (a record whose blob artifact is missing is a problem naming the image, though
+every blob the snapshot does hold is fine); with read_data, each one is read through the
+reader as a push reads it and hashed against its digest, so a damaged repository blob is
+reported against every image that needs it (`dr verify --read-data` also reads the repository
+blob by blob itself: image bytes are read twice there).
 """
 
 from __future__ import annotations
@@ -11,11 +19,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
-from dr.exporters.contract import ContentReader
+from dr.exporters.contract import ContentReader, EncryptionError, IntegrityError
 from dr.exporters.images import records
 from dr.exporters.images.client import HashingReader, RegistryError
 from dr.exporters.images.copying import Endpoint
 from dr.exporters.images.options import RegistryURL
+from dr.exporters.images.pushing import HERE, RepositoryImages
+from dr.exporters.images.storing import BLOB_KIND
 from dr.model.artifacts import Artifact
 
 if TYPE_CHECKING:
@@ -33,6 +43,7 @@ class ImageCheck:
     manifests: int = 0  # manifests fetched and hashed
     blobs: int = 0  # blobs found (HEAD) or read and hashed
     bytes_read: int = 0
+    undecrypted: int = 0  # secret blobs in dr's repository not read: no identity opens them
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -41,11 +52,49 @@ class ImageCheck:
 def verify_copies(exporter: "ImagesExporter", artifacts: list[Artifact], reader: ContentReader,
                   read_data: bool = True) -> list[ImageCheck]:
     checks = []
+    held = RepositoryImages(artifacts, reader)
+    results: dict[str, str] = {}  # digest -> problem ('' when fine): a shared blob is read once
     for artifact in artifacts:
-        record = records.load(reader.read(artifact))
+        if artifact.kind == BLOB_KIND:
+            continue
+        try:
+            record = records.load(reader.read(artifact))
+        except EncryptionError:  # a secret source and no identity: say what was not checked
+            checks.append(ImageCheck(artifact.identity, "not checked: its record is encrypted and no identity "
+                                     "was given (--identity)", True, undecrypted=1))
+            continue
         for copy in record["copies"]:
             checks.append(_check(exporter, artifact.identity, record, copy, read_data))
+        if record.get("repository"):
+            checks.append(_check_held(held, artifact.identity, record, read_data, results))
     return checks
+
+
+def _check_held(held: RepositoryImages, item: str, record: dict, read_data: bool,
+                results: dict[str, str]) -> ImageCheck:
+    check = ImageCheck(item, f"{HERE}: {record['source']}@{record['repository'][0]['digest']}", True)
+    check.problems += held.missing(record)
+    for digest, size in records.repository_digests(record).items():
+        if digest not in held.blobs:
+            continue
+        if read_data and digest not in results:
+            try:
+                check.bytes_read += held.check(digest, size)
+                results[digest] = ""
+            except EncryptionError:  # like dr verify without --identity: checked blob by blob only
+                results[digest] = "undecrypted"
+            except (RegistryError, IntegrityError) as exc:
+                results[digest] = f"{'blob' if size is not None else 'manifest'} {digest}: {exc}"
+        if results.get(digest) == "undecrypted":
+            check.undecrypted += 1
+        elif results.get(digest):
+            check.problems.append(results[digest])
+        elif size is None:
+            check.manifests += 1
+        else:
+            check.blobs += 1
+    check.ok = not check.problems
+    return check
 
 
 def _check(exporter: "ImagesExporter", item: str, record: dict, copy: dict, read_data: bool) -> ImageCheck:
