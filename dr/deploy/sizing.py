@@ -14,8 +14,8 @@ MEASURED_PEAK_MB: dict[str, tuple[int, str]] = {
     "files": (162, "Backup of a directory to S3: dr vs restic, first backup of 1 GiB"),
     "checkpoints": (200, "Checkpoint DR copies, across endpoints (2 and 8 GiB runs)"),
     "kubernetes": (63, "Kubernetes backup and restore, backup of 50k objects"),
-    "images": (79, "Image copies registry to registry, first copy"),
-    "dns": (159, "DNS zone export and replay, export of 50,000 records"),
+    "images": (146, "Image copies registry to registry, first copy into dr's repository (store: repository)"),
+    "dns": (97, "DNS zone export and replay, export of 50,000 records"),
     "etcd": (118, "etcd snapshot of 1.2 GB"),
     "mlflow": (76, "MLflow registry, export"),
 }
