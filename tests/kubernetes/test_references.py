@@ -207,6 +207,26 @@ def test_a_service_account_needs_its_pull_secrets():
     assert refs(account) == {("secret", "secret:team/regcred")}
 
 
+def test_load_balancer_annotations_name_their_acm_certificates():
+    """An ACM certificate lives in one region: the certificates exporter's audit rule judges it."""
+    east = "arn:aws:acm:us-east-1:123456789012:certificate/aaaa-1111"
+    west = "arn:aws:acm:us-west-2:123456789012:certificate/bbbb-2222"
+    ingress = {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {
+        "name": "api", "namespace": "web",
+        "annotations": {"alb.ingress.kubernetes.io/certificate-arn": f"{east}, {west}",
+                        "alb.ingress.kubernetes.io/scheme": "internet-facing"}}, "spec": {}}
+    assert refs(ingress) == {("acm-certificate", east), ("acm-certificate", west)}
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {
+        "name": "nlb", "namespace": "web",
+        "annotations": {"service.beta.kubernetes.io/aws-load-balancer-ssl-cert": east}}, "spec": {}}
+    assert refs(service) == {("acm-certificate", east)}
+    # the twin: other annotations, and a value that is not an ACM ARN, are nothing
+    plain = {"apiVersion": "v1", "kind": "Service", "metadata": {
+        "name": "x", "namespace": "web",
+        "annotations": {"service.beta.kubernetes.io/aws-load-balancer-ssl-cert": "not-an-arn"}}, "spec": {}}
+    assert refs(plain) == set()
+
+
 # -- the upstream examples ----------------------------------------------------------------------
 def test_upstream_examples_yield_only_real_references():
     """Every example the fixtures hold: the scan finds their images and no noise (no URL, host or

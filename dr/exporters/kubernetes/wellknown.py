@@ -18,6 +18,11 @@ they get the kind a person acts on. Each entry says what the field is, and why t
                      block (its endpoint, or `<provider>:<service>:<region>` for cloud ones);
                      ExternalSecret spec.secretStoreRef: the store object
   ServiceAccount     imagePullSecrets and secrets: the Secrets pods of that account use
+  any object         the AWS load balancer annotations naming ACM certificates
+                     (`alb.ingress.kubernetes.io/certificate-arn` on an Ingress,
+                     `service.beta.kubernetes.io/aws-load-balancer-ssl-cert` on a Service):
+                     acm-certificate, the ARN (the certificates exporter's dependency kind: an
+                     ACM certificate lives in one region)
 Object references are written the way artifacts declare what they provide (`secret:<ns>/<name>`),
 so the audit can tell which ones the snapshot itself restores.
 """
@@ -163,7 +168,21 @@ BY_GROUP: dict[str, Callable[[dict, str], Iterator[Found]]] = {
 BY_CORE_KIND: dict[str, Callable[[dict, str], Iterator[Found]]] = {"ServiceAccount": service_account}
 
 
+# Annotations whose value is a comma-separated list of ACM certificate ARNs.
+CERTIFICATE_ANNOTATIONS = ("alb.ingress.kubernetes.io/certificate-arn",
+                           "service.beta.kubernetes.io/aws-load-balancer-ssl-cert")
+
+
+def certificate_annotations(obj: dict) -> Iterator[Found]:
+    annotations = _dict(_dict(obj.get("metadata")).get("annotations"))
+    for key in CERTIFICATE_ANNOTATIONS:
+        for arn in (_text(annotations.get(key)) or "").split(","):
+            if arn.strip().startswith("arn:") and ":acm:" in arn:
+                yield "acm-certificate", arn.strip(), ("metadata", "annotations", key)
+
+
 def known_fields(obj: dict, namespace: str) -> Iterator[Found]:
+    yield from certificate_annotations(obj)
     api_version = str(obj.get("apiVersion", ""))
     if "/" in api_version:
         reader = BY_GROUP.get(api_version.split("/", 1)[0])
