@@ -82,6 +82,9 @@ _CODES = [
     Code("coverage-unknown", "The audit could not list what exists at a source (dr audit --live)",
          "Fix what discover() reported (credentials, kubeconfig context, a missing path, the network) "
          "and run dr audit --live again; until then, what is not backed up there is unknown."),
+    Code("needs-unknown", "An exporter could not say which of its needs any one of several references meets",
+         "Fix or upgrade the source's exporter plugin (its restore_needs raised; the message has the error) "
+         "and run dr audit again; until then the source's dependencies are judged one by one."),
     Code("backup-finding", "The backup noticed a problem at a source (kept in the snapshot)",
          "Fix what the finding names at the source (a missing object it references, a copy that failed), "
          "then run dr backup --source NAME and dr audit again; a restore would bring the same problem back."),
