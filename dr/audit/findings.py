@@ -61,6 +61,10 @@ _CODES = [
          "Keep the unseal outside the failed domain: a multi-region KMS key with a replica in a surviving "
          "region, a transit Vault outside the failed cluster, or Shamir custodians outside it; then change "
          "the vault source's unseal option and back up again."),
+    Code("secret-in-failed-region", "A cloud secret, or the KMS key that decrypts it, exists only where the failure is",
+         "Replicate the secret to a surviving region (aws secretsmanager replicate-secret-to-regions, with a "
+         "KMS key of that region), or back up its value (secretsmanager source, include_values: true), then "
+         "back up and audit again."),
     Code("dependency-in-failed-domain", "A restore needs something that is lost with the failure",
          "Move or replicate the dependency outside the failed domain, or have its exporter capture it "
          "into the snapshot (declaring meta['provides']), then run dr backup and dr audit again."),

@@ -38,6 +38,9 @@ _KIND_CODES = {
     "unseal-kms": "unseal-key-in-failed-domain",
     "unseal-transit": "unseal-key-in-failed-domain",
     "unseal-custodian": "unseal-key-in-failed-domain",
+    # a Secrets Manager secret (the secretsmanager exporter): no region's copy, or key, survives
+    "secretsmanager-secret": "secret-in-failed-region",
+    "secretsmanager-kms-key": "secret-in-failed-region",
 }
 
 
