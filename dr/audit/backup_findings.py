@@ -11,13 +11,18 @@ blocker under strict, as something not backed up is; `warning` and `info` stay w
 The finding names its object: the `object` fact when the exporter gives one, else the first of
 a few facts exporters use for it (`referrer`, `identity`, `path` ...). An `action` fact, when
 given, is the finding's "what to do". These findings hold in every scenario.
+
+An exporter may say which audit finding its finding is (fact `audit_code`, one of the audit's
+codes, dr.audit.findings.CODES: its runbook then applies) and that it makes recovery
+impossible (fact `blocks_recovery: true`: a blocker whatever its backup severity). The
+kubernetes exporter does for a SealedSecret that no backed-up key opens.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from dr.audit.findings import BLOCKER, INFO, WARNING, Finding
+from dr.audit.findings import BLOCKER, CODES, INFO, WARNING, Finding
 from dr.model.snapshots import Snapshot, SourceResult
 
 # The facts exporters name the object of a finding with, in the order they are tried.
@@ -54,10 +59,13 @@ def _finding(snapshot: Snapshot, source: str, recorded: dict[str, Any], strict: 
     code = str(recorded.get("code", "")) or "unnamed"
     severity = str(recorded.get("severity", ""))
     audit_severity = _SEVERITIES.get(severity, BLOCKER if strict else WARNING)
+    if recorded.get("blocks_recovery") is True:
+        audit_severity = BLOCKER
+    audit_code = recorded.get("audit_code")
     obj = finding_object(recorded)
     action = recorded.get("action")
     message = (f"the backup of source {source} (snapshot {snapshot.short_id}) recorded {severity or 'a'} "
                f"{code}" + (f" on {obj}" if obj else "") + f": {recorded.get('message', '')}")
-    return Finding("backup-finding", audit_severity, message, kind=code, reference=obj or source,
+    return Finding(audit_code if audit_code in CODES else "backup-finding", audit_severity, message, kind=code, reference=obj or source,
                    sources=[source], action=action if isinstance(action, str) else "",
                    backup={"source": source, "code": code, "severity": severity, "object": obj or None})

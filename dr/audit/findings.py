@@ -92,6 +92,10 @@ _CODES = [
     Code("backup-finding", "The backup noticed a problem at a source (kept in the snapshot)",
          "Fix what the finding names at the source (a missing object it references, a copy that failed), "
          "then run dr backup --source NAME and dr audit again; a restore would bring the same problem back."),
+    Code("sealed-secret-key-missing", "A SealedSecret in the backup opens with none of the backed-up sealing keys",
+         "Back up the sealed-secrets controller's current key Secrets (label "
+         "sealedsecrets.bitnami.com/sealed-secrets-key) with the kubernetes source, or re-seal the secret "
+         "with a backed-up key, then back up and audit again."),
     Code("dependency-remapped", "A lost dependency can be rebuilt from the snapshot's own copy",
          "During the restore, restore the providing artifact to a new location first and point the "
          "dependents at it (dr restore --source ... --to NEW-LOCATION)."),
