@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Mapping
 
-from dr.audit.gathering import EXAMPLES, DependencyIndex, DependencyUse, Record
+from dr.audit.gathering import EXAMPLES, DependencyIndex, DependencyUse, Record, artifact_name
 from dr.exporters.contract import AnyOf, Exporter
 from dr.model.artifacts import Artifact
 from dr.model.recovery import AnyJudgement, RecoveryJudge, judge_any
@@ -38,8 +38,8 @@ class AnyNeed:
     what: str
     references: tuple[str, ...]
     sources: set[str] = field(default_factory=set)
-    count: int = 0  # how many times sources declared it
-    examples: list[str] = field(default_factory=list)
+    count: int = 0  # how many artifacts record one of its references
+    examples: list[str] = field(default_factory=list)  # the first of them (source/kind/identity)
 
     def use(self, reference: str) -> DependencyUse:
         """The need as a DependencyUse of one reference, for counts, graphs and findings."""
@@ -78,12 +78,24 @@ class AnyOfNeeds:
                 item = found.setdefault((need.kind, tuple(need.references)),
                                         AnyNeed(need.kind, need.what, tuple(need.references)))
                 item.sources.add(source)
-                item.count += 1
-                if len(item.examples) < EXAMPLES:
-                    item.examples.append(f"{source}: {need.what}")
+                _count(item, lines)
         self.needs = list(found.values())
         self.lines.clear()  # not needed any more
         return self.needs
+
+
+def _count(need: AnyNeed, lines: list[Record]) -> None:
+    """The artifacts that need it: those whose references of its kind are all among its
+    references (an image's DR copies, a checkpoint's copy in one tier), not those that also
+    need something else of that kind (another any-of need)."""
+    wanted = set(need.references)
+    for record in lines:
+        refs = {d["reference"] for d in record.get("dependencies", []) if d["kind"] == need.kind}
+        if refs and refs <= wanted:
+            need.count += 1
+            name = artifact_name(record)
+            if len(need.examples) < EXAMPLES and name not in need.examples:
+                need.examples.append(name)
 
 
 def _withdraw(index: DependencyIndex, source: str, lines: list[Record], kinds: set[str]) -> None:
