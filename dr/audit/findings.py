@@ -65,6 +65,10 @@ _CODES = [
          "Replicate the secret to a surviving region (aws secretsmanager replicate-secret-to-regions, with a "
          "KMS key of that region), or back up its value (secretsmanager source, include_values: true), then "
          "back up and audit again."),
+    Code("sops-key-in-failed-domain", "Every key that decrypts a SOPS-encrypted file is lost with the failure",
+         "Add a SOPS master key outside the failed domain to the file (sops updatekeys after adding it to "
+         ".sops.yaml: a KMS key in a surviving region, an age recipient kept in escrow), then back up and "
+         "audit again."),
     Code("dependency-in-failed-domain", "A restore needs something that is lost with the failure",
          "Move or replicate the dependency outside the failed domain, or have its exporter capture it "
          "into the snapshot (declaring meta['provides']), then run dr backup and dr audit again."),

@@ -41,6 +41,8 @@ _KIND_CODES = {
     # a Secrets Manager secret (the secretsmanager exporter): no region's copy, or key, survives
     "secretsmanager-secret": "secret-in-failed-region",
     "secretsmanager-kms-key": "secret-in-failed-region",
+    # a master key of a SOPS-encrypted file (dr.model.sops): none left, the file stays sealed
+    "sops-key": "sops-key-in-failed-domain",
 }
 
 
@@ -131,6 +133,8 @@ class DependencyJudge:
 
     def _any_of_findings(self, item: Judged, scenario: Scenario) -> list[Finding]:
         use, found = item.use, item.any_of
+        if len(found.judged) == 1:  # one reference: reported as any single dependency is
+            return self.scenario_findings(scenario, [Judged(use, item.judgement)])
         every = "; ".join(self._placed(ref, j) for ref, j in found.judged)
         if item.verdict == BLOCKED:
             message = (f"{use.kind} need '{use.detail}' of {_sources(use)} is met by any one of "
