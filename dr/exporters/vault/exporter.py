@@ -60,7 +60,9 @@ class VaultExporter(Exporter):
         return None  # a folder cannot hold a Vault
 
     def restore_needs(self, artifacts: list[Artifact]) -> list[AnyOf]:
-        return any_region_needs([a for a in artifacts if a.kind == SNAPSHOT], self.options.address)
+        # the options may be unvalidated here (a plan read for its declarations only)
+        address = getattr(self.options, "address", None) or "the Vault"
+        return any_region_needs([a for a in artifacts if a.kind == SNAPSHOT], address)
 
     def run_needs(self) -> RunNeeds:
         return run_needs(self.options, self.context.base_dir, self.context.source)
