@@ -2,7 +2,7 @@
 
 Peers, on the same zone and the same bind9 servers (Debian, on 127.0.0.1):
   * export: `dig AXFR` (the zone as text) and `octodns-dump` (octoDNS's AxfrSource to YAML);
-    dr: `dr backup` of a `dns` source (AXFR through octoDNS + SOA serial, stored in a repository);
+    dr: `dr backup` of a `dns` source (SOA serial + AXFR with dnspython, stored in a repository);
   * replay into the same zone, empty, on a second bind9: `nsupdate` of a script of adds (1,000
     per update message, as octoDNS batches), and `octodns-sync --doit` from the dump (YamlProvider
     to octodns-bind's Rfc2136Provider); dr: `dr restore --source dns --to dns://...`.
@@ -10,7 +10,8 @@ Between replays the second server is stopped, its zone file rewritten empty (SOA
 its journal removed. Every replay is checked: the zone then holds --records records and more.
 Rounds alternate the order of the tools. Medians and dr/peer ratios are printed (JSON with --json).
 
-Run: .venv/bin/python bench/bench_dns.py [--records 50000] [--rounds 3]
+Run: .venv/bin/python bench/bench_dns.py [--records 50000] [--rounds 3] (docs/benchmarks.md: 5,000,
+20,000 and 50,000)
 Needs: bind9 and bind9-dnsutils (scripts/install-test-deps), octodns-bind (dr's dependencies).
 """
 

@@ -43,6 +43,9 @@ source's exporter discovers now but the snapshot does not hold. None of these ca
 (dr.audit.staleness): the newest snapshot holding each source, against its RPO. What the
 backup itself noticed (dr.audit.backup_findings): the exporters' findings that the audited
 snapshot's manifest keeps (a Kueue queue naming a missing flavor ...), as `backup-finding`.
+With readiness (dr audit --readiness), the readiness scenario: the findings exporters record
+with `category: readiness` (go-live checks), as `readiness-finding`, each with its own runbook;
+otherwise they are only counted (dr.audit.backup_findings).
 
 Every finding has a code, a severity, what to do, and a runbook at runbooks/<code>.md. Any
 blocker makes `dr audit` exit 4 (Exit.BLOCKERS).

@@ -15,8 +15,8 @@ from datetime import datetime, timezone
 from typing import Mapping
 
 from dr.audit.alternatives import AnyOfNeeds
-from dr.audit.audits import AuditReport, ScenarioResult, SnapshotInfo
-from dr.audit.backup_findings import backup_findings
+from dr.audit.audits import AuditReport, Readiness, ScenarioResult, SnapshotInfo
+from dr.audit.backup_findings import READINESS, backup_findings, readiness_counts, readiness_findings
 from dr.audit.credentials import circular_findings
 from dr.audit.coverage import ExporterLookup, HeldIdentities, coverage_findings
 from dr.audit.essentials import judge_scenario, unknown_findings
@@ -47,12 +47,13 @@ def choose_audited_target(plan: Plan, scenarios: list[Scenario], name: str | Non
 def run_audit(plan: Plan, repo: Repository, target: TargetSpec, scenarios: list[Scenario], *,
               snapshot_ref: str = "latest", strict: bool = False,
               now: datetime | None = None, live: ExporterLookup | None = None,
-              exporters: Mapping[str, Exporter] | None = None) -> AuditReport:
+              readiness: bool = False, exporters: Mapping[str, Exporter] | None = None) -> AuditReport:
     """live: the exporter registry, to compare what the sources hold now with the snapshot
-    (dr.audit.coverage); None (the default) runs no exporter at all. exporters: source -> the
-    exporter built from the plan (as restore planning builds them), asked only for its any-of
-    needs (contract v2 restore_needs, dr.audit.alternatives); None: every dependency is judged
-    on its own."""
+    (dr.audit.coverage); None (the default) runs no exporter at all. readiness: also list the
+    readiness scenario (the exporters' go-live findings, dr.audit.backup_findings). exporters:
+    source -> the exporter built from the plan (as restore planning builds them), asked only for
+    its any-of needs (contract v2 restore_needs, dr.audit.alternatives); None: every dependency
+    is judged on its own."""
     now = now or datetime.now(timezone.utc)
     snapshots = repo.snapshots()
     snapshot = _select(repo, snapshots, snapshot_ref)
@@ -78,6 +79,8 @@ def run_audit(plan: Plan, repo: Repository, target: TargetSpec, scenarios: list[
                  for source, error in any_of.problems]
     if snapshot is not None:
         findings += backup_findings(snapshot, strict)
+        if readiness:
+            findings += readiness_findings(snapshot, strict)
     if live is not None and snapshot is not None:
         findings += coverage_findings(plan, target, held, snapshot.source_names(), live, strict)
     results = []
@@ -87,9 +90,11 @@ def run_audit(plan: Plan, repo: Repository, target: TargetSpec, scenarios: list[
         findings += _count_once(states.findings + judge.scenario_findings(scenario, judged), plan.spec.dr_image)
         results.append(ScenarioResult(scenario, count_verdicts(judged), judged, states))
     order = {s.name: i + 1 for i, s in enumerate(scenarios)}
+    order[READINESS] = len(scenarios) + 1  # beside the failure scenarios, after them
     findings.sort(key=lambda f: (order.get(f.scenario or "", 0), *f.sort_key()))
     return AuditReport(plan.name, plan.path, now, strict, target.name,
-                       _info(snapshot, target, repo, index), results, findings, plan.domains)
+                       _info(snapshot, target, repo, index), results, findings, plan.domains,
+                       Readiness(readiness, readiness_counts(snapshot)))
 
 
 def _count_once(findings: list[Finding], dr_image: str | None) -> list[Finding]:

@@ -44,6 +44,19 @@ class ScenarioResult:
 
 
 @dataclass
+class Readiness:
+    """The readiness scenario (dr audit --readiness): whether it was listed, and what the
+    snapshot records (exporter code -> count) whether listed or not."""
+
+    shown: bool = False
+    recorded: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return sum(self.recorded.values())
+
+
+@dataclass
 class AuditReport:
     plan: str
     plan_path: str
@@ -54,6 +67,7 @@ class AuditReport:
     scenarios: list[ScenarioResult] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     domains: DomainTree = field(default_factory=DomainTree)  # the plan's, for pictures
+    readiness: Readiness = field(default_factory=Readiness)
 
     def count(self, severity: str) -> int:
         return sum(1 for f in self.findings if f.severity == severity)
@@ -82,4 +96,11 @@ class AuditReport:
         snap = f"snapshot {self.snapshot.short_id}" if self.snapshot else "no snapshot"
         return (f"dr audit of plan {self.plan} ({snap} in target {self.target}): {verdict}: "
                 f"{self.blockers} blocker(s), {self.warnings} warning(s), {self.infos} remap(s) "
-                f"in {len(self.scenarios)} scenario(s)")
+                f"in {len(self.scenarios)} scenario(s)" + self._readiness_part())
+
+    def _readiness_part(self) -> str:
+        if self.readiness.shown:
+            return f" and the readiness scenario ({self.readiness.total} readiness finding(s))"
+        if self.readiness.total:
+            return f"; {self.readiness.total} readiness finding(s) not shown (dr audit --readiness lists them)"
+        return ""

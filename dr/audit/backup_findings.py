@@ -16,10 +16,20 @@ An exporter may say which audit finding its finding is (fact `audit_code`, one o
 codes, dr.audit.findings.CODES: its runbook then applies) and that it makes recovery
 impossible (fact `blocks_recovery: true`: a blocker whatever its backup severity). The
 kubernetes exporter does for a SealedSecret that no backed-up key opens.
+
+Readiness findings (go-live checks: PodDisruptionBudgets, serving high availability, spot
+capacity) are the ones an exporter records with the fact `category: readiness`. They do not say
+that recovery needs something lost, so the failure scenarios leave them out; `dr audit
+--readiness` lists them in a scenario of their own, `readiness`, as `readiness-finding`, each
+with the runbook the exporter names (the fact `runbook`, `runbooks/<code>.md`). Their severity
+is the exporter's (`error` counts as `warning`); with `--strict` a warning is a blocker, so a CI
+gate can refuse a platform that is not ready to go live.
 """
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from typing import Any
 
 from dr.audit.findings import BLOCKER, CODES, INFO, WARNING, Finding
@@ -29,6 +39,12 @@ from dr.model.snapshots import Snapshot, SourceResult
 OBJECT_FACTS = ("object", "referrer", "identity", "path", "image", "repository", "model", "cluster",
                 "zone", "url", "root", "tier", "run")
 _SEVERITIES = {"warning": WARNING, "info": INFO}
+READINESS = "readiness"  # the `category` fact of a readiness finding, and the scenario's name
+_RUNBOOK = re.compile(r"runbooks/[a-z0-9][a-z0-9-]*\.md")
+
+
+def is_readiness(recorded: dict[str, Any]) -> bool:
+    return recorded.get("category") == READINESS
 
 
 def finding_object(facts: dict[str, Any]) -> str:
@@ -48,15 +64,38 @@ def source_findings(result: SourceResult) -> list[dict[str, Any]]:
 
 
 def backup_findings(snapshot: Snapshot, strict: bool = False) -> list[Finding]:
+    """Every finding the backup recorded except the readiness ones."""
+    return [_finding(snapshot, result.name, recorded, strict)
+            for result in snapshot.sources for recorded in result.findings if not is_readiness(recorded)]
+
+
+def readiness_counts(snapshot: Snapshot | None) -> dict[str, int]:
+    """The exporters' readiness codes in the snapshot, with how many of each."""
+    if snapshot is None:
+        return {}
+    counts = Counter(str(f.get("code", "")) or "unnamed" for result in snapshot.sources
+                     for f in result.findings if is_readiness(f))
+    return dict(sorted(counts.items()))
+
+
+def readiness_findings(snapshot: Snapshot, strict: bool = False) -> list[Finding]:
+    """The readiness findings, as the `readiness` scenario lists them."""
     findings = []
     for result in snapshot.sources:
-        for recorded in result.findings:
-            findings.append(_finding(snapshot, result.name, recorded, strict))
+        for recorded in filter(is_readiness, result.findings):
+            finding = _finding(snapshot, result.name, recorded, strict=False, code="readiness-finding")
+            finding.scenario = READINESS
+            if strict and finding.severity == WARNING:
+                finding.severity = BLOCKER
+            runbook = recorded.get("runbook")
+            finding.runbook_path = runbook if isinstance(runbook, str) and _RUNBOOK.fullmatch(runbook) else None
+            findings.append(finding)
     return findings
 
 
-def _finding(snapshot: Snapshot, source: str, recorded: dict[str, Any], strict: bool) -> Finding:
-    code = str(recorded.get("code", "")) or "unnamed"
+def _finding(snapshot: Snapshot, source: str, recorded: dict[str, Any], strict: bool,
+             code: str = "backup-finding") -> Finding:
+    recorded_code = str(recorded.get("code", "")) or "unnamed"
     severity = str(recorded.get("severity", ""))
     audit_severity = _SEVERITIES.get(severity, BLOCKER if strict else WARNING)
     if recorded.get("blocks_recovery") is True:
@@ -65,7 +104,9 @@ def _finding(snapshot: Snapshot, source: str, recorded: dict[str, Any], strict: 
     obj = finding_object(recorded)
     action = recorded.get("action")
     message = (f"the backup of source {source} (snapshot {snapshot.short_id}) recorded {severity or 'a'} "
-               f"{code}" + (f" on {obj}" if obj else "") + f": {recorded.get('message', '')}")
-    return Finding(audit_code if audit_code in CODES else "backup-finding", audit_severity, message, kind=code, reference=obj or source,
+               f"{recorded_code}" + (f" on {obj}" if obj else "") + f": {recorded.get('message', '')}")
+    if code == "backup-finding" and audit_code in CODES:
+        code = audit_code  # the exporter names the audit finding (and so the runbook) it is
+    return Finding(code, audit_severity, message, kind=recorded_code, reference=obj or source,
                    sources=[source], action=action if isinstance(action, str) else "",
-                   backup={"source": source, "code": code, "severity": severity, "object": obj or None})
+                   backup={"source": source, "code": recorded_code, "severity": severity, "object": obj or None})

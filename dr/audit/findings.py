@@ -69,6 +69,10 @@ _CODES = [
          "Add a SOPS master key outside the failed domain to the file (sops updatekeys after adding it to "
          ".sops.yaml: a KMS key in a surviving region, an age recipient kept in escrow), then back up and "
          "audit again."),
+    Code("certificate-only-in-failed-region", "A certificate in use exists only in a region that is lost",
+         "Get a certificate for the same domains in a surviving region before you need it: request one there "
+         "(DNS validation, the same records validate it), import it, or back up an exportable certificate's "
+         "key (export_private: true); then back up and audit again."),
     Code("dependency-in-failed-domain", "A restore needs something that is lost with the failure",
          "Move or replicate the dependency outside the failed domain, or have its exporter capture it "
          "into the snapshot (declaring meta['provides']), then run dr backup and dr audit again."),
@@ -100,6 +104,10 @@ _CODES = [
          "Back up the sealed-secrets controller's current key Secrets (label "
          "sealedsecrets.bitnami.com/sealed-secrets-key) with the kubernetes source, or re-seal the secret "
          "with a backed-up key, then back up and audit again."),
+    Code("readiness-finding", "A go-live readiness check failed at a source (dr audit --readiness)",
+         "Follow the finding's own runbook: fix the object it names at the source (a PodDisruptionBudget, a "
+         "serving Deployment, a spot job's grace period), then run dr backup --source NAME and dr audit "
+         "--readiness again."),
     Code("dependency-remapped", "A lost dependency can be rebuilt from the snapshot's own copy",
          "During the restore, restore the providing artifact to a new location first and point the "
          "dependents at it (dr restore --source ... --to NEW-LOCATION)."),
@@ -129,8 +137,10 @@ class Finding:
     location:  how the reference was placed: "location <name>" or "rule <pattern>", or None
     domain:    the failure domain it is placed in, None when nothing places it
     artifact:  the first artifact (source/kind/identity) that needs it, if any
-    backup:    for a backup-finding, what the exporter recorded: source, code, severity
-               (info, warning, error) and object (dr.audit.backup_findings); else None
+    backup:    for a backup-finding or readiness-finding, what the exporter recorded: source,
+               code, severity (info, warning, error) and object (dr.audit.backup_findings);
+               else None
+    runbook_path: for a readiness-finding, the runbook its exporter names (runbooks/<code>.md)
     """
 
     code: str
@@ -148,6 +158,7 @@ class Finding:
     sources: list[str] = field(default_factory=list)
     action: str = ""
     backup: dict[str, Any] | None = None
+    runbook_path: str | None = None  # a readiness finding's own runbook (the exporter names it)
 
     def __post_init__(self) -> None:
         if self.code not in CODES:
@@ -164,7 +175,7 @@ class Finding:
 
     @property
     def runbook(self) -> str:
-        return runbook_for(self.code)
+        return self.runbook_path or runbook_for(self.code)
 
     @property
     def title(self) -> str:

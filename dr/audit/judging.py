@@ -43,6 +43,8 @@ _KIND_CODES = {
     "secretsmanager-kms-key": "secret-in-failed-region",
     # a master key of a SOPS-encrypted file (dr.model.sops): none left, the file stays sealed
     "sops-key": "sops-key-in-failed-domain",
+    # an in-use ACM certificate (the certificates exporter), placed by its ARN's region
+    "acm-certificate": "certificate-only-in-failed-region",
 }
 
 

@@ -57,7 +57,8 @@ def render_html(report: AuditReport, runbook_base: str = "", dot_program: str = 
              f'<span class="verdict-{"blocked" if report.blocked else "ok"}">{verdict}</span></h1>',
              f"<p>{e(report.summary_line())}.</p>", _LEGEND]
     parts += [_figure(report, result, dot_program) for result in report.scenarios]
-    parts += [_findings_table(report, runbook_base), _scenario_table(report), "</body></html>"]
+    parts += [_findings_table(report, runbook_base), _readiness(report), _scenario_table(report),
+              "</body></html>"]
     return "\n".join(parts) + "\n"
 
 
@@ -81,6 +82,21 @@ def _scenario_table(report: AuditReport) -> str:
                     f"<td>{e(', '.join(result.essentials.surviving_targets) or 'none')}</td>{cells}</tr>")
     return ("<h2>Scenarios</h2><table><tr><th>Scenario</th><th>Lost domains</th><th>Surviving targets</th>"
             f"{head}</tr>{''.join(rows)}</table>")
+
+
+def _readiness(report: AuditReport) -> str:
+    """What the readiness scenario holds (its findings are rows of the findings table)."""
+    readiness = report.readiness
+    if not readiness.shown:
+        if not readiness.total:
+            return ""
+        return (f'<p id="readiness">The snapshot records {readiness.total} readiness finding(s) (go-live checks), '
+                "not listed here: <code>dr audit --readiness</code> lists them.</p>")
+    if not readiness.total:
+        return '<h2>Readiness</h2><p id="readiness">No readiness finding: the snapshot\'s sources recorded none.</p>'
+    items = "".join(f"<li><code>{e(name)}</code>: {count}</li>" for name, count in readiness.recorded.items())
+    return (f'<h2>Readiness</h2><p id="readiness">{readiness.total} go-live finding(s), rows of the table above '
+            f'(scenario <code>readiness</code>), each linking its runbook:</p><ul>{items}</ul>')
 
 
 def _findings_table(report: AuditReport, runbook_base: str) -> str:

@@ -53,6 +53,8 @@ def to_document(report: AuditReport) -> dict[str, Any]:
         "summary": {"blocked": report.blocked, "blockers": report.blockers,
                     "warnings": report.warnings, "info": report.infos},
         "scenarios": [_scenario(r) for r in report.scenarios],
+        "readiness": {"shown": report.readiness.shown, "recorded": report.readiness.total,
+                      "codes": dict(report.readiness.recorded)},
         "findings": [f.to_json() for f in report.findings],
     }
 

@@ -36,7 +36,25 @@ def render_markdown(report: AuditReport, runbook_base: str = "") -> str:
         lines += _findings(general, runbook_base)
     for result in report.scenarios:
         lines += _scenario_section(report, result, runbook_base)
+    lines += _readiness_section(report, runbook_base)
     return "\n".join(lines) + "\n"
+
+
+def _readiness_section(report: AuditReport, runbook_base: str) -> list[str]:
+    """The readiness scenario: go-live checks the backup ran, each with its own runbook."""
+    readiness = report.readiness
+    if not readiness.shown:
+        if not readiness.total:
+            return []
+        return ["", f"The snapshot records {readiness.total} readiness finding(s) (go-live checks: "
+                "disruption budgets, serving high availability, spot capacity), not listed here: "
+                "`dr audit --readiness` lists them."]
+    lines = ["", "## Readiness (go-live checks)", ""]
+    findings = report.findings_for("readiness")
+    if not findings:
+        return lines + ["No readiness finding: the snapshot's sources recorded none."]
+    counts = ", ".join(f"{code(name)} {count}" for name, count in readiness.recorded.items())
+    return lines + [f"{len(findings)} finding(s): {counts}.", ""] + _findings(findings, runbook_base)
 
 
 def _header(report: AuditReport) -> list[str]:

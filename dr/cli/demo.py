@@ -79,6 +79,7 @@ CHECKPOINTS_SOURCE = """\
     roots: ["{root}/platform/checkpoints"]
     dr_copy: "{root}/dr-site/checkpoints"
     settle_seconds: 0
+readiness: {{mtbf_hours: 24, gpus: 8, gpu_cost_per_hour: 2.5}}
 """
 
 # The cluster's images, copied by digest to the DR registry: the trainer's (found in the
@@ -133,6 +134,8 @@ def run_demo(directory: str, out: Output, kubeconfig: str | None, main: Callable
           "--identity", identity_path]),
     ]
     if saved:
+        steps.append(("How often should the training runs checkpoint? (from the saves the backup measured)",
+                      ["advise", "checkpoints"]))
         steps.append(("Restore the newest complete checkpoint where a trainer will look",
                       ["restore", "--source", "training", "--to", f"{root}/restored/checkpoints"]))
     if kubeconfig and registries:
@@ -189,8 +192,10 @@ def _training_run(root: str, plan_path: str, out: Output) -> dict | None:
 
 
 def _step(main, title: str, argv: list[str], plan_path: str, out: Output) -> int:
-    out.say(f"\n$ dr {' '.join(argv[:1] + ['--plan', plan_path] + argv[1:])}\n# {title}")
-    return main(argv[:1] + ["--plan", plan_path] + argv[1:])
+    words = 2 if argv[0] == "advise" else 1  # `dr advise checkpoints --plan ...`
+    argv = argv[:words] + ["--plan", plan_path] + argv[words:]
+    out.say(f"\n$ dr {' '.join(argv)}\n# {title}")
+    return main(argv)
 
 
 def _audit(main, root: str, plan_path: str, out: Output, registries: tuple[str, str] | None = None) -> int:

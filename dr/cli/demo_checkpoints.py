@@ -1,12 +1,22 @@
-"""The demo's training run: two real PyTorch DCP checkpoints of a tiny model, and the check
-that a restored one loads with tensors equal to what was saved.
+"""The demo's training runs: real PyTorch DCP checkpoints of a tiny model, and the check that a
+restored one loads with tensors equal to what was saved.
+
+run-a saves the full training state (model, optimizer, LR scheduler, step, RNG state, data
+position and version fields), so its checkpoints are "resumable"; run-b saves the weights alone,
+as a careless trainer does, so its are "serves, cannot resume". A tiny model saves in
+milliseconds, so the files are then dated as a real run's would be (a save every hour, each
+taking 90 s), which gives `dr advise checkpoints` something to measure.
 
 torch is imported lazily: it comes with the `demo` extra; without it the demo skips this part.
 """
 
 from __future__ import annotations
 
+import os
+import time
 import warnings
+
+SAVE_SECONDS, EVERY_SECONDS = 90, 3600
 
 
 def torch_available() -> bool:
@@ -18,21 +28,43 @@ def torch_available() -> bool:
 
 
 def save_run(root: str, steps: tuple[int, ...] = (100, 200)) -> dict:
-    """Save root/run-a/step-N with torch.distributed.checkpoint; return the last state."""
+    """Save root/run-a/step-N (full state) and root/run-b/step-N (weights) with
+    torch.distributed.checkpoint; return run-a's last state."""
     import torch
-    import torch.distributed.checkpoint as dcp
 
     torch.manual_seed(0)
     model = torch.nn.Linear(32, 8)
-    state = {}
-    for step in steps:
-        with torch.no_grad():
-            model.weight.add_(0.01 * step)
-        state = {"model": {k: v.clone() for k, v in model.state_dict().items()}}
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # one process, no process group: DCP warns, and works
-            dcp.save(state, checkpoint_id=f"{root}/run-a/step-{step}")
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / 100))
+    state: dict = {}
+    for n, step in enumerate(steps):
+        for _ in range(4):  # a few real training steps, so the optimizer has state
+            optimizer.zero_grad()
+            model(torch.randn(16, 32)).pow(2).mean().backward()
+            optimizer.step()
+            scheduler.step()
+        state = {"model": {k: v.clone() for k, v in model.state_dict().items()},
+                 "optimizer": optimizer.state_dict(), "lr_scheduler": scheduler.state_dict(),
+                 "step": step, "rng": {"torch": torch.get_rng_state()},
+                 "dataloader": {"epoch": 0, "samples_seen": step * 16},
+                 "versions": {"git_sha": "5e1f0c2", "image_digest": "sha256:" + "7d" * 32,
+                              "config_hash": "train-cfg-3", "data_version": "corpus-2026-11"}}
+        ended = time.time() - (len(steps) - n) * EVERY_SECONDS
+        _save(state, f"{root}/run-a/step-{step}", ended)
+        _save({"model": state["model"]}, f"{root}/run-b/step-{step}", ended)
     return state
+
+
+def _save(state: dict, path: str, ended: float) -> None:
+    import torch.distributed.checkpoint as dcp
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # one process, no process group: DCP warns, and works
+        dcp.save(state, checkpoint_id=path)
+    names = sorted(os.listdir(path), key=lambda name: name == ".metadata")  # the index last, as DCP writes it
+    for i, name in enumerate(names):
+        t = ended if name == ".metadata" else ended - SAVE_SECONDS + i
+        os.utime(os.path.join(path, name), (t, t))
 
 
 def loads_equal(path: str, expected: dict) -> bool:

@@ -5,6 +5,7 @@ Where it sits: above backup, restore and audit (it runs the last two), below the
   verifying   a second restore pass that must find every item already in place
   history     the append-only drill history in the repository (drills/), and its trend
   history_html  that history as an HTML page: RPO and RTO per phase over time, inline SVG charts
+  matrix      one drill per protected scenario, one after another, as one table (and its history)
 """
 
 from dr.drills.drilling import run_drill

@@ -69,3 +69,27 @@ def _trend_lines(summary: dict[str, Any]) -> list[str]:
         lines.append(f"  {label}: last {_seconds(series['last'])}{versus}; best {_seconds(series['best'])}, "
                      f"median {_seconds(series['median'])}, worst {_seconds(series['worst'])}")
     return lines
+
+
+def matrix_lines(rows: list[dict[str, Any]], heading: str) -> list[str]:
+    """The drill matrix as one table: per scenario, the result, measured RPO and RTO, per phase."""
+    lines = [heading, f"  {'scenario':<24} {'result':<10} {'RPO':>9} {'RTO':>9} {'audit':>8} {'plan':>8} "
+             f"{'restore':>8} {'verify':>8}  {'verified':<9} estimated RTO"]
+    for r in rows:
+        phases = r["phases"]
+        lines.append(f"  {r['scenario'][:24]:<24} {r['result']:<10} {show(r['rpo_seconds']):>9} "
+                     f"{show(r['rto_seconds']):>9} " + " ".join(f"{_seconds(phases[p]):>8}" for p in phases)
+                     + f"  {str(r['verified']) + '/' + str(r['steps']):<9} {_seconds(r['estimated_rto_seconds'])}")
+    return [redact(line) for line in lines]
+
+
+def matrix_history_lines(found: list[dict[str, Any]], target: str) -> list[str]:
+    if not found:
+        return [f"no drill matrix recorded in target {target} yet: run dr drill --plan FILE --matrix --to SCRATCH"]
+    lines = [f"{len(found)} drill matrix run(s) in target {target}, oldest first"]
+    for matrix in found:
+        lines += matrix_lines(matrix["rows"], f"matrix {matrix['id']} (started {matrix['started'][:19]})")
+        missing = [s for s in matrix["scenarios"] if s not in {r["scenario"] for r in matrix["rows"]}]
+        if missing:
+            lines.append(f"  not recorded (the matrix was interrupted): {', '.join(missing)}")
+    return lines

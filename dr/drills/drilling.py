@@ -62,8 +62,11 @@ def run_drill(plan: Plan, registry: Registry, *, failed: list[str], scratch: str
               target_name: str | None = None, identities: list[pyrage.x25519.Identity] | None = None,
               force: bool = False, parallel: int = 4, lock_wait: float = 0.0,
               on_plan: Callable[[Prepared], None] = lambda p: None,
-              on_event: Event = lambda kind, step, result: None) -> dict[str, Any]:
-    """Run one drill and append its record to the history; return the record."""
+              on_event: Event = lambda kind, step, result: None,
+              matrix: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Run one drill and append its record to the history; return the record. matrix: the
+    `{id, scenarios}` of the drill matrix this drill is part of (dr.drills.matrix), kept in the
+    record."""
     started = datetime.now(timezone.utc)
     clock = Stopwatch()
     scenarios = scenarios_for(plan, failed)
@@ -86,6 +89,8 @@ def run_drill(plan: Plan, registry: Registry, *, failed: list[str], scratch: str
         with clock.phase("verify"):
             checks = verify(prepared, registry, run.results, identities)
         record = _record(plan, prepared, run, report, checks, clock, started, restored_at)
+        if matrix is not None:
+            record["matrix"] = dict(matrix)
         record["key"] = write_record(repo, record)
     return record
 

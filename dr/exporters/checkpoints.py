@@ -36,11 +36,13 @@ from dr.exporters.checkpointing.places.opening import open_place
 from dr.exporters.checkpointing.places.s3 import Sessions
 from dr.exporters.checkpointing.restoring import REMAP_KEYS, restore_copies
 from dr.exporters.checkpointing.scanning import ListedTree
+from dr.exporters.checkpointing.sharding import Executor, make_executor
 from dr.exporters.checkpointing.status import CopyCheck, RunRPO, rpo_report, verify_copies
 from dr.exporters.checkpointing.transfer.transferring import Transfer
 from dr.exporters.contract import (AWS_CREDENTIALS, AnyOf, ArtifactSink, ContentReader, Destination, Discovered,
                                    ExportContext, Exporter, Ordering, OrderingRule, Outcome, RemapKind, RestoreOption,
-                                   RestoreRequest, Rewriter, RpoRow, RunNeeds, CopyReport)
+                                   RestoreRequest, Rewriter, RpoRow, RunNeeds, CopyReport,
+                                   CheckpointSave)
 from dr.model.artifacts import Artifact
 
 __all__ = ["CheckpointsExporter", "CopyCheck", "KIND", "REMAP_KEYS", "RunRPO", "rpo_report", "verify_copies"]
@@ -75,6 +77,8 @@ class CheckpointsExporter(Exporter):
         self._tiers: dict[str, Place] = {}
         self._transfers: dict[tuple[int, str], Transfer] = {}
         self._sessions = Sessions()
+        #: runs the shards of a sharded copy (options.shards); replaceable by tests
+        self.executor: Executor | None = None
 
     # -- places -----------------------------------------------------------------------------
     def open(self, location) -> Place:
@@ -101,6 +105,11 @@ class CheckpointsExporter(Exporter):
                                             part_size=o.part_size, max_buffer=o.max_buffer_mib << 20,
                                             parallel_files=o.parallel_files, server_side=same)
         return self._transfers[key]
+
+    def shard_executor(self) -> Executor:
+        if self.executor is None:
+            self.executor = make_executor(self.options.shards, self.context.base_dir)
+        return self.executor
 
     def close(self) -> None:
         for transfer in self._transfers.values():
@@ -147,6 +156,13 @@ class CheckpointsExporter(Exporter):
                                    "pod (AWS_CONFIG_FILE); mount it yourself")
         if needs.endpoints:
             needs.credentials += AWS_CREDENTIALS
+        if options.shards is not None and options.shards.executor == "kubernetes":
+            cluster = options.shards.kubernetes
+            needs.service_account_token = True
+            needs.notes.append("shards run as Indexed Jobs: the backup's service account needs create, get, list, "
+                               "watch and delete on jobs, and create, patch and delete on configmaps, in namespace "
+                               f"{cluster.namespace or 'of the pod'}; bind such a Role yourself"
+                               + ("" if cluster.image else "; set shards.kubernetes.image or DR_IMAGE to dr_image"))
         return needs
 
     def destinations(self, artifacts: list[Artifact], rewrite: Rewriter) -> list[Destination]:
@@ -163,6 +179,9 @@ class CheckpointsExporter(Exporter):
 
     def verify_copies(self, artifacts: list[Artifact], reader: ContentReader, read_data: bool) -> list[CopyReport]:
         return verify_recorded(self, artifacts, reader, read_data)
+
+    def checkpoint_saves(self, artifacts: list[Artifact]) -> list[CheckpointSave]:
+        return planning.checkpoint_saves(artifacts)
 
     # -- beyond the contract ----------------------------------------------------------------
     def rpo(self, now: float | None = None) -> list[RunRPO]:

@@ -33,7 +33,8 @@ __all__ = ["CONTRACT_VERSION", "SUPPORTED_VERSIONS", "AnyOf", "ArtifactSink", "C
            "Destination", "Discovered", "EncryptionError", "ExportContext", "Exporter", "ExporterOptions",
            "IntegrityError", "NoDestination", "Ordering", "OrderingRule", "Outcome", "OutcomeStatus", "PlanDependency",
            "RemapKind", "RestoreOption", "RestoreRequest", "Rewrite", "Rewriter", "RpoRow", "CopyReport",
-           "DETAILS_KEPT", "prefix_rewrite", "ApiRead", "AWS_CREDENTIALS", "CREDENTIALS_DIR", "Credential", "RunNeeds"]
+           "DETAILS_KEPT", "prefix_rewrite", "ApiRead", "AWS_CREDENTIALS", "CREDENTIALS_DIR", "Credential", "RunNeeds",
+           "CheckpointSave"]
 
 CONTRACT_VERSION = 2
 # Versions dr still loads: the current one natively, older ones through an adapter
@@ -131,6 +132,9 @@ class ExportContext:
     # Host globs the plan places (Placer.host_patterns): a bare host name an exporter finds in
     # the content it captures is worth recording as a dependency when one of these matches it.
     hosts: tuple[str, ...] = ()
+    # The source's `rto:` (None when the plan sets none), set by `dr backup`: what a certificate
+    # must outlive (it expires within the RTO: a recovery would start with it about to expire).
+    rto: timedelta | None = None
 
     def finding(self, severity: str, code: str, message: str, **facts: Any) -> None:
         """Record a problem noticed while exporting (kept in the snapshot manifest)."""
@@ -345,6 +349,30 @@ class RunNeeds:
     service_account_token: bool = False  # the pod's token is mounted (Vault's kubernetes login)
 
 
+@dataclass(frozen=True)
+class CheckpointSave:
+    """One checkpoint save of a training run, as the exporter measured it at its source (times in
+    seconds since the epoch). `dr advise checkpoints` computes intervals from these."""
+
+    run: str
+    step: int
+    started: float  # when the save's first file was written
+    finished: float  # when its last file (the index, the marker) was written
+    previous_step: int | None = None  # the run's save before this one, when the source still held it
+    previous_finished: float | None = None
+    where: str = ""  # the checkpoint's URL or path, for people
+    resume: str = ""  # whether a run can continue from it ("resumable", "serves, cannot resume: ..."), if judged
+
+    @property
+    def duration(self) -> float:
+        return max(0.0, self.finished - self.started)
+
+    @property
+    def interval(self) -> float | None:
+        """From the end of the previous save to the end of this one (None: no previous save)."""
+        return None if self.previous_finished is None else self.finished - self.previous_finished
+
+
 class Exporter(ABC):
     """Base class of every exporter. Subclasses set the class attributes and the methods."""
 
@@ -432,3 +460,9 @@ class Exporter(ABC):
         """What this source needs to run unattended in a pod (dr deploy render); None: the
         exporter does not say, and the renderer names the source as not covered."""
         return None
+
+
+    def checkpoint_saves(self, artifacts: list[Artifact]) -> list[CheckpointSave]:
+        """The training checkpoint saves these artifacts (one snapshot's, of this source) record,
+        from what export() measured (no I/O); none for an exporter that keeps no checkpoints."""
+        return []

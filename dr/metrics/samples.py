@@ -107,10 +107,17 @@ def audit_samples(document: dict[str, Any], now: float) -> list[Sample]:
         name = scenario["name"]
         findings = everywhere + [f for f in document["findings"] if f.get("scenario") == name]
         labels = {"plan": plan, "scenario": name, "target": target}
-        counts = {s: sum(1 for f in findings if f["severity"] == s) for s in AUDIT_SEVERITIES}
-        samples.append(Sample.of("dr_audit_blockers", counts["blocker"], **labels))
-        samples += [Sample.of("dr_audit_findings", n, severity=s, **labels) for s, n in counts.items()]
+        samples += _scenario_counts(findings, labels)
+    if (document.get("readiness") or {}).get("shown"):  # dr audit --readiness: its own findings only
+        readiness = [f for f in document["findings"] if f.get("scenario") == "readiness"]
+        samples += _scenario_counts(readiness, {"plan": plan, "scenario": "readiness", "target": target})
     return samples
+
+
+def _scenario_counts(findings: list[dict[str, Any]], labels: dict[str, str]) -> list[Sample]:
+    counts = {s: sum(1 for f in findings if f["severity"] == s) for s in AUDIT_SEVERITIES}
+    return [Sample.of("dr_audit_blockers", counts["blocker"], **labels)] + \
+        [Sample.of("dr_audit_findings", n, severity=s, **labels) for s, n in counts.items()]
 
 
 def drill_samples(record: dict[str, Any], now: float) -> list[Sample]:

@@ -219,6 +219,26 @@ class RtoSpec(Strict):
         return float(parse_size(self.throughput.strip().removesuffix("/s"))) if self.throughput else None
 
 
+class RunCostsSpec(Strict):
+    """What a failure of the training runs `run` (a glob) costs; unset fields come from `readiness`."""
+
+    run: str = Field(min_length=1)
+    mtbf_hours: float | None = Field(default=None, gt=0)
+    gpus: int | None = Field(default=None, ge=1)
+    gpu_cost_per_hour: float | None = Field(default=None, ge=0)
+
+
+class ReadinessSpec(Strict):
+    """Recovery-readiness inputs (docs/readiness.md): the mean time between failures of a training
+    job (the whole allocation: a node's MTBF divided by the job's nodes), the GPUs it holds, and
+    what a GPU-hour costs; `runs` overrides them per run (first match wins)."""
+
+    mtbf_hours: float | None = Field(default=None, gt=0)
+    gpus: int = Field(default=1, ge=1)
+    gpu_cost_per_hour: float | None = Field(default=None, ge=0)
+    runs: list[RunCostsSpec] = Field(default_factory=list)
+
+
 class RestoreSpec(Strict):
     remaps: list[RemapSpec] = Field(default_factory=list)
     rto: RtoSpec = Field(default_factory=RtoSpec)
@@ -240,6 +260,8 @@ class PlanSpec(Strict):
     dr_image: str | None = None
     # Remaps and RTO phase estimates for dr restore and dr drill (docs/restore.md).
     restore: RestoreSpec = Field(default_factory=RestoreSpec)
+    # MTBF and GPU costs of training runs, for dr advise checkpoints (docs/readiness.md).
+    readiness: ReadinessSpec = Field(default_factory=ReadinessSpec)
 
 
 class NotInPlan(KeyError):

@@ -27,17 +27,24 @@ from torch.distributed.checkpoint.metadata import BytesStorageMetadata, TensorSt
 STAGES = ("mid-shard", "before-index", "mid-index", "before-delete-old-index", "before-rename")
 
 
+#: the versions a run records in its checkpoints (code, image, config, data)
+VERSIONS = {"git_sha": "3f2a9058c0ffee", "image_digest": "sha256:" + "ab" * 32, "config_hash": "cfg-77e1",
+            "data_version": "tokens-v4"}
+
+
 class WriterDied(RuntimeError):
     """Raised inside torch's save to stand for the process being killed."""
 
 
 class Trainer:
-    """A small model and Adam optimizer; step() trains once so optimizer state exists."""
+    """A small model, Adam optimizer and LR scheduler; step() trains once so optimizer state
+    exists. Its state() is the full training state a run resumes from."""
 
     def __init__(self, seed: int = 0) -> None:
         torch.manual_seed(seed)
         self.model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
         self.opt = torch.optim.Adam(self.model.parameters(), lr=1e-2)
+        self.sched = torch.optim.lr_scheduler.StepLR(self.opt, step_size=10)
         self.steps = 0
 
     def step(self, n: int = 1) -> None:
@@ -46,19 +53,29 @@ class Trainer:
             loss = self.model(torch.randn(32, 8)).pow(2).mean()
             loss.backward()
             self.opt.step()
+            self.sched.step()
             self.steps += 1
 
     def state(self) -> dict[str, Any]:
-        """Tensors (fp32 and bf16), optimizer state and plain Python values (bytes entries)."""
+        """Tensors (fp32 and bf16), optimizer and scheduler state, RNG state, the data
+        position, and plain Python values (bytes entries)."""
         return {
             "model": self.model.state_dict(),
             "optim": self.opt.state_dict(),
+            "lr_scheduler": self.sched.state_dict(),
+            "rng": {"torch": torch.get_rng_state()},
+            "dataloader": {"epoch": 0, "batches_seen": self.steps},
             "extra": {
                 "step": self.steps,
                 "note": f"step {self.steps}",
                 "ema": torch.ones(5, dtype=torch.bfloat16),
             },
+            "versions": dict(VERSIONS),
         }
+
+    def weights(self) -> dict[str, Any]:
+        """What a model release (or a careless trainer) saves: the weights alone."""
+        return {"model": self.model.state_dict()}
 
 
 def _quiet_save(state: dict[str, Any], writer: FileSystemWriter) -> None:

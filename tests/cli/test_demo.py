@@ -13,6 +13,10 @@ def test_demo_backs_up_verifies_and_restores(tmp_path, capsys):
     assert re.search(r"\d KiB written to DR copies outside the repository", out)  # the checkpoint
     assert "no problems found" in out
     assert "identical to the originals" in out
+    # readiness: run-a saves the full training state, run-b the weights alone (docs/readiness.md)
+    assert "  newest   step 200: resumable" in out
+    assert "run-b/step-200: serves, cannot resume: missing optimizer" in out
+    assert "$ dr advise checkpoints --plan" in out and "advised  every 1h5m44s" in out  # sqrt(2 x 24h x 90s)
     assert "AGE-SECRET-KEY" not in out
     assert "dr-image-in-failed-domain" in out and "it found the planted blocker" in out
     assert (tmp_path / "demo" / "audit.html").read_text().count("<svg") >= 1

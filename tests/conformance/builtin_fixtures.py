@@ -14,6 +14,8 @@ mlflow:      a real MLflow server holding tests/mlflow/registries.py's registry 
              aliases, stages, runs with lineage); each destination is a new, empty MLflow server.
 helm:        an HTTP chart repository (two charts, one with a .prov); restores go to directory
              chart repositories (tests/conformance/helm_fixture.py).
+certificates: moto's ACM over HTTP: two private-CA certificates with their keys and an imported one;
+             each destination is another region (tests/conformance/certificates_fixture.py).
 tables:      the third-party test exporter (tests/plugins/acme_tables): two JSON tables.
 """
 
@@ -369,11 +371,8 @@ class VaultFixture(ConformanceFixture):
             bao.stop()
 
 
-# -- secretsmanager -------------------------------------------------------------------------------------
-class SecretsManagerFixture(ConformanceFixture):
-    """Values included (secret-class), so the values restore; the metadata records say skipped."""
-
-    exporter = SecretsManagerExporter
+# -- AWS exporters: a moto server of their own, each destination another region -------------------------
+class MotoFixture(ConformanceFixture):
     regions = ["us-west-2", "eu-central-1", "ap-southeast-1", "ap-northeast-1", "ca-central-1", "eu-north-1",
                "sa-east-1", "ap-south-1"]
     _env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_EC2_METADATA_DISABLED": "true"}
@@ -381,13 +380,36 @@ class SecretsManagerFixture(ConformanceFixture):
     def __init__(self) -> None:
         self.server = None
         self.saved = {name: os.environ.get(name) for name in self._env}
+        self.regions = list(type(self).regions)
 
-    def build_source(self, workdir: str) -> None:
+    def start_moto(self) -> None:
         from tests.servers import moto_server
 
         os.environ.update(self._env)  # moto takes any credentials; close() puts the old ones back
         self.server = moto_server().start()
         self.endpoint = f"http://127.0.0.1:{self.server.port}"
+
+    def destination(self) -> str:
+        return self.regions.pop(0)
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+        for name, value in self.saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+# -- secretsmanager -------------------------------------------------------------------------------------
+class SecretsManagerFixture(MotoFixture):
+    """Values included (secret-class), so the values restore; the metadata records say skipped."""
+
+    exporter = SecretsManagerExporter
+
+    def build_source(self, workdir: str) -> None:
+        self.start_moto()
         sm = self._client("us-east-1")
         sm.create_secret(Name="apps/db", SecretString='{"password": "p1"}', Description="database",
                          Tags=[{"Key": "team", "Value": "a"}], AddReplicaRegions=[{"Region": "eu-west-1"}])
@@ -405,9 +427,6 @@ class SecretsManagerFixture(ConformanceFixture):
     def broken_options(self) -> dict[str, Any]:
         return {"region": "us-east-1", "endpoint_url": "http://127.0.0.1:9", "timeout_seconds": 2}
 
-    def destination(self) -> str:
-        return self.regions.pop(0)
-
     def fingerprint(self, to: str) -> Hashable:
         sm = self._client(to)
         found = []
@@ -420,15 +439,6 @@ class SecretsManagerFixture(ConformanceFixture):
     def perturb(self, to: str) -> str:
         self._client(to).put_secret_value(SecretId="apps/api", SecretString="changed at the destination")
         return "apps/api:value"
-
-    def close(self) -> None:
-        if self.server is not None:
-            self.server.stop()
-        for name, value in self.saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 # -- tables: the third-party test exporter (tests/plugins/acme_tables, not installed) ---------------
@@ -569,6 +579,7 @@ FIXTURES = {"git": GitFixture, "files": FilesFixture, "kubernetes": KubernetesFi
 # -- exporters whose fixtures live in their own modules ----------------------------------------------
 from tests.conformance.dns_fixture import DnsFixture  # noqa: E402  (after FIXTURES: no cycle)
 from tests.conformance.etcd_fixture import EtcdFixture  # noqa: E402
+from tests.conformance.certificates_fixture import CertificatesFixture  # noqa: E402
 from tests.conformance.helm_fixture import HelmFixture  # noqa: E402
 
-FIXTURES.update({"etcd": EtcdFixture, "dns": DnsFixture, "helm": HelmFixture})
+FIXTURES.update({"etcd": EtcdFixture, "dns": DnsFixture, "helm": HelmFixture, "certificates": CertificatesFixture})

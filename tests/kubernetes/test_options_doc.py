@@ -18,7 +18,8 @@ def _rows() -> dict[str, str]:
 
 
 def _default(field) -> object:
-    return field.default_factory() if field.default_factory is not None else field.default
+    value = field.default_factory() if field.default_factory is not None else field.default
+    return value.model_dump() if hasattr(value, "model_dump") else value  # a nested options model
 
 
 def test_every_option_is_documented_with_its_default():

@@ -43,6 +43,7 @@ _HELP = {
     "drill": "audit, restore into a scratch target, verify, and record measured RPO/RTO (--history: the trend)",
     "status": "RPO now: newest backup per source and per training run, against objectives (exit 7 on a breach)",
     "deploy": "render the Kubernetes objects (or a Helm chart) that run the plan's backups",
+    "advise": "advice from what backups measured: checkpoint intervals (Young/Daly), GPU-hours lost, DR tiers",
 }
 COMMANDS: list[Command] = [Command(name, text) for name, text in _HELP.items()]
 

@@ -3,7 +3,8 @@
 Reads one snapshot's catalog from a target and judges every dependency of the restore in each
 scenario (dr.audit). Prints or writes a Markdown, JSON or HTML report; exits 4 when any
 blocker was found, 0 otherwise, 2 for a usage error (an unknown --failed domain is named with
-the nearest valid one).
+the nearest valid one). With --readiness the report adds the readiness scenario; its findings
+are warnings (exit 0) unless --strict makes them blockers (exit 4).
 
 The plan is loaded without exporter plugins: the audit reads catalogs, never runs an
 exporter, so it works on a recovery laptop where the plugins are not installed. The installed
@@ -46,8 +47,11 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=sorted(RENDERERS), help="report format (default md; json with --json)")
     p.add_argument("--out", metavar="FILE", help="write the report here instead of stdout")
     p.add_argument("--strict", action="store_true",
-                   help="a reference nothing places, or something not backed up (--live), is a "
-                        "blocker, not a warning")
+                   help="a reference nothing places, or something not backed up (--live), or a readiness "
+                        "warning (--readiness), is a blocker, not a warning")
+    p.add_argument("--readiness", action="store_true",
+                   help="also list the readiness scenario: the go-live findings the backup recorded "
+                        "(disruption budgets, serving high availability, spot capacity), each with its runbook")
     p.add_argument("--live", action="store_true",
                    help="also run each source's exporter discovery and report what exists now but "
                         "is not in the snapshot (needs the exporter plugins and access to the sources)")
@@ -71,7 +75,8 @@ def run(args: argparse.Namespace, out: Output) -> int:
     repo = open_target(plan, target)
     repo.open()
     report = run_audit(plan, repo, target, scenarios, snapshot_ref=args.snapshot, strict=args.strict,
-                       live=registry if live else None, exporters=planning_exporters(plan, registry))
+                       live=registry if live else None, readiness=args.readiness,
+                       exporters=planning_exporters(plan, registry))
     fmt = args.format or ("json" if getattr(args, "json", False) else "md")
     text = RENDERERS[fmt](report)
     deliver(out, text, args.out, "report")

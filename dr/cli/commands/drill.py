@@ -1,7 +1,9 @@
 """`dr drill`: audit, restore into a scratch target, verify, and record measured RPO/RTO
 (dr.drills); `--history` shows past drills and their trend.
 
-Exit 0 recovered, 3 partial, 1 failed (the record is written in every case).
+Exit 0 recovered, 3 partial, 1 failed (the record is written in every case). `--matrix` drills
+every protected scenario one after another (dr.drills.matrix): 0 when all recovered, 1 when
+all failed, 3 otherwise.
 """
 
 from __future__ import annotations
@@ -30,6 +32,11 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--to", action="append", metavar="SCRATCH|SOURCE=DEST",
                    help="a scratch folder (each source restores into its own subfolder), and/or "
                         "SOURCE=DEST for a source (a kubernetes source needs a scratch cluster context)")
+    p.add_argument("--matrix", action="store_true",
+                   help="drill every scenario the plan protects against (each protects_against domain), one "
+                        "after another, each into its own subfolder of the scratch folder, and print the "
+                        "measured RPO and RTO per scenario and phase as one table; with --history: each "
+                        "matrix run so far")
     p.add_argument("--history", action="store_true", help="show the drill history and its trend instead")
     p.add_argument("--format", choices=["text", "html"], default="text",
                    help="with --history: text (default), or an HTML page charting measured RPO and RTO per "
@@ -58,6 +65,8 @@ def run(args: argparse.Namespace, out: Output) -> int:
     from dr.drills import run_drill
     from dr.drills.describing import drill_lines
 
+    if args.matrix:
+        return _matrix(args, out)
     plan, registry = open_plan(args)
     if not args.failed or not args.to:
         raise UsageError("a drill needs --failed DOMAIN and --to SCRATCH (or SOURCE=DEST); "
@@ -86,6 +95,36 @@ def run(args: argparse.Namespace, out: Output) -> int:
     return {"recovered": Exit.OK, "partial": Exit.PARTIAL}.get(record["result"], Exit.FAILURE)
 
 
+def _matrix(args: argparse.Namespace, out: Output) -> int:
+    from dr.drills.describing import matrix_lines
+    from dr.drills.matrix import run_matrix
+
+    if args.failed:
+        raise UsageError("--matrix drills every domain of the plan's protects_against; drop --failed "
+                         "(or drop --matrix to drill the named domains)")
+    if not args.to:
+        raise UsageError("a drill matrix needs --to SCRATCH (each scenario restores into its own subfolder), "
+                         "and SOURCE=DEST for sources that need one (a scratch cluster)")
+    plan, registry = open_plan(args)
+    scratch, destinations = _drill_destinations(args.to, [s.name for s in plan.spec.sources])
+    try:
+        result = run_matrix(plan, registry, scratch=scratch, destinations=destinations,
+                            on_drill=lambda s: out.note(f"drill: {s.label}"),
+                            snapshot_ref=args.snapshot, target_name=args.target, identities=identities(args, plan),
+                            force=args.force, parallel=args.parallel, lock_wait=args.lock_wait)
+    except (UnknownDomain, RestoreUsageError) as exc:
+        raise UsageError(str(exc)) from None
+    for line in matrix_lines(result["rows"], f"drill matrix {result['id']} of plan {plan.name}: "
+                             f"{len(result['rows'])} scenario(s)"):
+        out.say(line)
+    out.document(result)
+    publish(args, out, lambda now: [s for r in result["drills"] for s in drill_samples(r, now)])
+    results = {r["result"] for r in result["drills"]}
+    if results == {"recovered"}:
+        return Exit.OK
+    return Exit.FAILURE if results == {"failed"} else Exit.PARTIAL
+
+
 def _drill_destinations(values: list[str], sources: list[str]) -> tuple[str | None, dict[str, str]]:
     pairs = [v for v in values if v.partition("=")[0] in sources and "=" in v]
     folders = [v for v in values if v not in pairs]
@@ -107,12 +146,26 @@ def _history(args: argparse.Namespace, out: Output) -> int:
     repo = open_target(plan, target)
     repo.open()
     records = read_history(repo)
+    if args.matrix:
+        return _matrix_history(args, out, records, target.name)
     summary = trend(records)
     if args.format == "html":
         _history_page(args, out, plan, target.name, records)
     else:
         _history_text(args, out, history_lines(records, summary, target.name))
     out.document({"target": target.name, "drills": records, "trend": summary})
+    return Exit.OK
+
+
+def _matrix_history(args: argparse.Namespace, out: Output, records: list[dict], target: str) -> int:
+    from dr.drills.describing import matrix_history_lines
+    from dr.drills.matrix import matrices
+
+    if args.format != "text":
+        raise UsageError("--history --matrix is text (or --json); the HTML page charts single drills")
+    found = matrices(records)
+    _history_text(args, out, matrix_history_lines(found, target))
+    out.document({"target": target, "matrices": found})
     return Exit.OK
 
 

@@ -16,6 +16,7 @@ first; interrupted uploads are resumed), prune beyond keep_last, then sweep what
 
 from __future__ import annotations
 
+import bisect
 import os
 import time
 from typing import TYPE_CHECKING
@@ -26,7 +27,10 @@ from dr.exporters.checkpointing.copies.inventory import Inventory, old_uploads, 
 from dr.exporters.checkpointing.options import Tier
 from dr.exporters.checkpointing.places.contract import Place
 from dr.exporters.checkpointing.places.contract import SourceChanged
+from dr.exporters.checkpointing.resuming import RESUMABLE, RELEASE, Resumability, of_checkpoint
 from dr.exporters.checkpointing.scanning import Checkpoint, Scan, scan
+from dr.exporters.checkpointing.sharding.coordinating import shardable, sharded_copy
+from dr.exporters.checkpointing.sharding.executors import ExecutorError
 from dr.exporters.checkpointing.copies.tiers import select, to_prune
 from dr.exporters.contract import ArtifactSink
 from dr.model.artifacts import Dependency, Sensitivity
@@ -35,6 +39,8 @@ if TYPE_CHECKING:
     from dr.exporters.checkpoints import CheckpointsExporter
 
 KIND = "checkpoint-copy"
+RUNBOOKS = {"not-resumable": "runbooks/checkpoint-not-resumable.md",
+            "unversioned": "runbooks/checkpoint-unversioned.md"}
 RECORD_FORMAT = "dr-checkpoint-copy-record"
 
 
@@ -49,11 +55,18 @@ class ExportRun:
     def __init__(self, exporter: "CheckpointsExporter", sink: ArtifactSink) -> None:
         self.x, self.sink, self.o, self.ctx = exporter, sink, exporter.options, exporter.context
         self.now = exporter.clock()
+        self.found = Scan()
+        self._resume: dict[str, Resumability] = {}
+        self._complete: dict[str, Checkpoint] = {}
+        self._runs: dict[str, list[Checkpoint]] = {}
 
     def execute(self) -> None:
-        found = scan_roots(self.x)
+        found = self.found = scan_roots(self.x)
+        self._complete = {ck.path: ck for ck in found.checkpoints if ck.complete}
+        self._runs = {run: [ck for ck in cks if ck.complete] for run, cks in found.runs().items()}
         self._missing_roots()
         self._report(found)
+        self._resume_findings(found)
         self._source_uploads(found)
         for tier in self.o.effective_tiers():
             try:
@@ -85,6 +98,55 @@ class ExportRun:
                                  "checkpoint-in-progress" if busy else "checkpoint-incomplete",
                                  f"{ck.url}: not copied: {'; '.join(ck.reasons)}",
                                  run=run, step=ck.step, reasons=list(ck.reasons))
+
+    # -- check 1 of docs/readiness.md: can the run continue from its newest checkpoint? -----
+    def resumability(self, ck: Checkpoint) -> Resumability:
+        if ck.path not in self._resume:
+            role, requires = self.o.resume.for_run(ck.run)
+            self._resume[ck.path] = of_checkpoint(ck, role, requires, self.o.resume.part_globs())
+        return self._resume[ck.path]
+
+    def _resume_findings(self, found: Scan) -> None:
+        """Judged on the newest complete checkpoint of each run: the one a restarted job resumes
+        from (older ones are judged too, into their records' meta)."""
+        for run, cks in found.runs().items():
+            done = [ck for ck in cks if ck.complete]
+            if not done:
+                continue
+            ck, r = done[-1], self.resumability(done[-1])
+            facts = {"run": run, "step": ck.step, "runbook": RUNBOOKS["not-resumable"]}
+            if r.verdict not in (RESUMABLE, RELEASE):
+                have = ", ".join(f"{p} ({n})" for p, n in sorted(r.found.items())) or "nothing recognised"
+                self.ctx.finding("warning", "checkpoint-not-resumable",
+                                 f"{ck.url}: {r.verdict}: missing {', '.join(r.missing)} (holds {have}); "
+                                 "save the full training state, or declare the run `role: release` under "
+                                 "the source's resume option", missing=r.missing, parts=r.found, **facts)
+            if r.unversioned:
+                self.ctx.finding("info", "checkpoint-unversioned",
+                                 f"{ck.url}: carries no {', '.join(r.unversioned)} version (code: git SHA, "
+                                 "image digest, config hash, data version): a restore cannot tell which "
+                                 "code and data continue it", unversioned=r.unversioned,
+                                 **{**facts, "runbook": RUNBOOKS["unversioned"]})
+
+    def _save_facts(self, path: str) -> dict:
+        """Record meta of a copy whose checkpoint is still at the source: its resume verdict, and
+        when the save was written (first and last file) with the run's previous complete save,
+        so `dr advise checkpoints` measures save cost and interval even on a thinned tier. (The
+        verdict costs the index completeness read anyway, plus a ranged read per version value.)"""
+        ck = self._complete.get(path)
+        if ck is None:
+            return {}  # gone at the source: a reused record keeps what was measured when it was there
+        facts = {"resume": self.resumability(ck).to_meta(), "written_first": round(ck.first_written, 3),
+                 "written_last": round(ck.time, 3)}
+        prev = self._previous(ck)
+        if prev is not None:  # left out when rotated away: a reused record keeps the one measured before
+            facts["previous"] = {"step": prev.step, "written_last": round(prev.time, 3)}
+        return facts
+
+    def _previous(self, ck: Checkpoint) -> Checkpoint | None:
+        done = self._runs.get(ck.run, [])  # oldest step first
+        at = bisect.bisect_left([c.step for c in done], ck.step)
+        return done[at - 1] if at > 0 else None
 
     def _source_uploads(self, found: Scan) -> None:
         for i, place in enumerate(self.x.roots()):
@@ -135,10 +197,14 @@ class ExportRun:
     def _copy(self, tier: Tier, place: Place, ck: Checkpoint, inv: Inventory) -> None:
         layout = layout_for(self.ctx.source, ck.path, ck.is_dir)
         started = time.monotonic()
+        transfer = self.x.transfer(ck.root, tier)
         try:
-            result = copy_checkpoint(ck, place, layout, self.x.transfer(ck.root, tier), tier.name,
-                                     self.o.written_last, self.x.clock)
-        except (CopyError, SourceChanged, OSError) as exc:
+            if shardable(ck, self.o.shards, self.o.written_last):
+                result = sharded_copy(ck, place, layout, transfer, tier.name, self.o.shards, self.x.shard_executor(),
+                                      self.o.written_last, self.x.clock, self.ctx.log)
+            else:
+                result = copy_checkpoint(ck, place, layout, transfer, tier.name, self.o.written_last, self.x.clock)
+        except (CopyError, SourceChanged, OSError, ExecutorError) as exc:
             self.ctx.finding("error", "checkpoint-copy-failed", f"tier {tier.name}: {ck.url}: {exc}",
                              run=ck.run, step=ck.step)
             return
@@ -170,7 +236,7 @@ class ExportRun:
                           Dependency(KIND, copy_url, f"DR copy, tier {tier.name}")],
             meta={"provides": [ck["source"]], "run": ck["run"], "step": ck["step"], "tier": tier.name,
                   "copy": copy_url, "manifest_sha256": state.manifest_sha256,
-                  "files": len(record["files"]), "bytes": record["bytes"]},
+                  "files": len(record["files"]), "bytes": record["bytes"], **self._save_facts(ck["path"])},
             change_token=f"{state.manifest_sha256}:{copy_url}")
 
 

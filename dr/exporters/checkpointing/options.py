@@ -22,19 +22,24 @@ a field path, not half-way through a backup.
     part_size_mib: unset (default): chosen per file, one PUT up to 64 MiB, larger files in
                   about eight parts of at most a quarter of max_buffer_mib
                   (transfer/transferring.py, part_size_for); a number fixes the part size
+    resume:       {role, requires, parts, runs}: what a checkpoint must hold for its run to
+                  continue from it (resuming.py; docs/readiness.md, check 1)
+    shards:       {count, executor, min_bytes, parallelism, retries, kubernetes}: one copy's
+                  files split across N shard processes or an Indexed Job (sharding/)
 """
 
 from __future__ import annotations
 
 import fnmatch
 import re
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
 from dr.exporters.checkpointing.formats.completeness import MarkerRule
 from dr.exporters.checkpointing.formats.discovery import META, META_TMP, ST_INDEX
+from dr.exporters.checkpointing.resuming import DEFAULT_REQUIRES, PARTS
 from dr.exporters.contract import ExporterOptions
 from dr.model.durations import parse_duration
 
@@ -161,6 +166,83 @@ class Tier(ExporterOptions):
         return parse_duration(self.min_interval).total_seconds() if self.min_interval else None
 
 
+Role = Literal["training", "release"]
+
+
+class ResumeRun(ExporterOptions):
+    """A role or requirement for the runs whose name matches `run` (a glob); first match wins."""
+
+    run: str = Field(min_length=1)
+    role: Role | None = None
+    requires: list[str] | None = None
+
+
+class Resume(ExporterOptions):
+    """What a checkpoint must hold for its run to continue from it. A `training` run's
+    checkpoint that lacks a required part is a finding ("serves, cannot resume"); a `release`
+    (weights published for serving) is never held to it. `parts` adds part names, or replaces
+    the globs of a built-in one (resuming.PARTS)."""
+
+    role: Role = "training"
+    requires: list[str] = Field(default_factory=lambda: list(DEFAULT_REQUIRES))
+    parts: dict[str, list[str]] = Field(default_factory=dict)
+    runs: list[ResumeRun] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _known_parts(self) -> "Resume":
+        known = set(PARTS) | set(self.parts)
+        for where, names in [("requires", self.requires)] + [(f"runs[{i}].requires", r.requires or [])
+                                                             for i, r in enumerate(self.runs)]:
+            unknown = sorted(set(names) - known)
+            if unknown:
+                raise ValueError(f"{where}: unknown part(s) {unknown}; known: {sorted(known)} "
+                                 "(declare new ones under resume.parts)")
+        return self
+
+    def for_run(self, run: str) -> tuple[str, tuple[str, ...]]:
+        """(role, required parts) of one run."""
+        rule = next((r for r in self.runs if fnmatch.fnmatchcase(run, r.run)), None)
+        role = (rule.role if rule and rule.role else None) or self.role
+        requires = rule.requires if rule and rule.requires is not None else self.requires
+        return role, tuple(requires)
+
+    def part_globs(self) -> dict[str, tuple[str, ...]]:
+        return {**PARTS, **{k: tuple(g.lower() for g in v) for k, v in self.parts.items()}}
+class ShardCluster(ExporterOptions):
+    """Where and as what the shards of the `kubernetes` executor run (an Indexed Job)."""
+
+    kubeconfig: str | None = None  # relative: the plan's folder; none: in-cluster, then ~/.kube
+    context: str | None = None
+    namespace: str | None = None  # none: the pod's own namespace (in-cluster), else `default`
+    image: str | None = None  # none: $DR_IMAGE (dr's own image, the plan's dr_image)
+    service_account: str = "dr-backup"
+    secret: str = "dr-credentials"  # the AWS keys, as `dr deploy render` names them
+    timeout: str = "6h"  # the Job's activeDeadlineSeconds
+
+    @field_validator("timeout")
+    @classmethod
+    def _timeout(cls, value: str) -> str:
+        parse_duration(value)
+        return value
+
+    @property
+    def timeout_seconds(self) -> int:
+        return int(parse_duration(self.timeout).total_seconds())
+
+
+class Shards(ExporterOptions):
+    """One checkpoint copy's files split across `count` shards (sharding/): each copies its
+    share and writes a result object; the copy's manifest and marker follow only once every
+    shard's result is present and verified."""
+
+    count: int = Field(ge=1, le=1000)
+    executor: Literal["local", "kubernetes"] = "local"
+    min_bytes: int = Field(default=1 << 30, ge=0)  # smaller checkpoints are copied unsharded
+    parallelism: int | None = Field(default=None, ge=1)  # none: all shards at once
+    retries: int = Field(default=2, ge=0, le=20)  # per shard (backoffLimitPerIndex)
+    kubernetes: ShardCluster = Field(default_factory=ShardCluster)
+
+
 class CheckpointsOptions(ExporterOptions):
     roots: list[Location] = Field(min_length=1)
     run_pattern: str = DEFAULT_RUN_PATTERN
@@ -169,12 +251,14 @@ class CheckpointsOptions(ExporterOptions):
     dr_copy: Location | None = None
     tiers: list[Tier] = Field(default_factory=list)
     milestone: Milestone | None = None
+    resume: Resume = Field(default_factory=Resume)
     abort_multipart_after: str = "24h"
     allow_source_cleanup: bool = False
     server_side_copy: bool = True
     parallel_files: int = Field(default=4, ge=1, le=64)
     part_size_mib: int | None = Field(default=None, ge=5, le=5120)
     max_buffer_mib: int = Field(default=128, ge=16)
+    shards: Shards | None = None  # none (default): every copy in this process, unsharded
 
     @field_validator("run_pattern")
     @classmethod

@@ -9,6 +9,8 @@ and its RTO bytes; `dr status` asks for RPO rows. For checkpoints:
   RTO bytes    the newest copy of each run is what a restore downloads;
   RPO rows     per run and tier (dr.exporters.checkpointing.status); milestone archive tiers
                lag by design, so they are reported but never a breach.
+  saves        each recorded copy's save times, measured at the source when it was copied
+               (meta written_first, written_last, previous): `dr advise checkpoints`.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from dr.exporters.contract import AnyOf, Destination, RpoRow, Rewriter
+from dr.exporters.contract import AnyOf, CheckpointSave, Destination, RpoRow, Rewriter
 from dr.model.artifacts import Artifact
 from dr.model.durations import format_duration
 
@@ -55,6 +57,30 @@ def restore_bytes(artifacts: list[Artifact]) -> dict[str, int]:
     read = sum(int(a.meta.get("bytes", 0)) for a in artifacts if id(a) in newest)
     rest = sum(a.size for a in artifacts if a.kind != COPY)
     return {"checkpoint_download": read, "data_warmup": rest}
+
+
+def checkpoint_saves(artifacts: list[Artifact]) -> list[CheckpointSave]:
+    """One save per (run, step), whichever tier recorded it; records made before dr measured
+    save times (no written_first) are left out."""
+    saves: dict[tuple[str, int], CheckpointSave] = {}
+    for a in artifacts:
+        m = a.meta
+        if a.kind != COPY or not isinstance(m.get("written_first"), (int, float)) \
+                or not str(m.get("step", "")).isdigit():
+            continue
+        prev = m.get("previous") if isinstance(m.get("previous"), dict) else {}
+        key = (str(m.get("run")), int(m["step"]))
+        saves.setdefault(key, CheckpointSave(key[0], key[1], float(m["written_first"]), float(m["written_last"]),
+                                             prev.get("step"), prev.get("written_last"),
+                                             str(a.meta.get("provides", [""])[0]), _resume(m.get("resume"))))
+    return [saves[k] for k in sorted(saves)]
+
+
+def _resume(judged) -> str:
+    if not isinstance(judged, dict) or not judged.get("verdict"):
+        return ""
+    missing = judged.get("missing") or []
+    return str(judged["verdict"]) + (f": missing {', '.join(map(str, missing))}" if missing else "")
 
 
 def default_destinations(exporter: "CheckpointsExporter", artifacts: list[Artifact],

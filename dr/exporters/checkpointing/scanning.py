@@ -45,6 +45,8 @@ class Checkpoint:
     files: dict[str, FileStat]
     reasons: tuple[str, ...]
     notes: tuple[str, ...] = ()
+    #: the indexes completeness parsed (DCP `.metadata`, safetensors index), by file name
+    indexes: dict = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
@@ -58,6 +60,11 @@ class Checkpoint:
     def time(self) -> float:
         """When it was written: its newest file's mtime (S3: LastModified)."""
         return max((f.mtime_ns for f in self.files.values()), default=0) / 1e9
+
+    @property
+    def first_written(self) -> float:
+        """When its first file was last written: with `time`, the save's span on storage."""
+        return min((f.mtime_ns for f in self.files.values()), default=0) / 1e9
 
     @property
     def url(self) -> str:
@@ -155,7 +162,7 @@ def _judge(place: Place, root: int, cand: Candidate, named: tuple[str, int], bef
     verdict = assess(after, cand, before.slice(cand), after.slice(cand), rules)
     reasons = list(verdict.reasons) + _upload_reasons(cand, uploads)
     return Checkpoint(place, root, cand.path, cand.kind, named[0], named[1], dict(verdict.files),
-                      tuple(reasons), verdict.notes)
+                      tuple(reasons), verdict.notes, dict(verdict.indexes))
 
 
 def _upload_reasons(cand: Candidate, uploads: list[Upload]) -> list[str]:

@@ -9,7 +9,8 @@ from dr.exporters.contract import (ArtifactSink, ContentReader, Destination, Dis
                                    Rewriter)
 from dr.exporters.dns import reading, writing
 from dr.exporters.dns.options import DnsOptions, Zone
-from dr.exporters.dns.records import ALIAS_TTL, ZoneDocument, fqdn, route53_set_targets, same_target, targets
+from dr.exporters.dns.records import (ALIAS_TTL, ZoneDocument, fqdn, route53_set_targets,
+                                      row_targets, same_target, targets)
 from dr.model.artifacts import Artifact, Dependency, Sensitivity
 
 KIND = "dns-zone"
@@ -77,9 +78,9 @@ class DnsExporter(Exporter):
     def _token(self, spec: Zone):
         """(change token, a function reading the zone document)."""
         if spec.axfr:
-            source = reading.axfr_source(spec, self._secret(spec), self.options.timeout_seconds)
-            serial = reading.soa_serial(source, spec.zone)
-            return f"soa:{serial}", lambda: reading.read_axfr(source, spec, serial, self.options.transfer_attempts)
+            server = reading.axfr_server(spec, self._secret(spec), self.options.timeout_seconds)
+            serial = reading.soa_serial(server, spec.zone)
+            return f"soa:{serial}", lambda: reading.read_axfr(server, spec, serial, self.options.transfer_attempts)
         client = reading.route53_client(self.options.aws)
         zone_id = reading.route53_zone_id(client, spec)
         sets = reading.route53_sets(client, zone_id)
@@ -98,7 +99,7 @@ class DnsExporter(Exporter):
         token, read = self._token(spec)
         doc = read()  # small (a 50,000-record zone is a few MB); read now: its targets are the dependencies
         meta = {"zone": doc.zone, "origin": doc.origin, "serial": doc.serial, "records": doc.count(),
-                "max_ttl": _max_ttl(doc), "unmodelled_types": sorted({r["type"] for r in doc.unmodelled})}
+                "max_ttl": _max_ttl(doc), "unmodelled_types": doc.unmodelled_types()}
         self.context.log(f"dns {doc.zone}: {doc.count()} records from {doc.origin}, largest TTL {meta['max_ttl']} s")
         sink.write(KIND, self._identity(spec), doc.to_bytes(),
                    sensitivity=self.context.sensitivity or Sensitivity.INTERNAL,
@@ -137,6 +138,7 @@ def _max_ttl(doc: ZoneDocument) -> int:
     ttls = [d.get("ttl", 0) for name, datas in doc.records.items() for d in datas
             if d.get("ttl") != ALIAS_TTL and list(targets(name, d, doc.zone))]
     ttls += [s.get("TTL", 0) for s in doc.route53_sets]
+    ttls += [row[2] for row in doc.rrsets if next(row_targets(row, doc.zone), None) is not None]
     return max(ttls, default=0)
 
 
@@ -148,6 +150,9 @@ def _dependencies(doc: ZoneDocument) -> list[Dependency]:
             ttl = "" if data.get("ttl") == ALIAS_TTL else f" ttl={data.get('ttl')}"
             for target in targets(name, data, doc.zone):
                 deps.append(Dependency(TARGET, target, f"{fqdn(name, doc.zone)} {data['type']}{ttl}"))
+    for row in doc.rrsets:
+        detail = f"{fqdn(row[0], doc.zone)} {row[1]} ttl={row[2]}"
+        deps.extend(Dependency(TARGET, target, detail) for target in row_targets(row, doc.zone))
     for rrset in doc.route53_sets:
         for target in route53_set_targets(rrset):
             deps.append(Dependency(TARGET, target, f"{rrset['Name']} {rrset['Type']} set={rrset['SetIdentifier']}"

@@ -1,15 +1,15 @@
 """Replaying a zone document into a destination zone, one outcome per record.
 
-Where it sits: the exporter's restore() parses `--to` into a Destination zone here and calls
-`replay`. octoDNS does the work it is built for: the destination's provider (octodns-bind's
-RFC 2136 provider, octodns-route53's provider) reads the zone as it is, `plan()` diffs it
-against the backup record by record, and `apply()` sends the changes (RFC 2136 updates with
-TSIG in batches, Route53 change batches chunked to its limits). dr adds the outcome of every
-record, the cutover map applied before planning, conflict semantics (a record that exists and
-differs is replaced only with --overwrite; a record the backup does not have is never
-deleted), a check that every applied record reads back as planned, and the two kinds of record
-octoDNS cannot write: Route53 routing-policy sets (boto3 UPSERT batches) and types octoDNS has
-no model for (dnspython RFC 2136 updates).
+Where it sits: the exporter's restore() parses `--to` into a Destination here and calls `replay`.
+dr adds to the providers the outcome of every record, the cutover map applied first, conflict
+semantics (a record that exists and differs is replaced only with --overwrite; a record the
+backup does not have is never deleted) and a read-back of every applied record.
+  * dns://SERVER/ZONE: RFC 2136 with dnspython (rfc2136.py: batched, pipelined, bisected on
+    refusal), every record set of the document, of any type.
+  * route53:ZONE_ID: octoDNS's Route53 provider plans the difference record by record and applies
+    it in change batches (chunked by octoDNS to the API's limits); record sets with a routing
+    policy are dr's own UPSERT batches (route53_batches: 1,000 records and 32,000 characters).
+    Records read by AXFR become octoDNS records here, only for this path.
 """
 
 from __future__ import annotations
@@ -18,30 +18,20 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-import dns.exception
-import dns.message
-import dns.name
-import dns.query
-import dns.rcode
-import dns.rdata
-import dns.rdataclass
-import dns.rdatatype
-import dns.tsig
 import dns.tsigkeyring
-import dns.update
-from octodns.provider.plan import Plan
-from octodns.record import Create, Update
-from octodns.zone import Zone as OctoZone
-from octodns_bind import Rfc2136Provider
 
 from dr.exporters.contract import Outcome, OutcomeStatus
+from dr.exporters.dns import rfc2136
 from dr.exporters.dns.options import absolute
 from dr.exporters.dns.reading import record_from, route53_provider, route53_sets
-from dr.exporters.dns.records import (ALIAS_TTL, ZoneDocument, fqdn, rewrite, rewrite_route53_set, route53_set_targets,
-                                      targets)
+from dr.exporters.dns.records import (ALIAS_TTL, OCTODNS_RFC2136_TYPES, ZoneDocument, fqdn, rewrite, rewrite_route53_set,
+                                      rewrite_row, route53_set_targets, row_targets, targets)
+from dr.exporters.dns.transfer import Server
 
 _DNS_URL = re.compile(r"^dns://(?P<host>\[[^\]]+\]|[^/:]+)(?::(?P<port>\d+))?(?:/(?P<zone>[^/]*))?/?$")
-ROUTE53_BATCH = 500  # changes per ChangeResourceRecordSets call (the API allows 1000 and 32,000 characters)
+#: ChangeResourceRecordSets limits: ResourceRecord elements and characters of their values, each
+#: counted twice for an UPSERT (AWS's Route53 quotas); a change without values counts as one element
+ROUTE53_RECORDS, ROUTE53_CHARS = 1000, 32_000
 
 
 class BadDestination(ValueError):
@@ -59,11 +49,10 @@ class Tsig:
 class Destination:
     zone: str
     label: str
-    make_provider: Callable[[], Any]  # a new one reads the zone afresh (Route53's provider caches it)
+    make_provider: Callable[[], Any] | None = None  # Route53: a new one reads the zone afresh (it caches)
     route53: Any = None  # the boto3 client and zone id, for a Route53 zone
     zone_id: str = ""
-    server: tuple[str, int] | None = None
-    tsig: Tsig | None = None
+    server: Server | None = None  # an RFC 2136 server, with the zone's key
 
 
 def parse(to: str, zone: str, route53_client: Callable[[], Any], tsig_for: Callable[[str], Tsig | None],
@@ -81,11 +70,9 @@ def parse(to: str, zone: str, route53_client: Callable[[], Any], tsig_for: Calla
         raise BadDestination(f"{to!r}: give route53:HOSTED_ZONE_ID or dns://SERVER[:PORT][/ZONE]")
     host, port, zone = found["host"].strip("[]"), int(found["port"] or 53), absolute(found["zone"] or zone)
     tsig = tsig_for(zone)
-    def provider() -> Rfc2136Provider:
-        return Rfc2136Provider("dr", host, port=port, timeout=timeout, key_name=tsig.name if tsig else None,
-                               key_secret=tsig.secret if tsig else None,
-                               key_algorithm=tsig.algorithm if tsig else None, strict_supports=False)
-    return Destination(zone, to, provider, server=(host, port), tsig=tsig)
+    keyring = dns.tsigkeyring.from_text({tsig.name: tsig.secret}) if tsig else None
+    server = Server(host, port, timeout, keyring, tsig.name if tsig else None, tsig.algorithm if tsig else "hmac-sha256")
+    return Destination(zone, to, server=server)
 
 
 @dataclass
@@ -108,34 +95,119 @@ def _remapped(before: dict, after: dict, name: str, zone: str) -> list[str]:
 
 def replay(doc: ZoneDocument, dest: Destination, cutover: dict[str, str], dry_run: bool,
            overwrite: bool) -> Iterator[Outcome]:
+    if dest.server is not None:
+        wants, skipped = _rfc2136_wants(doc, dest, cutover)
+        yield from skipped
+        yield from rfc2136.replay(wants, dest.server, dest.zone, dest.label, dry_run, overwrite)
+    else:
+        yield from _replay_octodns(doc, dest, cutover, dry_run, overwrite)
+    yield from _replay_route53_sets(doc, dest, cutover, dry_run, overwrite)
+
+
+def _apex_ns(dest: Destination) -> Outcome:
+    return Outcome(f"{dest.zone} NS", OutcomeStatus.SKIPPED,
+                   "the destination zone's own name servers are kept (they delegate that zone)")
+
+
+def _cut(moved: list[str]) -> str:
+    return f" (cutover: {', '.join(moved)})" if moved else ""
+
+
+def _rfc2136_wants(doc: ZoneDocument, dest: Destination, cutover: dict[str, str]) -> tuple[list, list[Outcome]]:
+    """Every record set of the document as rdata text, the cutover applied (octoDNS's records, of a
+    Route53 or format-1 document, rendered by octoDNS itself)."""
+    from octodns.zone import Zone as OctoZone  # loaded only for documents in octoDNS's form (not AXFR's rows)
+
+    wants, skipped = [], []
+    for row in doc.rrsets:
+        if row[0] == "" and row[1] == "NS":
+            skipped.append(_apex_ns(dest))
+            continue
+        new = rewrite_row(row, cutover, doc.zone)
+        moved = [f"{a} -> {b}" for a, b in zip(row_targets(row, doc.zone), row_targets(new, doc.zone)) if a != b]
+        name = fqdn(row[0], dest.zone)
+        wants.append(rfc2136.Want(f"{name} {row[1]}", name, row[1], row[2], list(new[3]), _cut(moved)))
     desired = OctoZone(dest.zone, [])
-    items: dict[str, _Item] = {}
     for name, datas in sorted(doc.records.items()):
         for data in datas:
             if name == "" and data["type"] == "NS":
-                yield Outcome(f"{dest.zone} NS", OutcomeStatus.SKIPPED,
-                              "the destination zone's own name servers are kept (they delegate that zone)")
+                skipped.append(_apex_ns(dest))
+                continue
+            key = f"{fqdn(name, dest.zone)} {data['type']}"
+            if data["type"] not in OCTODNS_RFC2136_TYPES:
+                skipped.append(Outcome(key, OutcomeStatus.SKIPPED, f"{data['type']} records cannot be written to "
+                                       f"{dest.label} (a Route53 record: restore it to a Route53 zone)"))
                 continue
             new = rewrite(data, cutover, doc.zone)
-            record = record_from(desired, name, new)
-            desired.add_record(record, lenient=True)
-            items[f"{record.fqdn} {record._type}"] = _Item(f"{record.fqdn} {record._type}", record,
-                                                           _remapped(data, new, name, doc.zone))
+            rrset = record_from(desired, name, new).to_rrset()
+            wants.append(rfc2136.Want(key, rrset.name, rrset._type, rrset.ttl, list(rrset.rdatas),
+                                      _cut(_remapped(data, new, name, doc.zone))))
+    groups: dict[tuple[str, str], list] = {}
+    for raw in doc.unmodelled:  # format 1: the types octoDNS does not model, one value each
+        groups.setdefault((raw["name"], raw["type"]), [raw["ttl"], []])[1].extend(raw["values"])
+    for (name, kind), (ttl, values) in sorted(groups.items()):
+        wants.append(rfc2136.Want(f"{fqdn(name, dest.zone)} {kind}", fqdn(name, dest.zone), kind, ttl, values))
+    return wants, skipped
+
+
+def _replay_octodns(doc: ZoneDocument, dest: Destination, cutover: dict[str, str], dry_run: bool,
+                    overwrite: bool) -> Iterator[Outcome]:
+    """Into Route53 through octoDNS: its records, and the AXFR rows it models built as its records."""
+    from octodns.record import Record
+    from octodns.record.rr import Rrset
+    from octodns.zone import Zone as OctoZone
+
+    desired = OctoZone(dest.zone, [])
+    items: dict[str, _Item] = {}
+    supports = dest.make_provider().SUPPORTS  # octoDNS would drop the others from its plan without a word
+
+    def add(name: str, record, moved: list[str]) -> None:
+        if record._type not in supports:
+            skipped.append(Outcome(f"{record.fqdn} {record._type}", OutcomeStatus.SKIPPED,
+                                   f"{record._type} records cannot be written to {dest.label}"))
+            return
+        desired.add_record(record, lenient=True)
+        items[f"{record.fqdn} {record._type}"] = _Item(f"{record.fqdn} {record._type}", record, moved)
+    skipped: list[Outcome] = []
+    for name, datas in sorted(doc.records.items()):
+        for data in datas:
+            if name == "" and data["type"] == "NS":
+                yield _apex_ns(dest)
+                continue
+            new = rewrite(data, cutover, doc.zone)
+            add(name, record_from(desired, name, new), _remapped(data, new, name, doc.zone))
+    for row in doc.rrsets:
+        key = f"{fqdn(row[0], dest.zone)} {row[1]}"
+        if row[0] == "" and row[1] == "NS":
+            yield _apex_ns(dest)
+        elif row[1] not in Record._CLASSES:
+            yield Outcome(key, OutcomeStatus.SKIPPED, f"{row[1]} records cannot be written to {dest.label}")
+        else:
+            new = rewrite_row(row, cutover, doc.zone)
+            moved = [f"{a} -> {b}" for a, b in zip(row_targets(row, doc.zone), row_targets(new, doc.zone)) if a != b]
+            add(row[0], Record.from_rrset(desired, Rrset(fqdn(row[0], dest.zone), row[1], row[2], new[3]),
+                                          lenient=True), moved)
+    for raw in doc.unmodelled:
+        yield Outcome(f"{fqdn(raw['name'], dest.zone)} {raw['type']}", OutcomeStatus.SKIPPED,
+                      f"{raw['type']} records cannot be written to {dest.label}")
+    yield from skipped
     yield from _replay_records(dest, desired, items, dry_run, overwrite)
-    yield from _replay_route53_sets(doc, dest, cutover, dry_run, overwrite)
-    yield from _replay_unmodelled(doc, dest, dry_run, overwrite)
 
 
-def _changes(dest: Destination, desired: OctoZone) -> tuple[Any, dict[str, Any]]:
+def _changes(dest: Destination, desired) -> tuple[Any, dict[str, Any]]:
     """(the provider that planned, its creates and updates by item); deletions are never made."""
+    from octodns.record import Create, Update
+
     provider = dest.make_provider()
     plan = provider.plan(desired)
     return provider, {f"{c.record.fqdn} {c.record._type}": c for c in (plan.changes if plan else [])
                       if isinstance(c, (Create, Update))}
 
 
-def _replay_records(dest: Destination, desired: OctoZone, items: dict[str, _Item], dry_run: bool,
+def _replay_records(dest: Destination, desired, items: dict[str, _Item], dry_run: bool,
                     overwrite: bool) -> Iterator[Outcome]:
+    from octodns.record import Create, Update
+
     try:
         provider, changes = _changes(dest, desired)
     except Exception as exc:  # the destination cannot be read: every record fails with the reason
@@ -160,8 +232,10 @@ def _replay_records(dest: Destination, desired: OctoZone, items: dict[str, _Item
     yield from outcomes.values()
 
 
-def _apply(dest: Destination, provider, desired: OctoZone, accepted: list,
-           items: dict[str, _Item]) -> dict[str, Outcome]:
+def _apply(dest: Destination, provider, desired, accepted: list, items: dict[str, _Item]) -> dict[str, Outcome]:
+    from octodns.provider.plan import Plan
+    from octodns.record import Create
+
     keys = [f"{c.record.fqdn} {c.record._type}" for c in accepted]
     try:
         provider.apply(Plan(None, desired, accepted, True))
@@ -233,10 +307,24 @@ def _policy(rrset: dict[str, Any]) -> str:
     return "routing"
 
 
+def route53_batches(send: list, records: int = ROUTE53_RECORDS, chars: int = ROUTE53_CHARS) -> Iterator[list]:
+    """(key, record set, cut) UPSERTs in batches within the API's limits of one change batch."""
+    batch, used_records, used_chars = [], 0, 0
+    for item in send:
+        values = [rr["Value"] for rr in item[1].get("ResourceRecords", [])]
+        cost_records, cost_chars = 2 * max(len(values), 1), 2 * sum(map(len, values))
+        if batch and (used_records + cost_records > records or used_chars + cost_chars > chars):
+            yield batch
+            batch, used_records, used_chars = [], 0, 0
+        batch.append(item)
+        used_records, used_chars = used_records + cost_records, used_chars + cost_chars
+    if batch:
+        yield batch
+
+
 def _upsert(dest: Destination, send: list) -> dict[str, Outcome]:
     out = {}
-    for start in range(0, len(send), ROUTE53_BATCH):
-        batch = send[start:start + ROUTE53_BATCH]
+    for batch in route53_batches(send):
         try:
             dest.route53.change_resource_record_sets(HostedZoneId=dest.zone_id, ChangeBatch={"Changes": [
                 {"Action": "UPSERT", "ResourceRecordSet": new} for _, new, _ in batch]})
@@ -247,48 +335,3 @@ def _upsert(dest: Destination, send: list) -> dict[str, Outcome]:
         out.update({k: Outcome(k, OutcomeStatus.RESTORED, f"upserted the {_policy(new)} set in {dest.label}{cut}")
                     for k, new, cut in batch})
     return out
-
-
-# -- types octoDNS does not model (dnspython RFC 2136) -----------------------------------------------
-def _replay_unmodelled(doc: ZoneDocument, dest: Destination, dry_run: bool, overwrite: bool) -> Iterator[Outcome]:
-    groups: dict[tuple[str, str], dict[str, Any]] = {}
-    for raw in doc.unmodelled:
-        group = groups.setdefault((raw["name"], raw["type"]), {"ttl": raw["ttl"], "values": []})
-        group["values"] += raw["values"]
-    for (name, kind), group in sorted(groups.items()):
-        key = f"{fqdn(name, dest.zone)} {kind}"
-        if dest.server is None:
-            yield Outcome(key, OutcomeStatus.SKIPPED, f"{kind} records cannot be written to {dest.label}")
-            continue
-        try:
-            yield _one_unmodelled(dest, key, fqdn(name, dest.zone), kind, group, dry_run, overwrite)
-        except (dns.exception.DNSException, OSError) as exc:
-            yield Outcome(key, OutcomeStatus.FAILED, f"{dest.label}: {type(exc).__name__}: {exc}")
-
-
-def _one_unmodelled(dest: Destination, key: str, name: str, kind: str, group: dict, dry_run: bool,
-                    overwrite: bool) -> Outcome:
-    origin = dns.name.from_text(dest.zone)
-    wanted = {dns.rdata.from_text(dns.rdataclass.IN, kind, v, origin=origin, relativize=False) for v in group["values"]}
-    present = _present(dest, name, kind)
-    if present == wanted:
-        return Outcome(key, OutcomeStatus.UNCHANGED, f"already {kind} ({len(wanted)} values) in {dest.label}")
-    if present and not overwrite:
-        return Outcome(key, OutcomeStatus.CONFLICT, f"{dest.label} has other {kind} values; --overwrite replaces them")
-    if dry_run:
-        return Outcome(key, OutcomeStatus.PLANNED, f"would {'replace' if present else 'create'} {kind} "
-                       f"({len(wanted)} values) by RFC 2136 update")
-    keyring = dns.tsigkeyring.from_text({dest.tsig.name: dest.tsig.secret}) if dest.tsig else None
-    update = dns.update.UpdateMessage(dest.zone, keyring=keyring, keyalgorithm=dest.tsig.algorithm if dest.tsig else
-                                      dns.tsig.default_algorithm)
-    update.replace(name, group["ttl"], *wanted)
-    answer = dns.query.tcp(update, dest.server[0], port=dest.server[1], timeout=10)
-    if answer.rcode() != dns.rcode.NOERROR:
-        return Outcome(key, OutcomeStatus.FAILED, f"{dest.label} refused the update: {dns.rcode.to_text(answer.rcode())}")
-    return Outcome(key, OutcomeStatus.RESTORED, f"wrote {kind} ({len(wanted)} values) to {dest.label} by RFC 2136 update")
-
-
-def _present(dest: Destination, name: str, kind: str) -> set:
-    query = dns.message.make_query(name, kind)
-    answer = dns.query.tcp(query, dest.server[0], port=dest.server[1], timeout=10)
-    return {r for rrset in answer.answer if rrset.rdtype == dns.rdatatype.from_text(kind) for r in rrset}

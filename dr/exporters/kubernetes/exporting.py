@@ -25,6 +25,7 @@ from dr.exporters.kubernetes.discovering import served_types
 from dr.exporters.kubernetes.certmanager import cert_manager_check
 from dr.exporters.kubernetes.kueue import kueue_check
 from dr.exporters.kubernetes.listing import HelmItem, UnitLister
+from dr.exporters.kubernetes.readiness import ReadinessCheck
 from dr.exporters.kubernetes.refchecks import combined
 from dr.exporters.kubernetes.requesting import Api
 from dr.exporters.kubernetes.sealedsecrets import SealedSecretsCheck
@@ -54,6 +55,7 @@ class Export:
         self.options = context.options
         self.references = combined(kueue_check(), cert_manager_check())  # Kueue's and cert-manager's
         self.sealed = SealedSecretsCheck()  # every SealedSecret opens with a backed-up key
+        self.readiness = ReadinessCheck(self.options.readiness)
         self.stop = threading.Event()
         self.selection: Selection | None = None
         self.written = 0
@@ -74,6 +76,7 @@ class Export:
         self._report_scanned()
         for finding in [*self.references.findings(), *self.sealed.findings()]:
             self.context.finding(**finding)
+        self._report_readiness()
         for reason, count in sorted(lister.skipped.items()):
             self.context.log(f"skipped {count} objects: {reason}")
 
@@ -97,7 +100,8 @@ class Export:
         kinds = self.selection.exported_kinds() if self.selection else set()
         return UnitLister(self.api, self.options, wants_namespace=wants, keep_owner=keep_owner,
                           fingerprint=_fingerprint(self.options, kinds),
-                          observers=[self.references.observe, self.sealed.observe], emit=emit, stop=self.stop, hosts=self.context.hosts)
+                          observers=[self.references.observe, self.readiness.observe, self.sealed.observe],
+                          emit=emit, stop=self.stop, hosts=self.context.hosts)
 
     # -- the parallel part -------------------------------------------------------------------------
     def _run_parallel(self, lister: UnitLister, units: list[tuple[ResourceType, str | None, bool]]) -> None:
@@ -152,6 +156,13 @@ class Export:
             self._write_helm(item)
         elif isinstance(item, dict):
             self.context.finding(**item)
+
+    def _report_readiness(self) -> None:
+        found = list(self.readiness.findings())
+        for finding in found:
+            self.context.finding(**finding)
+        checks = ", ".join(self.options.readiness.checks) or "none (readiness.checks is empty)"
+        self.context.log(f"readiness checks ({checks}): {len(found)} finding(s)")
 
     def _report_scanned(self) -> None:
         """Name what the plan's workload_kinds leaves out (backup output and snapshot manifest)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, field_validator
 
 from dr.exporters.contract import ExporterOptions
@@ -10,6 +12,35 @@ DEFAULT_EXCLUDED_NAMESPACES = ["kube-system", "kube-public", "kube-node-lease"]
 # What most users expect a cluster backup to hold besides configuration: the workloads. Pods
 # and Jobs are exported only when nothing owns them (an owner recreates its own).
 DEFAULT_WORKLOAD_KINDS = ["Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "Pod"]
+
+
+READINESS_CHECKS = ["pdb", "serving", "spot"]
+# Seconds between a provider's preemption notice and the node going away: GKE Spot and
+# preemptible VMs 30 s, EC2 Spot 120 s (the interruption notice), Azure Spot 30 s (the
+# Preempt scheduled event); `other` for a flavor only known as spot by a generic label or taint.
+DEFAULT_SPOT_NOTICE = {"gke": 30, "aws": 120, "azure": 30, "other": 30}
+
+
+class ReadinessOptions(ExporterOptions):
+    """The go-live checks run on what the backup lists (readiness/, docs/kubernetes.md)."""
+
+    checks: list[Literal["pdb", "serving", "spot"]] = Field(default_factory=lambda: list(READINESS_CHECKS),
+                                                          description="the checks to run; [] runs none")
+    serving: list[str] = Field(default_factory=list, description=(
+        "Deployments, StatefulSets and LeaderWorkerSets judged as serving, as `namespace/name` globs, "
+        "besides those labelled or annotated dr.io/serving=true and every InferenceService"))
+    zones: bool = Field(False, description="serving replicas must also be spread across zones "
+                        "(topology.kubernetes.io/zone): set it when the plan's failure domains have zones")
+    model_load_seconds: int = Field(300, ge=0, description=(
+        "the longest a serving container may take to load its model: a startupProbe must allow that long"))
+    spot_notice_seconds: dict[Literal["gke", "aws", "azure", "other"], int] = Field(
+        default_factory=lambda: dict(DEFAULT_SPOT_NOTICE),
+        description="each spot provider's notice window, seconds (keys gke, aws, azure, other)")
+
+    @field_validator("spot_notice_seconds")
+    @classmethod
+    def _every_provider(cls, notice: dict[str, int]) -> dict[str, int]:
+        return {**DEFAULT_SPOT_NOTICE, **notice}
 
 
 class KubernetesOptions(ExporterOptions):
@@ -36,6 +67,9 @@ class KubernetesOptions(ExporterOptions):
     request_timeout_seconds: float = Field(30.0, gt=0, description="longest wait for any other request")
     parallelism: int = Field(4, ge=1, le=64, description="resource types listed, objects restored at once")
     retries: int = Field(6, ge=1, le=20, description="attempts per request on 429 and 5xx answers")
+    readiness: ReadinessOptions = Field(default_factory=ReadinessOptions, description=(
+        "go-live checks on the listed objects (PDBs, serving high availability, spot capacity), "
+        "recorded as readiness findings"))
     crd_wait_seconds: float = Field(120.0, gt=0, description=(
         "restore: how long to wait for a restored CRD to be Established and served"))
 

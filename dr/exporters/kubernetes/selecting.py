@@ -35,6 +35,9 @@ CONFIGURATION: dict[tuple[str, str], str] = {
     ("rbac.authorization.k8s.io", "clusterrolebindings"): "who may do what in the cluster",
     ("scheduling.k8s.io", "priorityclasses"): "pods naming a missing PriorityClass are rejected",
     ("storage.k8s.io", "storageclasses"): "volume claims bind through them",
+    ("policy", "poddisruptionbudgets"): "how many pods a drain may take at once; a restored platform "
+                                         "without them is drained unprotected (and the readiness checks "
+                                         "judge them)",
 }
 NEVER: dict[tuple[str, str], str] = {
     ("kueue.x-k8s.io", "workloads"): "Kueue runtime state: recreated from each job; a restored "

@@ -62,14 +62,20 @@ def copy_checkpoint(ck: Checkpoint, dst: Place, layout: Layout, transfer: Transf
     stats = CopyStats(files_skipped=len(digests))
     todo = [rel for rel in sorted(ck.files) if rel not in digests]
     for phase in ([r for r in todo if not is_last(r)], [r for r in todo if is_last(r)]):
-        _copy_phase(ck, dst, layout, transfer, phase, wanted, digests, stats, listing)
+        copy_files(ck, dst, layout, transfer, phase, wanted, digests, stats, listing)
+    return CopyResult(publish_copy(ck, dst, layout, digests, tier, now), True, stats)
+
+
+def publish_copy(ck: Checkpoint, dst: Place, layout: Layout, digests: dict[str, str], tier: str,
+                 now: Callable[[], float]) -> CopyState:
+    """Every file is stored: the manifest, then the marker, then the journal goes."""
     files = {rel: (ck.files[rel].size, digests[rel]) for rel in ck.files}
     state = _publish(dst, layout, _manifest(ck, files, tier, now()), now)
     _drop_journal(dst, layout)
-    return CopyResult(state, True, stats)
+    return state
 
 
-def _copy_phase(ck: Checkpoint, dst: Place, layout: Layout, transfer: Transfer, rels: list[str],
+def copy_files(ck: Checkpoint, dst: Place, layout: Layout, transfer: Transfer, rels: list[str],
                 wanted: dict[str, tuple[int, str]], digests: dict[str, str], stats: CopyStats,
                 listing: dict[str, FileStat]) -> None:
     if not rels:

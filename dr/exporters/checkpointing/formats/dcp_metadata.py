@@ -32,6 +32,7 @@ from dr.exporters.checkpointing.formats.dcp_pickle import (
 __all__ = [
     "DcpIndex",
     "DcpMetadataError",
+    "StateEntry",
     "UnsafePickleError",
     "parse_dcp_metadata",
     "parse_safetensors_index",
@@ -64,6 +65,23 @@ class DcpIndex:
     storage_entries: int
     self_describing: tuple[str, ...] = ()
     unindexed: tuple[str, ...] = ()
+    #: what the state dict holds, for the resume check (formats/contents.py)
+    entries: tuple["StateEntry", ...] = ()
+
+
+@dataclass(frozen=True)
+class StateEntry:
+    """One state-dict entry an index names.
+
+    path:  its place in the state dict the trainer saved: DCP's planner_data (the flatten
+           mapping of DefaultSavePlanner) when the index holds one, else the fqn split on '.'
+    where: (file, offset, length) of a bytes entry (a torch.save'd Python value), else None
+    """
+
+    fqn: str
+    path: tuple[str, ...]
+    tensor: bool
+    where: tuple[str, int, int] | None = None
 
 
 def parse_dcp_metadata(data: bytes, max_bytes: int = DEFAULT_MAX_METADATA_BYTES) -> DcpIndex:
@@ -98,6 +116,7 @@ def parse_safetensors_index(data: bytes, max_bytes: int = DEFAULT_MAX_METADATA_B
         chunk_entries=len(weight_map),
         storage_entries=len(weight_map),
         self_describing=tuple(files),
+        entries=tuple(StateEntry(k, tuple(k.split(".")), True) for k in weight_map),
     )
 
 
@@ -142,6 +161,7 @@ def _index_from(md: Any) -> DcpIndex:
         chunk_entries=sum(len(t.chunks) for t in tensors),
         storage_entries=len(storage),
         unindexed=_unindexed(sdm, keys),
+        entries=_entries(sdm, storage, md.planner_data),
     )
 
 
@@ -156,6 +176,19 @@ def _required_sizes(storage: dict) -> dict[str, int]:
         path = check_relative_path(info.relative_path)
         required[path] = max(required.get(path, 0), off + length)
     return required
+
+
+def _entries(sdm: dict, storage: dict, planner_data: Any) -> tuple[StateEntry, ...]:
+    mapping = planner_data if isinstance(planner_data, dict) else {}
+    where = {k.fqn: (i.relative_path, i.offset, i.length) for k, i in storage.items() if k.offset is None}
+    out = []
+    for fqn, entry in sdm.items():
+        path = mapping.get(fqn)
+        if not isinstance(path, (tuple, list)) or not path:
+            path = str(fqn).split(".")
+        tensor = isinstance(entry, TensorStorageMetadata)
+        out.append(StateEntry(str(fqn), tuple(str(p) for p in path), tensor, None if tensor else where.get(fqn)))
+    return tuple(out)
 
 
 def _unindexed(sdm: dict, keys: set) -> tuple[str, ...]:
