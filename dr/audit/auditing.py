@@ -12,16 +12,19 @@ never the private key (catalogs are not encrypted).
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from typing import Mapping
 
+from dr.audit.alternatives import AnyOfNeeds
 from dr.audit.audits import AuditReport, Readiness, ScenarioResult, SnapshotInfo
 from dr.audit.backup_findings import READINESS, backup_findings, readiness_counts, readiness_findings
 from dr.audit.credentials import circular_findings
 from dr.audit.coverage import ExporterLookup, HeldIdentities, coverage_findings
 from dr.audit.essentials import judge_scenario, unknown_findings
-from dr.audit.findings import Finding
+from dr.audit.findings import WARNING, Finding
 from dr.audit.gathering import DependencyIndex, gather
 from dr.audit.judging import DependencyJudge, count_verdicts
 from dr.audit.staleness import stale_findings
+from dr.exporters.contract import Exporter
 from dr.model.locations import canonical_image
 from dr.model.plans import Plan, TargetSpec
 from dr.model.recovery import Copy, Placements, Scenario, essentials
@@ -44,27 +47,36 @@ def choose_audited_target(plan: Plan, scenarios: list[Scenario], name: str | Non
 def run_audit(plan: Plan, repo: Repository, target: TargetSpec, scenarios: list[Scenario], *,
               snapshot_ref: str = "latest", strict: bool = False,
               now: datetime | None = None, live: ExporterLookup | None = None,
-              readiness: bool = False) -> AuditReport:
+              readiness: bool = False, exporters: Mapping[str, Exporter] | None = None) -> AuditReport:
     """live: the exporter registry, to compare what the sources hold now with the snapshot
     (dr.audit.coverage); None (the default) runs no exporter at all. readiness: also list the
-    readiness scenario (the exporters' go-live findings, dr.audit.backup_findings)."""
+    readiness scenario (the exporters' go-live findings, dr.audit.backup_findings). exporters:
+    source -> the exporter built from the plan (as restore planning builds them), asked only for
+    its any-of needs (contract v2 restore_needs, dr.audit.alternatives); None: every dependency
+    is judged on its own."""
     now = now or datetime.now(timezone.utc)
     snapshots = repo.snapshots()
     snapshot = _select(repo, snapshots, snapshot_ref)
     held = HeldIdentities()
+    any_of = AnyOfNeeds(exporters)
     if snapshot:
         records = read_catalog_records(repo, snapshot.catalog)
-        index = gather(held.record(records) if live is not None else records, plan.spec.dr_image)
+        records = any_of.record(held.record(records) if live is not None else records)
+        index = gather(records, plan.spec.dr_image)
     else:
         index = DependencyIndex()
     placements = Placements(plan)
-    judge = DependencyJudge(plan, index, placements, lambda copy: _intact(repo, copy), strict)
+    judge = DependencyJudge(plan, index, placements, lambda copy: _intact(repo, copy), strict,
+                            any_of.resolve(index))
     needs_key = bool(plan.spec.encryption.recipients) or index.encrypted > 0
     items = essentials(plan, placements, needs_key)
     circular, replaced = circular_findings(items, target.name, index)
     findings = (circular + judge.unknown_findings()
                 + unknown_findings([i for i in items if i not in replaced], placements, strict)
                 + stale_findings(plan, target, snapshots, now))
+    findings += [Finding("needs-unknown", WARNING, f"source {source}: its exporter's restore_needs raised {error}; "
+                         "its dependencies are judged one by one", kind="source", reference=source, sources=[source])
+                 for source, error in any_of.problems]
     if snapshot is not None:
         findings += backup_findings(snapshot, strict)
         if readiness:

@@ -12,6 +12,11 @@ The finding names its object: the `object` fact when the exporter gives one, els
 a few facts exporters use for it (`referrer`, `identity`, `path` ...). An `action` fact, when
 given, is the finding's "what to do". These findings hold in every scenario.
 
+An exporter may say which audit finding its finding is (fact `audit_code`, one of the audit's
+codes, dr.audit.findings.CODES: its runbook then applies) and that it makes recovery
+impossible (fact `blocks_recovery: true`: a blocker whatever its backup severity). The
+kubernetes exporter does for a SealedSecret that no backed-up key opens.
+
 Readiness findings (go-live checks: PodDisruptionBudgets, serving high availability, spot
 capacity) are the ones an exporter records with the fact `category: readiness`. They do not say
 that recovery needs something lost, so the failure scenarios leave them out; `dr audit
@@ -27,7 +32,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from dr.audit.findings import BLOCKER, INFO, WARNING, Finding
+from dr.audit.findings import BLOCKER, CODES, INFO, WARNING, Finding
 from dr.model.snapshots import Snapshot, SourceResult
 
 # The facts exporters name the object of a finding with, in the order they are tried.
@@ -93,10 +98,15 @@ def _finding(snapshot: Snapshot, source: str, recorded: dict[str, Any], strict: 
     recorded_code = str(recorded.get("code", "")) or "unnamed"
     severity = str(recorded.get("severity", ""))
     audit_severity = _SEVERITIES.get(severity, BLOCKER if strict else WARNING)
+    if recorded.get("blocks_recovery") is True:
+        audit_severity = BLOCKER
+    audit_code = recorded.get("audit_code")
     obj = finding_object(recorded)
     action = recorded.get("action")
     message = (f"the backup of source {source} (snapshot {snapshot.short_id}) recorded {severity or 'a'} "
                f"{recorded_code}" + (f" on {obj}" if obj else "") + f": {recorded.get('message', '')}")
+    if code == "backup-finding" and audit_code in CODES:
+        code = audit_code  # the exporter names the audit finding (and so the runbook) it is
     return Finding(code, audit_severity, message, kind=recorded_code, reference=obj or source,
                    sources=[source], action=action if isinstance(action, str) else "",
                    backup={"source": source, "code": recorded_code, "severity": severity, "object": obj or None})

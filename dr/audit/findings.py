@@ -61,6 +61,14 @@ _CODES = [
          "Keep the unseal outside the failed domain: a multi-region KMS key with a replica in a surviving "
          "region, a transit Vault outside the failed cluster, or Shamir custodians outside it; then change "
          "the vault source's unseal option and back up again."),
+    Code("secret-in-failed-region", "A cloud secret, or the KMS key that decrypts it, exists only where the failure is",
+         "Replicate the secret to a surviving region (aws secretsmanager replicate-secret-to-regions, with a "
+         "KMS key of that region), or back up its value (secretsmanager source, include_values: true), then "
+         "back up and audit again."),
+    Code("sops-key-in-failed-domain", "Every key that decrypts a SOPS-encrypted file is lost with the failure",
+         "Add a SOPS master key outside the failed domain to the file (sops updatekeys after adding it to "
+         ".sops.yaml: a KMS key in a surviving region, an age recipient kept in escrow), then back up and "
+         "audit again."),
     Code("certificate-only-in-failed-region", "A certificate in use exists only in a region that is lost",
          "Get a certificate for the same domains in a surviving region before you need it: request one there "
          "(DNS validation, the same records validate it), import it, or back up an exportable certificate's "
@@ -86,9 +94,16 @@ _CODES = [
     Code("coverage-unknown", "The audit could not list what exists at a source (dr audit --live)",
          "Fix what discover() reported (credentials, kubeconfig context, a missing path, the network) "
          "and run dr audit --live again; until then, what is not backed up there is unknown."),
+    Code("needs-unknown", "An exporter could not say which of its needs any one of several references meets",
+         "Fix or upgrade the source's exporter plugin (its restore_needs raised; the message has the error) "
+         "and run dr audit again; until then the source's dependencies are judged one by one."),
     Code("backup-finding", "The backup noticed a problem at a source (kept in the snapshot)",
          "Fix what the finding names at the source (a missing object it references, a copy that failed), "
          "then run dr backup --source NAME and dr audit again; a restore would bring the same problem back."),
+    Code("sealed-secret-key-missing", "A SealedSecret in the backup opens with none of the backed-up sealing keys",
+         "Back up the sealed-secrets controller's current key Secrets (label "
+         "sealedsecrets.bitnami.com/sealed-secrets-key) with the kubernetes source, or re-seal the secret "
+         "with a backed-up key, then back up and audit again."),
     Code("readiness-finding", "A go-live readiness check failed at a source (dr audit --readiness)",
          "Follow the finding's own runbook: fix the object it names at the source (a PodDisruptionBudget, a "
          "serving Deployment, a spot job's grace period), then run dr backup --source NAME and dr audit "

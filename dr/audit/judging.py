@@ -3,7 +3,8 @@
 The verdicts are the verdict engine's (dr.model.recovery: the rules, cached placements,
 intact copies); the audit adds what it reports: one verdict per DependencyUse of the index
 (dr.audit.gathering), and the findings and messages for blockers, remaps and unknowns. The
-rules are written out in dr.audit's module docstring.
+rules are written out in dr.audit's module docstring. Any-of needs (dr.audit.alternatives)
+are judged here too, one Judged each, met when any of their references survives.
 """
 
 from __future__ import annotations
@@ -11,12 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from dr.audit.alternatives import AnyNeed, judge_needs
 from dr.audit.findings import BLOCKER, INFO, WARNING, Finding, redacted
 from dr.audit.gathering import DependencyIndex, DependencyUse
 from dr.model.locations import Placement
 from dr.model.plans import Plan
-from dr.model.recovery import (BLOCKED, REMAPPED, UNKNOWN, VERDICTS, Copy, Evidence, Judgement, Placements,
-                               RecoveryJudge, Scenario, Verdict)
+from dr.model.recovery import (BLOCKED, REMAPPED, UNKNOWN, VERDICTS, AnyJudgement, Copy, Evidence, Judgement,
+                               Placements, RecoveryJudge, Scenario, Verdict)
 
 # Dependency kinds with a finding code (and runbook) of their own; others are generic.
 _KIND_CODES = {
@@ -36,6 +38,11 @@ _KIND_CODES = {
     "unseal-kms": "unseal-key-in-failed-domain",
     "unseal-transit": "unseal-key-in-failed-domain",
     "unseal-custodian": "unseal-key-in-failed-domain",
+    # a Secrets Manager secret (the secretsmanager exporter): no region's copy, or key, survives
+    "secretsmanager-secret": "secret-in-failed-region",
+    "secretsmanager-kms-key": "secret-in-failed-region",
+    # a master key of a SOPS-encrypted file (dr.model.sops): none left, the file stays sealed
+    "sops-key": "sops-key-in-failed-domain",
     # an in-use ACM certificate (the certificates exporter), placed by its ARN's region
     "acm-certificate": "certificate-only-in-failed-region",
 }
@@ -51,6 +58,7 @@ class Judged:
 
     use: DependencyUse
     judgement: Judgement
+    any_of: AnyJudgement | None = None  # for an any-of need: every reference's judgement
 
     @property
     def verdict(self) -> Verdict:
@@ -73,21 +81,26 @@ class DependencyJudge:
     """Verdicts for every distinct dependency of one snapshot, scenario by scenario."""
 
     def __init__(self, plan: Plan, index: DependencyIndex, placements: Placements,
-                 copy_is_intact: Callable[[Copy], bool], strict: bool = False):
+                 copy_is_intact: Callable[[Copy], bool], strict: bool = False,
+                 any_needs: list[AnyNeed] | None = None):
         self.index = index
+        self.any_needs = any_needs or []
         self.placements = placements
         self.strict = strict
         self.evidence = Evidence(plan, index.provides, copy_is_intact, placements)
 
     def judge(self, scenario: Scenario, copies_survive: bool) -> list[Judged]:
         judge = RecoveryJudge(self.evidence, scenario.lost, copies_survive, holder="the audited target")
-        return [Judged(use, judge.judge(use.reference)) for use in self.index.uses.values()]
+        judged = [Judged(use, judge.judge(use.reference)) for use in self.index.uses.values()]
+        return judged + [_any_judged(need, found) for need, found in judge_needs(judge, self.any_needs)]
 
     # -- findings ----------------------------------------------------------------------------
     def scenario_findings(self, scenario: Scenario, judged: list[Judged]) -> list[Finding]:
         findings = []
         for item in judged:
-            if item.verdict == BLOCKED:
+            if item.any_of is not None:
+                findings += self._any_of_findings(item, scenario)
+            elif item.verdict == BLOCKED:
                 findings.append(self._finding(item, scenario, code_for(item.use.kind), BLOCKER,
                                               self._blocker_message(item, scenario)))
             elif item.verdict == REMAPPED:
@@ -106,7 +119,42 @@ class DependencyJudge:
                            f"restore of {_sources(use)} can still reach it")
                 findings.append(self._finding(Judged(use, Judgement(UNKNOWN, placement)), None, "unknown-location",
                                               BLOCKER if self.strict else WARNING, message))
+        for need in self.any_needs:
+            placed = [self.placements.place(ref) for ref in need.references]
+            if any(p.domain is not None for p in placed) or \
+                    any(self.evidence.intact_copy(ref)[0] is not None for ref in need.references):
+                continue
+            use = need.use(need.references[0] if need.references else need.what)
+            message = (f"nothing in the plan places any of the {len(need.references)} references that can "
+                       f"meet {need.kind} need '{need.what}' ({', '.join(map(redacted, need.references))}), "
+                       f"so the audit cannot tell whether a restore of {_sources(use)} can still reach one")
+            findings.append(self._finding(Judged(use, Judgement(UNKNOWN, placed[0] if placed else
+                                                                 self.placements.place(use.reference))),
+                                          None, "unknown-location", BLOCKER if self.strict else WARNING, message))
         return findings
+
+    def _any_of_findings(self, item: Judged, scenario: Scenario) -> list[Finding]:
+        use, found = item.use, item.any_of
+        if len(found.judged) == 1:  # one reference: reported as any single dependency is
+            return self.scenario_findings(scenario, [Judged(use, item.judgement)])
+        every = "; ".join(self._placed(ref, j) for ref, j in found.judged)
+        if item.verdict == BLOCKED:
+            message = (f"{use.kind} need '{use.detail}' of {_sources(use)} is met by any one of "
+                       f"{len(found.judged)} references, but every one is lost when {scenario.label}: {every}; "
+                       f"no surviving copy exists")
+            return [self._finding(item, scenario, code_for(use.kind), BLOCKER, message)]
+        if item.verdict == REMAPPED:
+            message = (f"{use.kind} need '{use.detail}' of {_sources(use)}: every reference is lost when "
+                       f"{scenario.label} ({every}), but the snapshot holds a verified copy of "
+                       f"'{redacted(use.reference)}' in {item.provider.artifact if item.provider else '?'}: "
+                       f"restore it to a new location and point {_sources(use)} at it")
+            return [self._finding(item, scenario, "dependency-remapped", INFO, message)]
+        return []
+
+    def _placed(self, reference: str, j: Judgement) -> str:
+        where = (f"in {self.placements.path(j.placement.domain)} (by {self.placements.how(j.placement)})"
+                 if j.placement.domain else "placed nowhere")
+        return f"'{redacted(reference)}' {where}"
 
     def _finding(self, item: Judged, scenario: Scenario | None, code: str, severity: str,
                  message: str) -> Finding:
@@ -132,6 +180,17 @@ class DependencyJudge:
         return (f"{use.kind} '{redacted(use.reference)}' {where}, but the snapshot holds a verified copy "
                 f"in {item.provider.artifact if item.provider else '?'}: restore it to a new location "
                 f"and point {_sources(use)} at it")
+
+
+def _any_judged(need: AnyNeed, found: AnyJudgement) -> Judged:
+    """One Judged for an any-of need: its verdict, shown at the reference relied on (or, when
+    none meets it, the first lost one) so counts, graphs and findings place it."""
+    lost = found.with_verdict(BLOCKED)
+    reference = found.chosen or (lost[0] if lost else (found.judged[0][0] if found.judged else need.what))
+    j = next((j for ref, j in found.judged if ref == reference), None)
+    judgement = (Judgement(found.verdict, j.placement, j.copy, j.note) if j is not None
+                 else Judgement(found.verdict, Placement(reference, "", None)))  # it names no reference
+    return Judged(need.use(reference), judgement, found)
 
 
 def count_verdicts(judged: list[Judged]) -> dict[Verdict, int]:

@@ -76,7 +76,8 @@ def run_drill(plan: Plan, registry: Registry, *, failed: list[str], scratch: str
     with Lock(repo, exclusive=False, command=f"dr drill --plan {plan.name}").acquire(lock_wait):
         snapshot = repo.find_snapshot(snapshot_ref)
         with clock.phase("audit"):
-            report = run_audit(plan, repo, target, scenarios, snapshot_ref=snapshot.id)
+            report = run_audit(plan, repo, target, scenarios, snapshot_ref=snapshot.id,
+                               exporters=planning_exporters(plan, registry))
         with clock.phase("plan"):
             prepared = prepare(plan, repo, target, registry, snapshot_ref=snapshot.id, failed=failed, force=force,
                                destinations=destinations_for(plan, registry, scratch, destinations or {}))

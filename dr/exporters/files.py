@@ -13,6 +13,11 @@ Restore strips setuid, setgid and sticky bits unless asked to keep them (--keep-
 a catalog is data anyone with write access to the store could forge, and a restored setuid
 root binary is a privilege escalation. Each item whose bits were stripped says so.
 
+SOPS-encrypted files (dr.model.sops): a small YAML, JSON, ENV or INI file whose `sops` metadata
+names master keys gets one `sops-key` dependency per key (KMS, age, Vault transit ...), and
+restore_needs makes them one any-of need (any key opens the file), so the audit judges where
+the keys that decrypt it live. Such a file is read once more, for its metadata (sops_scan).
+
 Restore never writes outside the destination: identities that are absolute or contain '..'
 are refused, every parent directory is opened relative to the previous one with O_NOFOLLOW (a
 symlink in the destination is never written through), and files are written to a temporary
@@ -34,11 +39,13 @@ from typing import Callable, Iterator
 
 from pydantic import Field, field_validator
 
-from dr.exporters.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter,
+from dr.exporters.contract import (AnyOf, ArtifactSink, ContentReader, Destination, Discovered, Exporter,
                                    ExporterOptions, NoDestination, Outcome, RestoreOption, RestoreRequest,
                                    Rewriter, RunNeeds)
 from dr.exporters.contract import OutcomeStatus as Status
-from dr.model.artifacts import Artifact, Sensitivity
+from dr.model.artifacts import Artifact, Dependency, Sensitivity
+from dr.model.sops import KIND as SOPS_KEY
+from dr.model.sops import sops_keys
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # a FIFO must not block us
@@ -47,6 +54,8 @@ KINDS = ("file", "directory", "symlink")
 SPECIAL_BITS = stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX
 KEEP_SPECIAL = "keep-special-bits"  # RestoreRequest.remap key of the restore option
 Stat = os.stat_result
+SOPS_SUFFIXES = (".yaml", ".yml", ".json", ".env", ".ini")
+SOPS_MAX_BYTES = 1 << 20  # SOPS files are configuration: bigger files are not read twice
 
 
 def label_of(path: str) -> str:
@@ -113,6 +122,8 @@ class FilesExporter(Exporter):
         #: an excluded directory is not entered
         exclude: list[str] = Field(default_factory=list)
         one_file_system: bool = True
+        #: read small .yaml/.yml/.json/.env/.ini files for SOPS metadata (the keys that decrypt them)
+        sops_scan: bool = True
 
         @field_validator("paths")
         @classmethod
@@ -205,15 +216,39 @@ class FilesExporter(Exporter):
             return
         meta: dict = {"mode": _mode(st), "mtime_ns": st.st_mtime_ns}
         content: bytes | Callable[[], _Guarded] = b""
+        dependencies: list[Dependency] = []
         if kind == "file":
             meta["size"], content = st.st_size, _opener(path)
+            dependencies = self._sops(path, st, meta)
         elif kind == "symlink":
             try:
                 meta["target"] = os.readlink(path)
             except OSError as exc:
                 raise _Unreadable(path, exc) from None
-        sink.write(kind, identity, content, sensitivity=sensitivity, meta=meta,
+        sink.write(kind, identity, content, sensitivity=sensitivity, meta=meta, dependencies=dependencies,
                    change_token=f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}:{st.st_mode}")
+
+    def _sops(self, path: str, st: Stat, meta: dict) -> list[Dependency]:
+        """The master keys of a SOPS file (dr.model.sops); meta['sops'] says whether any one opens it."""
+        if not self.options.sops_scan or st.st_size > SOPS_MAX_BYTES or not path.endswith(SOPS_SUFFIXES):
+            return []
+        with _opener(path)() as handle:
+            found = sops_keys(handle.read())
+        if found is None:
+            return []
+        meta["sops"] = "any" if found.any_one else "threshold"
+        return [Dependency(SOPS_KEY, ref, "a master key of this SOPS file") for ref in found.references]
+
+    def restore_needs(self, artifacts: list[Artifact]) -> list[AnyOf]:
+        """A SOPS file opens with any one of its master keys (not with Shamir key groups, whose keys
+        are judged one by one). Every such file is declared, one key or several: the kind is
+        judged only through these needs."""
+        needs = []
+        for artifact in artifacts:
+            refs = tuple(d.reference for d in artifact.dependencies if d.kind == SOPS_KEY)
+            if artifact.meta.get("sops") == "any" and refs:
+                needs.append(AnyOf(SOPS_KEY, f"SOPS master key of {artifact.identity}", refs))
+        return needs
 
     # -- restore -------------------------------------------------------------------------
     def restore(self, artifacts: list[Artifact], reader: ContentReader,

@@ -20,7 +20,7 @@ import re
 
 from dr.model.plans import Plan, TargetSpec
 from dr.model.recovery import (BLOCKED, CREDENTIALS, KEY, OK, REMAPPED, TARGET, UNKNOWN, EssentialVerdicts, Judgement,
-                               RecoveryJudge, is_lost, normalize)
+                               RecoveryJudge, is_lost, judge_any, normalize)
 from dr.exporters.contract import AnyOf
 from dr.restore.remaps import rewrite
 from dr.restore.steps import Need, Step
@@ -127,19 +127,27 @@ class NeedJudge:
         return needs
 
     def _any_of(self, need: AnyOf) -> Need:
-        """Met when any one reference survives; a blocker when none does and one is lost."""
-        judged = [(ref, self.judge.judge(ref)) for ref in need.references]
-        alive = [(ref, j) for ref, j in judged if j.verdict == OK]
-        if alive:
-            ref, j = alive[0]
-            where = self.where(j) if j.placement.domain else ref
-            return Need(need.kind, ref, OK, f"the {need.what} in {where} survives ({len(alive)} of {len(judged)})")
-        if not judged:
+        """Met when any one reference survives (the verdict engine's judge_any); a blocker when
+        none does and one is lost, naming every reference."""
+        found = judge_any(self.judge, need.references)
+        total = len(found.judged)
+        if found.verdict == OK:
+            j = found.chosen_judgement
+            where = self.where(j) if j.placement.domain else found.chosen
+            return Need(need.kind, found.chosen, OK, f"the {need.what} in {where} survives "
+                        f"({len(found.with_verdict(OK))} of {total})")
+        if found.verdict == REMAPPED:
+            j = found.chosen_judgement
+            return Need(need.kind, found.chosen, REMAPPED, f"every {need.what} is in a lost domain, but the "
+                        f"snapshot's copy in {j.copy.artifact if j.copy else '?'} rebuilds {found.chosen}",
+                        j.copy.source if j.copy else None, relies=bool(j.copy))
+        if not found.judged:
             return Need(need.kind, need.what, UNKNOWN, f"the snapshot records no place of the {need.what}")
-        verdict = BLOCKED if any(x.verdict == BLOCKED for _, x in judged) else UNKNOWN
-        reason = (f"every {need.what} is in a domain lost when {self.label}" if verdict == BLOCKED
-                  else f"nothing in the plan places the {need.what}")
-        return Need(need.kind, judged[0][0], verdict, reason)
+        named = "; ".join(f"{ref} ({self.where(j) if j.placement.domain else 'placed nowhere'})"
+                          for ref, j in found.judged)
+        reason = (f"every {need.what} is lost when {self.label}: {named}" if found.verdict == BLOCKED
+                  else f"nothing in the plan places the {need.what}: {named}")
+        return Need(need.kind, found.judged[0][0], found.verdict, reason)
 
 
 def _distinct(step: Step, skip: frozenset[str] | set[str]) -> dict[tuple[str, str], int]:

@@ -64,3 +64,61 @@ def test_shamir_custodians_are_placed_by_the_plan(world):
     unseal = {"type": "shamir", "custodians": ["alice", "bob"], "threshold": 2}
     report = audit(world, unseal, "train-eu1")
     assert ("unknown-location", "custodian:alice") in flagged(report)  # nothing places them yet
+
+
+# -- a multi-region unseal key: any replica region unseals (the exporter's any-of need) ----------
+MRK = "mrk-0123456789abcdef"
+PRIMARY, REPLICA = f"https://kms.eu-west-1.amazonaws.com/{MRK}", f"https://kms.us-east-1.amazonaws.com/{MRK}"
+
+
+def audit_multi_region(world, failed: list[str]):
+    """The snapshot as the exporter records a multi-region key read with DescribeKey (primary in
+    eu-west-1, replica in us-east-1: tests/exporters/test_vault_exporter.py reads a real one from
+    moto KMS); audited with the installed exporters, as `dr audit` runs it."""
+    from dr.audit import choose_audited_target, run_audit, scenarios_for
+    from dr.exporters.registry import Registry
+    from dr.exporters.vault.kms import KeyRegions
+    from dr.restore.planning import planning_exporters
+
+    unseal = {"type": "awskms", "key_id": MRK, "region": "eu-west-1"}
+    options = VaultExporter.Options(**{k: v for k, v in vault_source(unseal).items() if k not in ("name", "type", "rpo")})
+    regions = KeyRegions(MRK, ["eu-west-1", "us-east-1"], True, replicas=["us-east-1"])
+    contents = {**worlds.PLANTED, "platform-vault": [
+        ("vault-raft-snapshot", "raft-snapshot", unseal_dependencies(options, regions), {"provides": [worlds.VAULT]})]}
+    world.backup(contents)
+    plan = world.plan(sources=worlds.plan_data(world.repo_path)["sources"] + [vault_source(unseal)])
+    scenarios = scenarios_for(plan, failed)
+    target = choose_audited_target(plan, scenarios)
+    exporters = planning_exporters(plan, Registry())
+    return plan, run_audit(plan, world.repo, target, scenarios, exporters=exporters)
+
+
+def unseal_findings(report):
+    return [f for f in report.findings if f.code == "unseal-key-in-failed-domain"]
+
+
+def test_multi_region_key_with_a_surviving_replica_is_not_a_blocker(world):
+    plan, report = audit_multi_region(world, ["eu-west-1"])
+    assert unseal_findings(report) == []
+    [judged] = [j for j in report.scenarios[0].judged if j.use.kind == "unseal-kms"]
+    assert judged.verdict == "ok" and judged.use.reference == REPLICA
+
+
+def test_multi_region_key_lost_in_every_region_is_a_blocker_naming_each(world):
+    plan, report = audit_multi_region(world, ["eu-west-1", "us-east-1"])
+    [finding] = unseal_findings(report)
+    assert finding.severity == "blocker" and finding.sources == ["platform-vault"]
+    assert PRIMARY in finding.message and REPLICA in finding.message
+    assert finding.runbook == "runbooks/unseal-key-in-failed-domain.md"
+
+
+@pytest.mark.parametrize("failed, verdict", [(["eu-west-1"], "ok"), (["eu-west-1", "us-east-1"], "blocker")])
+def test_restore_planner_judges_the_multi_region_key_the_same_way(world, failed, verdict):
+    from dr.exporters.registry import Registry
+    from dr.restore import prepare
+
+    plan, _ = audit_multi_region(world, failed)
+    prepared = prepare(plan, world.repo, plan.target("dr-us"), Registry(), failed=failed, force=True)
+    step = next(s for s in prepared.restore_plan.steps if s.name == "platform-vault")
+    [need] = [n for n in step.needs if n.kind == "unseal-kms"]
+    assert need.verdict == verdict

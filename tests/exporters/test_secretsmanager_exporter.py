@@ -81,7 +81,10 @@ def test_values_are_secret_reused_until_they_change(harness, secrets, tmp_path, 
     first = backup(harness, options, tmp_path, age_keys[1])
     value = first.by_identity()[secrets["prefix"] + "db:value"]
     assert value.sensitivity == Sensitivity.SECRET and value.encrypted
-    assert value.meta["provides"] == [value.meta["arn"]]
+    arn, name = value.meta["arn"], secrets["prefix"] + "db"
+    assert value.meta["provides"][0] == arn  # and each region's copy: the audit counts the snapshot's
+    assert {f"https://secretsmanager.{r}.amazonaws.com/{name}" for r in ("us-east-1", "eu-west-1")} <= \
+        set(value.meta["provides"])
     assert b"hunter2-db" not in harness.stored_bytes()
     second = backup(harness, options, tmp_path, age_keys[1], parent=first.artifacts)
     assert second.stats["artifacts_reused"] == 6 and second.stats["bytes_read"] == 0
@@ -114,3 +117,58 @@ def test_unreachable_endpoint_fails_the_source(harness, aws_env, tmp_path, age_k
     options = {"region": "us-east-1", "endpoint_url": "http://127.0.0.1:9", "timeout_seconds": 2}
     with pytest.raises(SecretsManagerUnavailable):
         backup(harness, options, tmp_path, age_keys[1])
+
+
+# -- the audit: a secret with no copy outside the failed region ----------------------------------
+def _audit(harness, tmp_path, options: dict, failed: list[str]):
+    """Audit the harness's snapshot (source `src`) with regional placement rules, as `dr audit` runs it."""
+    import yaml
+
+    from dr.audit import choose_audited_target, run_audit, scenarios_for
+    from dr.model.plan_loading import load_plan
+    from dr.restore.planning import planning_exporters
+
+    regions = ["us-east-1", "eu-west-1"]
+    data = {"version": 1, "name": "plan",
+            "failure_domains": [{"name": "aws", "kind": "provider", "children": [
+                {"name": r, "kind": "region"} for r in regions]}, {"name": "offsite", "kind": "site"}],
+            "placement_rules": [{"match": f"*.{r}.amazonaws.com", "domain": r} for r in regions],
+            "protects_against": regions,
+            "targets": [{"name": "dr", "url": harness.root, "domain": "offsite"}],
+            "sources": [{"name": "src", "type": "secretsmanager", **options}]}
+    (tmp_path / "plan.yaml").write_text(yaml.safe_dump(data))
+    plan = load_plan(str(tmp_path / "plan.yaml"), Registry())
+    scenarios = scenarios_for(plan, failed)
+    target = choose_audited_target(plan, scenarios)
+    return run_audit(plan, harness.repo, target, scenarios, exporters=planning_exporters(plan, Registry()))
+
+
+def test_audit_secret_without_a_replica_outside_the_failed_region_is_a_blocker(harness, secrets, tmp_path, age_keys):
+    options = opts(secrets)
+    backup(harness, options, tmp_path, age_keys[1])
+    p = secrets["prefix"]
+    report = _audit(harness, tmp_path, options, ["us-east-1"])
+    found = [f for f in report.findings if f.code == "secret-in-failed-region"]
+    assert found and {f.severity for f in found} == {"blocker"}
+    assert all(f.runbook == "runbooks/secret-in-failed-region.md" for f in found)
+    named = " ".join(f.message for f in found)
+    assert p + "api" in named and p + "tls-key" in named  # one region only: lost with it
+    assert p + "db" not in named  # replicated to eu-west-1, with the key's replica there
+
+
+def test_audit_replicated_secret_losing_every_region_is_a_blocker_naming_each(harness, secrets, tmp_path, age_keys):
+    options = opts(secrets, names=[secrets["prefix"] + "db"])
+    backup(harness, options, tmp_path, age_keys[1])
+    report = _audit(harness, tmp_path, options, ["us-east-1", "eu-west-1"])
+    copies = [f for f in report.findings if f.code == "secret-in-failed-region" and f.kind == "secretsmanager-secret"]
+    [finding] = copies
+    for region in ("us-east-1", "eu-west-1"):
+        assert f"https://secretsmanager.{region}.amazonaws.com/{secrets['prefix']}db" in finding.message
+
+
+def test_audit_secret_held_in_the_snapshot_is_remapped_not_blocked(harness, secrets, tmp_path, age_keys):
+    options = opts(secrets, include_values=True, names=[secrets["prefix"] + "api"])
+    backup(harness, options, tmp_path, age_keys[1])
+    report = _audit(harness, tmp_path, options, ["us-east-1"])
+    assert not [f for f in report.findings if f.code == "secret-in-failed-region"]
+    assert {f.kind for f in report.findings if f.code == "dependency-remapped"} >= {"secretsmanager-secret"}

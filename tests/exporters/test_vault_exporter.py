@@ -8,7 +8,7 @@ import os
 import pyrage
 import pytest
 
-from dr.exporters.contract import NoDestination, OutcomeStatus
+from dr.exporters.contract import ExportContext, NoDestination, OutcomeStatus
 from dr.exporters.registry import Registry
 from dr.exporters.vault import VaultExporter
 from dr.exporters.vault.connecting import VaultAuthFailed, VaultUnavailable
@@ -220,3 +220,59 @@ def test_options_rejected(bad):
             "unseal": {"type": "shamir", "custodians": ["a", "b"], "threshold": 2}}
     with pytest.raises(ValueError):
         VaultExporter.Options(**{**good, **bad})
+
+
+@pytest.fixture
+def kms_keys(aws_env, moto_endpoint):
+    """moto KMS: a multi-region key (primary us-east-1, replica eu-west-1) and a single-region one."""
+    import boto3
+
+    kms = boto3.client("kms", region_name="us-east-1", endpoint_url=moto_endpoint)
+    multi = kms.create_key(MultiRegion=True, Description="vault unseal")["KeyMetadata"]["KeyId"]
+    kms.replicate_key(KeyId=multi, ReplicaRegion="eu-west-1")
+    single = kms.create_key(Description="vault unseal, one region")["KeyMetadata"]["KeyId"]
+    return {"endpoint": moto_endpoint, "multi": multi, "single": single}
+
+
+def _awskms(key_id: str, endpoint: str) -> dict:
+    return {"type": "awskms", "key_id": key_id, "region": "us-east-1", "endpoint_url": endpoint}
+
+
+def test_multi_region_unseal_key_records_every_replica_region_as_one_any_of_need(
+        harness, openbao_source, tmp_path, age_keys, kms_keys):
+    """The OpenBao here is Shamir-sealed (an awskms seal needs a KMS the server reaches at start,
+    which this test does not run): the plan's unseal option says awskms, and the key it names is
+    a real multi-region key in moto KMS, read with DescribeKey at backup time."""
+    _, recipient = age_keys
+    multi = kms_keys["multi"]
+    opts = options(openbao_source, tmp_path, unseal=_awskms(multi, kms_keys["endpoint"]))
+    done = backup(harness, opts, tmp_path, recipient)
+    snap = done.by_identity()[SNAPSHOT]
+    refs = [d.reference for d in snap.dependencies if d.kind == "unseal-kms"]
+    assert refs == [f"https://kms.us-east-1.amazonaws.com/{multi}", f"https://kms.eu-west-1.amazonaws.com/{multi}"]
+    exporter = VaultExporter(ExportContext("src", VaultExporter.Options(**opts), str(tmp_path)))
+    [need] = exporter.restore_needs(done.artifacts)
+    assert need.kind == "unseal-kms" and need.references == tuple(refs)
+
+
+def test_single_region_unseal_key_stays_one_dependency(harness, openbao_source, tmp_path, age_keys, kms_keys):
+    _, recipient = age_keys
+    single = kms_keys["single"]
+    opts = options(openbao_source, tmp_path, unseal=_awskms(single, kms_keys["endpoint"]))
+    done = backup(harness, opts, tmp_path, recipient)
+    snap = done.by_identity()[SNAPSHOT]
+    assert [d.reference for d in snap.dependencies] == [f"https://kms.us-east-1.amazonaws.com/{single}"]
+    exporter = VaultExporter(ExportContext("src", VaultExporter.Options(**opts), str(tmp_path)))
+    [need] = exporter.restore_needs(done.artifacts)  # one reference: losing us-east-1 is a blocker
+    assert need.references == (f"https://kms.us-east-1.amazonaws.com/{single}",)
+
+
+def test_unreadable_unseal_key_is_a_finding_and_the_configured_region_is_kept(
+        harness, openbao_source, tmp_path, age_keys, kms_keys):
+    _, recipient = age_keys
+    opts = options(openbao_source, tmp_path, unseal=_awskms("mrk-does-not-exist", kms_keys["endpoint"]))
+    done = backup(harness, opts, tmp_path, recipient)
+    assert [d.reference for d in done.by_identity()[SNAPSHOT].dependencies] == [
+        "https://kms.us-east-1.amazonaws.com/mrk-does-not-exist"]
+    [finding] = [f for f in done.findings if f["code"] == "vault-unseal-key-unreadable"]
+    assert finding["severity"] == "warning" and "NotFoundException" in finding["message"]

@@ -7,7 +7,10 @@ the nearest valid one). With --readiness the report adds the readiness scenario;
 are warnings (exit 0) unless --strict makes them blockers (exit 4).
 
 The plan is loaded without exporter plugins: the audit reads catalogs, never runs an
-exporter, so it works on a recovery laptop where the plugins are not installed. With --live it
+exporter, so it works on a recovery laptop where the plugins are not installed. The installed
+exporters are asked only what they declare (contract v2 restore_needs: needs met by any one of
+several references), exactly as restore planning asks them; a source whose exporter is not
+installed has each dependency judged on its own. With --live it
 loads them, and each source's exporter discovers what exists now: what the snapshot lacks is a
 `not-backed-up` finding (dr.audit.coverage).
 """
@@ -30,6 +33,7 @@ from dr.metrics.samples import audit_samples
 from dr.model.plan_loading import load_plan
 from dr.model.plans import NotInPlan
 from dr.repository.targets import open_target
+from dr.restore.planning import planning_exporters
 
 RENDERERS = {"md": render_markdown, "json": render_json, "html": render_html}
 
@@ -58,7 +62,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, out: Output) -> int:
     live = getattr(args, "live", False)
-    registry = Registry() if live else None
+    registry = Registry()
     plan = load_plan(args.plan, registry) if live else load_plan(args.plan)
     try:
         scenarios = scenarios_for(plan, args.failed)
@@ -71,7 +75,8 @@ def run(args: argparse.Namespace, out: Output) -> int:
     repo = open_target(plan, target)
     repo.open()
     report = run_audit(plan, repo, target, scenarios, snapshot_ref=args.snapshot, strict=args.strict,
-                       live=registry, readiness=args.readiness)
+                       live=registry if live else None, readiness=args.readiness,
+                       exporters=planning_exporters(plan, registry))
     fmt = args.format or ("json" if getattr(args, "json", False) else "md")
     text = RENDERERS[fmt](report)
     deliver(out, text, args.out, "report")

@@ -132,7 +132,7 @@ class ImagesExporter(Exporter):
         needs = []
         for artifact in artifacts:
             registries = tuple(dict.fromkeys(d.reference for d in artifact.dependencies if d.kind == "registry"))
-            if len(registries) > 1:
+            if registries:  # one copy or several: the kind is judged only through these needs
                 needs.append(AnyOf("registry", f"a DR copy of {artifact.identity}", registries))
         return needs
 

@@ -28,6 +28,7 @@ from dr.exporters.kubernetes.listing import HelmItem, UnitLister
 from dr.exporters.kubernetes.readiness import ReadinessCheck
 from dr.exporters.kubernetes.refchecks import combined
 from dr.exporters.kubernetes.requesting import Api
+from dr.exporters.kubernetes.sealedsecrets import SealedSecretsCheck
 from dr.exporters.kubernetes.resources import ResourceType
 from dr.exporters.kubernetes.selecting import CRD_KEY, Selection, select
 from dr.model.artifacts import Sensitivity
@@ -53,6 +54,7 @@ class Export:
         self.api, self.context, self.sink = api, context, sink
         self.options = context.options
         self.references = combined(kueue_check(), cert_manager_check())  # Kueue's and cert-manager's
+        self.sealed = SealedSecretsCheck()  # every SealedSecret opens with a backed-up key
         self.readiness = ReadinessCheck(self.options.readiness)
         self.stop = threading.Event()
         self.selection: Selection | None = None
@@ -72,7 +74,7 @@ class Export:
         units += [(t, ns, True) for t in selection.scanned for ns in self._namespaces(t)]
         self._run_parallel(lister, units)
         self._report_scanned()
-        for finding in self.references.findings():
+        for finding in [*self.references.findings(), *self.sealed.findings()]:
             self.context.finding(**finding)
         self._report_readiness()
         for reason, count in sorted(lister.skipped.items()):
@@ -98,7 +100,8 @@ class Export:
         kinds = self.selection.exported_kinds() if self.selection else set()
         return UnitLister(self.api, self.options, wants_namespace=wants, keep_owner=keep_owner,
                           fingerprint=_fingerprint(self.options, kinds),
-                          observers=[self.references.observe, self.readiness.observe], emit=emit, stop=self.stop, hosts=self.context.hosts)
+                          observers=[self.references.observe, self.readiness.observe, self.sealed.observe],
+                          emit=emit, stop=self.stop, hosts=self.context.hosts)
 
     # -- the parallel part -------------------------------------------------------------------------
     def _run_parallel(self, lister: UnitLister, units: list[tuple[ResourceType, str | None, bool]]) -> None:

@@ -24,11 +24,12 @@ from typing import Iterator
 
 import botocore.exceptions
 
-from dr.exporters.contract import (AWS_CREDENTIALS, ArtifactSink, ContentReader, Destination, Discovered, Exporter,
+from dr.exporters.contract import (AWS_CREDENTIALS, AnyOf, ArtifactSink, ContentReader, Destination, Discovered, Exporter,
                                    Ordering, Outcome, OutcomeStatus, RestoreRequest, Rewriter, RunNeeds)
 from dr.exporters.secretsmanager.listing import (DEFAULT_KEY, SecretsManagerOptions, SecretsManagerUnavailable,
                                                  client, current_version, encode_value, metadata, read_value,
                                                  region_of, render, selected, value_arguments)
+from dr.exporters.secretsmanager.placing import any_region_needs, dependencies, provided
 from dr.model.artifacts import Artifact, Sensitivity
 
 META, VALUE = "secretsmanager-secret", "secretsmanager-secret-value"
@@ -52,6 +53,9 @@ class SecretsManagerExporter(Exporter):
 
     def scratch_destination(self, folder: str) -> str | None:
         return None  # a folder cannot hold secrets; a drill names a region with --to
+
+    def restore_needs(self, artifacts: list[Artifact]) -> list[AnyOf]:
+        return any_region_needs(artifacts, META)
 
     # -- discover / export ---------------------------------------------------------------------
     def discover(self) -> Iterator[Discovered]:
@@ -79,7 +83,7 @@ class SecretsManagerExporter(Exporter):
                 "replica_regions": [r["Region"] for r in record["ReplicationStatus"]],
                 "rotation_enabled": bool(record.get("RotationEnabled"))}
         sink.write(META, record["Name"], content, sensitivity=self.context.sensitivity or Sensitivity.INTERNAL,
-                   meta=meta, change_token="sha256:" + hashlib.sha256(content).hexdigest())
+                   meta=meta, dependencies=dependencies(record, DEFAULT_KEY), change_token="sha256:" + hashlib.sha256(content).hexdigest())
 
     def _write_value(self, sink: ArtifactSink, sm, record: dict) -> None:
         version, arn = current_version(record), record["ARN"]
@@ -89,7 +93,8 @@ class SecretsManagerExporter(Exporter):
             return
         sink.write(VALUE, record["Name"] + VALUE_SUFFIX, lambda: io.BytesIO(read_value(sm, arn, version)),
                    sensitivity=Sensitivity.SECRET,
-                   meta={"arn": arn, "region": region_of(arn), "version_id": version, "provides": [arn]},
+                   meta={"arn": arn, "region": region_of(arn), "version_id": version,
+                         "provides": provided(record, DEFAULT_KEY)},
                    change_token=f"version:{version}")
 
     # -- restore -------------------------------------------------------------------------------

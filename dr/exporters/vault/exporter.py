@@ -20,17 +20,18 @@ from typing import Iterator
 
 import hvac
 
-from dr.exporters.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter, NoDestination,
+from dr.exporters.contract import (AnyOf, ArtifactSink, ContentReader, Destination, Discovered, Exporter, NoDestination,
                                    Ordering, Outcome, OutcomeStatus, RestoreOption, RestoreRequest, Rewriter,
                                    RunNeeds)
 from dr.exporters.vault.deploying import run_needs
 from dr.exporters.vault.configuration import ConfigReader, render
 from dr.exporters.vault.connecting import (STREAM_ERRORS, VaultUnavailable, new_client, read_state, session,
                                            stream)
-from dr.exporters.vault.options import VaultOptions
+from dr.exporters.vault.kms import KeyRegions, key_regions
+from dr.exporters.vault.options import AwsKmsUnseal, VaultOptions
 from dr.exporters.vault.restoring import CONFIG, SNAPSHOT, TOKEN_KEY, UNSEAL_KEY, Restore
 from dr.exporters.vault.snapshots import CheckedStream
-from dr.exporters.vault.unsealing import describe, unseal_dependencies
+from dr.exporters.vault.unsealing import any_region_needs, describe, unseal_dependencies
 from dr.model.artifacts import Artifact, Sensitivity
 
 SNAPSHOT_ID, CONFIG_ID = "raft-snapshot", "configuration"
@@ -57,6 +58,11 @@ class VaultExporter(Exporter):
 
     def scratch_destination(self, folder: str) -> str | None:
         return None  # a folder cannot hold a Vault
+
+    def restore_needs(self, artifacts: list[Artifact]) -> list[AnyOf]:
+        # the options may be unvalidated here (a plan read for its declarations only)
+        address = getattr(self.options, "address", None) or "the Vault"
+        return any_region_needs([a for a in artifacts if a.kind == SNAPSHOT], address)
 
     def run_needs(self) -> RunNeeds:
         return run_needs(self.options, self.context.base_dir, self.context.source)
@@ -86,9 +92,30 @@ class VaultExporter(Exporter):
             sink.write(CONFIG, CONFIG_ID, lambda: self._configuration(client),
                        sensitivity=self.context.sensitivity or Sensitivity.INTERNAL, meta=dict(meta),
                        change_token=f"{token}:{self._kv_scope()}")
+            regions = self._key_regions()
+            # the key's regions are part of what is recorded: a new replica makes a new record
+            kms = f":kms={','.join(regions.regions)}" if regions is not None and regions.replicas else ""
             sink.write(SNAPSHOT, SNAPSHOT_ID, lambda: self._snapshot(client), sensitivity=Sensitivity.SECRET,
-                       dependencies=unseal_dependencies(self.options),
-                       meta={**meta, "provides": [self.options.address]}, change_token=token)
+                       dependencies=unseal_dependencies(self.options, regions),
+                       meta={**meta, "provides": [self.options.address]}, change_token=token + kms)
+
+    def _key_regions(self) -> KeyRegions | None:
+        """An awskms key's replica regions (one DescribeKey); None for other unseals."""
+        unseal = self.options.unseal
+        if not isinstance(unseal, AwsKmsUnseal) or not unseal.describe_key:
+            return None
+        found = key_regions(unseal, self.options.timeout_seconds)
+        if found.problem:
+            self.context.finding("warning", "vault-unseal-key-unreadable",
+                                 f"{self.options.address}: could not read KMS key {unseal.key_id} in {unseal.region} "
+                                 f"({found.problem}); only that region is recorded as what unseals the snapshot",
+                                 address=self.options.address, action="allow kms:DescribeKey on the key to dr's "
+                                 "backup credentials (or set unseal.describe_key: false), then back up again")
+        else:
+            self.context.log(f"vault {self.options.address}: unseal key {found.key_id} "
+                             + (f"is multi-region, replicas in {', '.join(found.replicas)}" if found.replicas
+                                else "has no replica region"))
+        return found
 
     def _kv_scope(self) -> str:
         mounts = json.dumps(self.options.kv_mounts)

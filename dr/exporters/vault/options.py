@@ -83,6 +83,8 @@ class AwsKmsUnseal(ExporterOptions):
     type: Literal["awskms"]
     key_id: str
     region: str
+    endpoint_url: str | None = None  # the KMS endpoint the backup reads the key from (a VPC endpoint, a test server)
+    describe_key: bool = True  # read the key's replica regions (DescribeKey) at backup time
 
 
 class TransitUnseal(ExporterOptions):

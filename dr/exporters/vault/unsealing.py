@@ -9,7 +9,10 @@ and the audit judges that dependency like any other, by where the plan places it
             reports. Any `threshold` of them suffice, yet each one is listed: losing one
             custodian with a region is worth a finding.
   awskms    `unseal-kms`, the key's regional endpoint: https://kms.<region>.amazonaws.com/<key>,
-            so a rule for *.<region>.amazonaws.com places it in its region.
+            so a rule for *.<region>.amazonaws.com places it in its region. A multi-region
+            key (dr.exporters.vault.kms reads its replicas at backup time) gives one per
+            region, and the exporter's restore_needs makes them one any-of need: the
+            restored Vault unseals with whichever replica survives.
   transit   `unseal-transit`, the transit key's URL on the other Vault:
             <address>/v1/<mount>/keys/<key>; a transit Vault in the failed cluster is a blocker.
 
@@ -18,14 +21,17 @@ These kinds have their own finding code, unseal-key-in-failed-domain, and runboo
 
 from __future__ import annotations
 
+from dr.exporters.contract import AnyOf
+from dr.exporters.vault.kms import KeyRegions
 from dr.exporters.vault.options import AwsKmsUnseal, ShamirUnseal, TransitUnseal, VaultOptions
-from dr.model.artifacts import Dependency
+from dr.model.artifacts import Artifact, Dependency
 
 CUSTODIAN, KMS, TRANSIT = "unseal-custodian", "unseal-kms", "unseal-transit"
 KINDS = frozenset({CUSTODIAN, KMS, TRANSIT})
 
 
-def unseal_dependencies(options: VaultOptions) -> list[Dependency]:
+def unseal_dependencies(options: VaultOptions, regions: KeyRegions | None = None) -> list[Dependency]:
+    """What unseals the snapshot; regions: an awskms key's regions as read at backup time."""
     unseal = options.unseal
     if isinstance(unseal, ShamirUnseal):
         total = len(unseal.custodians)
@@ -33,14 +39,32 @@ def unseal_dependencies(options: VaultOptions) -> list[Dependency]:
                            f"holds one of {total} Shamir unseal key shares ({unseal.threshold} unseal)")
                 for name in unseal.custodians]
     if isinstance(unseal, AwsKmsUnseal):
-        return [Dependency(KMS, f"https://kms.{unseal.region}.amazonaws.com/{unseal.key_id}",
-                           "the AWS KMS key of seal \"awskms\": the restored cluster unseals only with it")]
+        primary = Dependency(KMS, f"https://kms.{unseal.region}.amazonaws.com/{unseal.key_id}",
+                             "the AWS KMS key of seal \"awskms\": the restored cluster unseals only with it")
+        if regions is None or not regions.replicas:
+            return [primary]
+        primary = Dependency(KMS, primary.reference, f"the multi-region AWS KMS key of seal \"awskms\" in "
+                             f"{unseal.region}; a replica in {', '.join(regions.replicas)} unseals as well")
+        return [primary] + [Dependency(KMS, f"https://kms.{region}.amazonaws.com/{regions.key_id}",
+                                       f"replica of multi-region key {regions.key_id} in {region}: a restored "
+                                       f"Vault whose seal names it unseals")
+                            for region in regions.replicas]
     if isinstance(unseal, TransitUnseal):
         return [Dependency(TRANSIT, f"{unseal.address.rstrip('/')}/v1/{unseal.mount_path.strip('/')}/keys/"
                                     f"{unseal.key_name}",
                            "the transit key of seal \"transit\" on another Vault: the restored cluster "
                            "unseals only through it")]
     raise AssertionError(f"unknown unseal {unseal!r}")
+
+
+def any_region_needs(artifacts: list[Artifact], address: str) -> list[AnyOf]:
+    """A multi-region unseal key: any one of its regions unseals (contract v2 restore_needs)."""
+    needs = []
+    for artifact in artifacts:
+        keys = tuple(dict.fromkeys(d.reference for d in artifact.dependencies if d.kind == KMS))
+        if keys:  # one region or several: the kind is judged only through these needs
+            needs.append(AnyOf(KMS, f"KMS key (any replica region) that unseals {address}", keys))
+    return needs
 
 
 def describe(options: VaultOptions) -> str:

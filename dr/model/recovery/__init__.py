@@ -12,7 +12,8 @@ else decides a verdict.
   copies       what the snapshot's artifacts provide (meta['provides']) and normalize();
   judging      Placements (cached), Evidence (placements and intact copies, the same in every
                scenario) and RecoveryJudge (one scenario);
-  essentials   the targets, their credentials, the private key and dr's image, judged alike.
+  essentials   the targets, their credentials, the private key and dr's image, judged alike;
+  alternatives needs met by any one of several references (an exporter's AnyOf), judged alike.
 
 The rules (written out for operators in dr.audit's module docstring; this code is that text):
   lost      a domain is lost when it, or any domain it is nested in, failed;
@@ -28,6 +29,7 @@ credentials that reach it (targets[].credentials_location). A dependency's own a
 provide it. Essentials are never covered: ok, blocker, or unknown when nothing places them.
 """
 
+from dr.model.recovery.alternatives import AnyJudgement, judge_any
 from dr.model.recovery.copies import Copy, artifact_name, copies_of, normalize, provided_by, provided_in
 from dr.model.recovery.essentials import (CREDENTIALS, DR_IMAGE, KEY, TARGET, Essential, EssentialVerdicts,
                                           essentials, judge_essentials)
@@ -35,7 +37,7 @@ from dr.model.recovery.judging import Evidence, Judgement, Placements, RecoveryJ
 from dr.model.recovery.scenarios import Scenario, UnknownDomain, is_lost, lost_domains, scenario
 from dr.model.recovery.verdicts import BLOCKED, OK, REMAPPED, SEVERITY, UNKNOWN, VERDICTS, Verdict, worst
 
-__all__ = ["BLOCKED", "CREDENTIALS", "Copy", "DR_IMAGE", "Essential", "EssentialVerdicts", "Evidence", "Judgement",
+__all__ = ["AnyJudgement", "BLOCKED", "CREDENTIALS", "Copy", "DR_IMAGE", "Essential", "EssentialVerdicts", "Evidence", "Judgement",
            "KEY", "OK", "Placements", "REMAPPED", "RecoveryJudge", "SEVERITY", "Scenario", "TARGET", "UNKNOWN",
            "UnknownDomain", "VERDICTS", "Verdict", "artifact_name", "copies_of", "essentials", "is_lost",
-           "judge_essentials", "lost_domains", "normalize", "provided_by", "provided_in", "scenario", "worst"]
+           "judge_any", "judge_essentials", "lost_domains", "normalize", "provided_by", "provided_in", "scenario", "worst"]
