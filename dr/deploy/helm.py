@@ -71,6 +71,8 @@ def _with_sentinels(doc: Doc, rendering: Rendering) -> dict:
         container["image"], container["resources"] = IMAGE, RESOURCES + obj["metadata"]["name"] + "@@"
         container["command"].append(METRICS)
         for env in container["env"]:
+            if env["name"] == "DR_IMAGE":
+                env["value"] = IMAGE
             if "valueFrom" in env:
                 env["valueFrom"]["secretKeyRef"]["name"] = SECRET_NAME
         for volume in pod["volumes"]:

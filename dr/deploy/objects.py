@@ -10,7 +10,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from dr.deploy.access import Access
+from dr.deploy.access import Access, Grant
 from dr.deploy.egress import Egress
 from dr.deploy.gathering import PLAN_DIR, PLAN_PATH
 from dr.deploy.scheduling import Group, command
@@ -19,6 +19,7 @@ from dr.exporters.contract import Credential, RunNeeds
 APP = "dr"
 SERVICE_ACCOUNT, PLAN_CONFIGMAP, SECRET = "dr-backup", "dr-plan", "dr-credentials"
 BACKUP_ROLE, NAMESPACED_ROLE, RESTORE_ROLE = "dr-backup-read", "dr-backup-read-namespaced", "dr-restore"
+WRITE_ROLE = "dr-backup-write"
 LABELS = {"app.kubernetes.io/name": APP, "app.kubernetes.io/component": "backup"}
 # How late a run may start, how long it may take, and how much history is kept (deploy/README.md).
 STARTING_DEADLINE_SECONDS, ACTIVE_DEADLINE_SECONDS = 600, 1500
@@ -88,6 +89,19 @@ def roles(namespace: str, rbac: Access, restore: list[dict]) -> list[Doc]:
     return docs
 
 
+def write_roles(grants: list[Grant], sa_namespace: str) -> list[Doc]:
+    """A Role and its RoleBinding in each namespace sources write in: never cluster-wide."""
+    docs = []
+    for grant in grants:
+        docs.append(Doc({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                         "metadata": meta(WRITE_ROLE, grant.namespace), "rules": grant.rules},
+                        [f"Writes, only in namespace {grant.namespace}: " + "; ".join(grant.why) + "."]))
+        binding = _binding("RoleBinding", WRITE_ROLE, grant.namespace, WRITE_ROLE, sa_namespace)
+        binding.obj["roleRef"]["kind"] = "Role"
+        docs.append(binding)
+    return docs
+
+
 def _role(name: str, rules: list[dict], comments: list[str]) -> Doc:
     return Doc({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": meta(name, None),
                 "rules": rules}, comments)
@@ -135,7 +149,7 @@ def _pod_spec(group: Group, pod: Pod) -> dict:
             "securityContext": {"runAsNonRoot": True, "runAsUser": RUN_AS, "runAsGroup": RUN_AS, "fsGroup": RUN_AS,
                                 "seccompProfile": {"type": "RuntimeDefault"}},
             "containers": [{"name": "dr", "image": pod.image, "imagePullPolicy": "IfNotPresent",
-                            "command": command(PLAN_PATH, group), "env": _env(pod.needs),
+                            "command": command(PLAN_PATH, group), "env": _env(pod.needs, pod.image),
                             "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
                                                 "capabilities": {"drop": ["ALL"]}},
                             "resources": pod.resources, "volumeMounts": mounts}],
@@ -147,8 +161,9 @@ def credentials(needs: list[RunNeeds]) -> list[Credential]:
     return sorted({c.key: c for n in needs for c in n.credentials}.values(), key=lambda c: c.key)
 
 
-def _env(needs: list[RunNeeds]) -> list[dict]:
-    plain = {"HOME": "/tmp", "TMPDIR": "/tmp"}  # the root filesystem is read-only
+def _env(needs: list[RunNeeds], image: str) -> list[dict]:
+    # the root filesystem is read-only; pods dr starts (checkpoint shards) run dr's own image
+    plain = {"HOME": "/tmp", "TMPDIR": "/tmp", "DR_IMAGE": image}
     for n in needs:
         plain.update(n.env)
     env = [{"name": k, "value": plain[k]} for k in sorted(plain)]

@@ -9,6 +9,7 @@ import yaml
 
 from dr.deploy import access, egress, objects, scheduling, sizing
 from dr.deploy.gathering import PLAN_DIR, gather
+from dr.exporters.contract import RunNeeds
 from dr.exporters.registry import Registry
 from dr.model.plans import Plan
 
@@ -60,11 +61,13 @@ def render(plan: Plan, registry: Registry, plan_text: str, namespace: str = DEFA
     needs = gathered.covered(scheduled)
     reads = [r for n in needs for r in n.api_reads]
     rbac = access.access(reads)
-    token = bool(reads) or any(n.service_account_token for n in needs)
+    grants = _write_grants(gathered, scheduled, namespace)
+    token = bool(reads) or bool(grants) or any(n.service_account_token for n in needs)
     net = egress.egress(sorted({e for n in needs for e in n.endpoints}))
     text = with_image(plan_text, image) if image != plan.spec.dr_image else plan_text
     docs = [objects.service_account(namespace, token), objects.plan_configmap(namespace, text),
-            *objects.roles(namespace, rbac, access.restore_rules(reads)), objects.network_policy(namespace, net),
+            *objects.roles(namespace, rbac, access.restore_rules(reads)), *objects.write_roles(grants, namespace),
+            objects.network_policy(namespace, net),
             *(objects.cronjob(g, _pod(g, gathered, image, namespace, token)) for g in groups)]
     result = Rendering(docs, groups, image, namespace, text, left_out,
                        [s for s in gathered.uncovered() if s in scheduled],
@@ -74,6 +77,17 @@ def render(plan: Plan, registry: Registry, plan_text: str, namespace: str = DEFA
     result.secret_keys = [{"key": c.key, "what": c.what, "optional": c.optional} for c in objects.credentials(needs)]
     result.claims = [{"name": objects.claim_name(r), "mount": r} for r in objects.data_roots(needs)]
     return result
+
+
+def _write_grants(gathered, scheduled: list[str], namespace: str) -> list[access.Grant]:
+    """The namespaced write grants; a wildcard one is refused, naming its source."""
+    for name in scheduled:
+        try:
+            access.writes((gathered.sources[name] or RunNeeds()).api_writes, namespace)
+        except access.WildcardWrite as exc:
+            raise RenderError(f"source {name} ({gathered.types[name]}): {exc}; its exporter must name what it "
+                              "writes") from None
+    return access.writes([w for n in gathered.covered(scheduled) for w in n.api_writes], namespace)
 
 
 def _pod(group: scheduling.Group, gathered, image: str, namespace: str, token: bool) -> objects.Pod:

@@ -21,7 +21,6 @@ never copied; each is a finding with its reasons.
 
 from __future__ import annotations
 
-import os
 import time
 from datetime import timedelta
 from typing import Iterator
@@ -29,6 +28,7 @@ from typing import Iterator
 from dr.exporters.checkpointing.formats.discovery import discover as discover_candidates
 from dr.exporters.checkpointing import planning
 from dr.exporters.checkpointing.checking import verify_recorded
+from dr.exporters.checkpointing.deploying import run_needs
 from dr.exporters.checkpointing.exporting import KIND, ExportRun
 from dr.exporters.checkpointing.options import CheckpointsOptions, Tier
 from dr.exporters.checkpointing.places.contract import Place
@@ -39,7 +39,7 @@ from dr.exporters.checkpointing.scanning import ListedTree
 from dr.exporters.checkpointing.sharding import Executor, make_executor
 from dr.exporters.checkpointing.status import CopyCheck, RunRPO, rpo_report, verify_copies
 from dr.exporters.checkpointing.transfer.transferring import Transfer
-from dr.exporters.contract import (AWS_CREDENTIALS, AnyOf, ArtifactSink, ContentReader, Destination, Discovered,
+from dr.exporters.contract import (AnyOf, ArtifactSink, ContentReader, Destination, Discovered,
                                    ExportContext, Exporter, Ordering, OrderingRule, Outcome, RemapKind, RestoreOption,
                                    RestoreRequest, Rewriter, RpoRow, RunNeeds, CopyReport,
                                    CheckpointSave)
@@ -137,33 +137,7 @@ class CheckpointsExporter(Exporter):
 
     # -- contract v2: planning and status -----------------------------------------------------
     def run_needs(self) -> RunNeeds:
-        """Every root, DR copy and tier: S3 endpoints (with the AWS keys) or directories. Roots
-        are read; a DR copy in a directory is written, which RunNeeds.paths (read) cannot say."""
-        options = self.options
-        copies = [*([options.dr_copy] if options.dr_copy else []), *(t.to for t in options.tiers if t.to)]
-        needs = RunNeeds()
-        for place in [*options.roots, *copies]:
-            path = os.path.normpath(os.path.join(self.context.base_dir, place.url))
-            if place.is_s3:
-                needs.endpoints.append(place.endpoint_url or f"https://s3.{place.region or 'us-east-1'}.amazonaws.com")
-            elif place in options.roots:
-                needs.paths.append(path)
-            else:
-                needs.notes.append(f"DR copies are written to the directory {path}: mount a writable volume "
-                                   "there yourself (rendered mounts are read-only)")
-            if place.profile:
-                needs.notes.append(f"{place.url}: AWS profile {place.profile!r} needs an AWS config file in the "
-                                   "pod (AWS_CONFIG_FILE); mount it yourself")
-        if needs.endpoints:
-            needs.credentials += AWS_CREDENTIALS
-        if options.shards is not None and options.shards.executor == "kubernetes":
-            cluster = options.shards.kubernetes
-            needs.service_account_token = True
-            needs.notes.append("shards run as Indexed Jobs: the backup's service account needs create, get, list, "
-                               "watch and delete on jobs, and create, patch and delete on configmaps, in namespace "
-                               f"{cluster.namespace or 'of the pod'}; bind such a Role yourself"
-                               + ("" if cluster.image else "; set shards.kubernetes.image or DR_IMAGE to dr_image"))
-        return needs
+        return run_needs(self.options, self.context.base_dir)
 
     def destinations(self, artifacts: list[Artifact], rewrite: Rewriter) -> list[Destination]:
         return planning.default_destinations(self, artifacts, rewrite)

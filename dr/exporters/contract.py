@@ -33,7 +33,7 @@ __all__ = ["CONTRACT_VERSION", "SUPPORTED_VERSIONS", "AnyOf", "ArtifactSink", "C
            "Destination", "Discovered", "EncryptionError", "ExportContext", "Exporter", "ExporterOptions",
            "IntegrityError", "NoDestination", "Ordering", "OrderingRule", "Outcome", "OutcomeStatus", "PlanDependency",
            "RemapKind", "RestoreOption", "RestoreRequest", "Rewrite", "Rewriter", "RpoRow", "CopyReport",
-           "DETAILS_KEPT", "prefix_rewrite", "ApiRead", "AWS_CREDENTIALS", "CREDENTIALS_DIR", "Credential", "RunNeeds",
+           "DETAILS_KEPT", "prefix_rewrite", "ApiRead", "ApiWrite", "AWS_CREDENTIALS", "CREDENTIALS_DIR", "Credential", "RunNeeds",
            "CheckpointSave"]
 
 CONTRACT_VERSION = 2
@@ -328,6 +328,18 @@ class ApiRead:
     why: str = ""
 
 
+@dataclass(frozen=True)
+class ApiWrite:
+    """Kubernetes API resources a source writes (creates, deletes...) in ONE namespace of the
+    cluster it runs in: a Role and RoleBinding there, never a cluster-wide grant."""
+
+    group: str  # the API group: "" the core group ("*" is refused: say which)
+    resources: tuple[str, ...]  # plurals, named (never "*")
+    verbs: tuple[str, ...]  # exactly the verbs used
+    namespace: str | None = None  # none: the namespace the backup runs in
+    why: str = ""
+
+
 # The AWS SDK's keys, for every exporter that calls AWS: optional, as IRSA (a role on the
 # service account) is the better way on EKS.
 AWS_CREDENTIALS = (Credential("aws-access-key-id", "an AWS access key id (leave out with IRSA)",
@@ -343,6 +355,7 @@ class RunNeeds:
     endpoints: list[str] = field(default_factory=list)  # URLs, or host:port
     credentials: list[Credential] = field(default_factory=list)
     api_reads: list[ApiRead] = field(default_factory=list)
+    api_writes: list[ApiWrite] = field(default_factory=list)  # namespaced only
     paths: list[str] = field(default_factory=list)  # local paths read (mounted read-only)
     env: dict[str, str] = field(default_factory=dict)  # plain settings, never a secret
     notes: list[str] = field(default_factory=list)  # what a deployment cannot express, for people

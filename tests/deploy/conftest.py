@@ -14,6 +14,15 @@ from tests.plans.conftest import REPO_ROOT
 MULTI_REGION = os.path.join(REPO_ROOT, "plans", "multi-region.yaml")
 RECIPIENT = "age1js0yuyze0c52ch9fy3wnlrntvkxwhw4llvtpe6w4twrf9839pgssr48axk"
 
+
+def two_region_plan(name: str) -> str:
+    """A plan's head up to `sources:`: two regions, region-a protected against, an S3 target in region-b."""
+    return (f"version: 1\nname: {name}\nfailure_domains:\n"
+            "  - {name: cloud, kind: provider, children: [{name: region-a, kind: region}, {name: region-b, kind: region}]}\n"
+            f"protects_against: [region-a]\nencryption: {{recipients: [{RECIPIENT}]}}\ntargets:\n"
+            f'  - {{name: dr, url: "s3://backups/{name}", domain: region-b, region: eu-west-1}}\n'
+            "dr_image: registry.region-b.example.com/dr:1.2\nsources:\n")
+
 # A plan with every kind of need: a kubernetes source limited to two namespaces, one reading
 # every group, a Vault at an IP, a target behind an in-cluster service, a source with no schedule.
 WIDE_PLAN = f"""\

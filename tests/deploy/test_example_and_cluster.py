@@ -9,6 +9,7 @@ import kubernetes
 import pytest
 
 from tests.deploy.conftest import MULTI_REGION, documents, render
+from tests.deploy.test_shard_access import PLAN as SHARDS_PLAN
 from tests.harness import EmulatedCluster
 from tests.plans.conftest import REPO_ROOT
 
@@ -46,15 +47,20 @@ def _apply(cluster, docs: list[dict], namespace: str) -> list[tuple[dict, dict]]
     return pairs
 
 
-@pytest.mark.parametrize("plan", ["multi-region", "wide"])
-def test_the_emulated_api_server_accepts_the_objects(cluster, plan, wide_plan, capsys):
+@pytest.mark.parametrize("plan", ["multi-region", "wide", "shards"])
+def test_the_emulated_api_server_accepts_the_objects(cluster, plan, wide_plan, tmp_path, capsys):
     namespace = f"dr-{plan}"
-    path = MULTI_REGION if plan == "multi-region" else wide_plan
+    path = {"multi-region": MULTI_REGION, "wide": wide_plan, "shards": tmp_path / "shards.yaml"}[plan]
+    (tmp_path / "shards.yaml").write_text(SHARDS_PLAN.replace("SHARD_CLUSTER", ""), encoding="utf-8")
+    path = str(path)
     code, out, err = render(["--plan", path, "--namespace", namespace], capsys)
     assert code == 0, err
     docs = documents(out)
     if plan == "wide":  # the plan whose sources read the API: its RBAC objects are applied too
         assert {"ClusterRole", "ClusterRoleBinding", "RoleBinding"} <= {d["kind"] for d in docs}
+    if plan == "shards":  # the sharded checkpoints' write grant: a Role, bound in the release namespace
+        assert {("Role", namespace), ("RoleBinding", namespace)} <= {(d["kind"], d["metadata"].get("namespace"))
+                                                                      for d in docs}
     pairs = _apply(cluster, docs, namespace)
     assert len(pairs) == len(docs)
     for sent, stored in pairs:

@@ -112,6 +112,7 @@ def test_the_values_change_what_they_say(tmp_path, capsys):
     assert config["spec"]["schedule"] == "5 * * * *" and config["metadata"]["namespace"] == "backups"
     pod = container(config)
     assert pod["image"] == "mirror.example.com/dr:9" and pod["resources"]["limits"]["memory"] == "1Gi"
+    assert {"name": "DR_IMAGE", "value": "mirror.example.com/dr:9"} in pod["env"]  # what shard pods run
     assert pod["command"][-3:] == ["--quiet", "--pushgateway", "http://pushgateway.monitoring.svc:9091"]
     assert "--metrics-file" not in pod["command"]
     refs = [e["valueFrom"]["secretKeyRef"]["name"] for e in pod["env"] if "valueFrom" in e]

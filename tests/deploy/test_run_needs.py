@@ -3,19 +3,18 @@ uses it; and a source whose exporter says nothing is named, never silently left 
 
 from __future__ import annotations
 
-from tests.deploy.conftest import RECIPIENT, by_kind, container, documents
+from importlib.metadata import EntryPoint, entry_points
 
-PLAN = f"""\
-version: 1
-name: needs
-failure_domains:
-  - {{name: cloud, kind: provider, children: [{{name: region-a, kind: region}}, {{name: region-b, kind: region}}]}}
-protects_against: [region-a]
-encryption: {{recipients: [{RECIPIENT}]}}
-targets:
-  - {{name: dr, url: "s3://backups/needs", domain: region-b, region: eu-west-1}}
-dr_image: registry.region-b.example.com/dr:1.2
-sources:
+import pytest
+
+from dr.deploy.rendering import render
+from dr.exporters.contract import Exporter
+from dr.exporters.etcd import EtcdExporter
+from dr.exporters.registry import GROUP, Registry
+from dr.model.plan_loading import load_plan
+from tests.deploy.conftest import by_kind, container, documents, two_region_plan
+
+PLAN = two_region_plan("needs") + """\
   - name: images
     type: images
     schedule: "0 * * * *"
@@ -26,7 +25,7 @@ sources:
   - name: ckpt
     type: checkpoints
     schedule: "0 * * * *"
-    roots: [{{url: "s3://ckpt/runs", endpoint_url: "http://10.1.2.3:9000"}}]
+    roots: [{url: "s3://ckpt/runs", endpoint_url: "http://10.1.2.3:9000"}]
     dr_copy: /data/dr-copies
   - name: secrets
     type: secretsmanager
@@ -36,12 +35,28 @@ sources:
     type: vault
     schedule: "0 * * * *"
     address: http://vault.vault.svc:8200
-    auth: {{method: kubernetes, role: dr-backup}}
-    unseal: {{type: shamir, custodians: [alice], threshold: 1}}
+    auth: {method: kubernetes, role: dr-backup}
+    unseal: {type: shamir, custodians: [alice], threshold: 1}
   - name: etcd
     type: etcd
     schedule: "0 * * * *"
-    clusters: [{{name: main, endpoints: ["https://10.0.0.9:2379"]}}]
+    clusters: [{name: main, endpoints: ["https://10.0.0.9:2379"], ca_file: tls/ca.pem, cert_file: tls/client.pem,
+                key_file: /etc/etcd/client.key}]
+  - name: dns
+    type: dns
+    schedule: "0 * * * *"
+    zones:
+      - {zone: example.com, axfr: {server: 10.0.0.53, tsig: {name: xfr-key, secret_env: DNS_TSIG}}}
+      - {zone: example.org, axfr: {server: 10.0.0.53, port: 5353, tsig: {name: other., secret_file: tsig.b64}}}
+      - {zone: example.net, route53: {}}
+  - name: models
+    type: mlflow
+    schedule: "0 * * * *"
+    tracking_uri: http://mlflow.ml.svc:5000
+    copy_artifacts: true
+    copy_to: s3://dr-weights/models
+    s3_endpoint_url: http://10.1.2.4:9000
+    copy_s3_endpoint_url: https://s3.eu-west-1.amazonaws.com
 """
 
 
@@ -71,11 +86,58 @@ def test_each_exporters_needs_reach_the_objects(tmp_path, rendered_json):
                 "ports": [{"protocol": "TCP", "port": 8200}]}
     assert vault_ns in egress
     assert by_kind(docs, "ServiceAccount")[0]["automountServiceAccountToken"] is True
-    # etcd's exporter does not answer run_needs: named as uncovered, and its endpoint not opened
-    assert report["uncovered"] == ["etcd"]
-    assert "source etcd (etcd): its exporter does not say what it needs in a pod" in notes
-    assert not any(rule.get("to", [{}])[0].get("ipBlock", {}).get("cidr") == "10.0.0.9/32" for rule in egress)
-    # the one CronJob (one schedule) reads the AWS keys once each
-    cron, = by_kind(docs, "CronJob")
-    names = [e["name"] for e in container(cron)["env"]]
+    # etcd: its member's IP, and the client TLS files mounted at the plan's paths (relative: the plan's mount)
+    assert {"to": [{"ipBlock": {"cidr": "10.0.0.9/32"}}], "ports": [{"protocol": "TCP", "port": 2379}]} in egress
+    mounts = {m["mountPath"] for m in container(cron_of(docs))["volumeMounts"]}
+    assert {"/etc/dr/tls/ca.pem", "/etc/dr/tls/client.pem", "/etc/etcd/client.key"} <= mounts
+    keys = {k["key"] for k in report["secret"]["keys"]}
+    assert {"etcd-ca-etcd-main", "etcd-cert-etcd-main", "etcd-key-etcd-main"} <= keys
+    # dns: the AXFR server on each port it is asked on (TCP), a TSIG secret from an env var and
+    # one from a file, Route53 with the AWS keys
+    assert {"to": [{"ipBlock": {"cidr": "10.0.0.53/32"}}],
+            "ports": [{"protocol": "TCP", "port": 53}, {"protocol": "TCP", "port": 5353}]} in egress
+    env = {e["name"]: e for e in container(cron_of(docs))["env"]}
+    assert env["DNS_TSIG"]["valueFrom"]["secretKeyRef"]["key"] == "dns-tsig-dns-xfr-key"
+    assert "/etc/dr/tsig.b64" in mounts and "dns-tsig-dns-other" in keys
+    assert "route53.amazonaws.com:443" in report["public_endpoints"]
+    # mlflow: the tracking server's namespace, its optional login, the S3 endpoints weights are
+    # read from and copied to
+    assert {"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ml"}}}],
+            "ports": [{"protocol": "TCP", "port": 5000}]} in egress
+    assert env["MLFLOW_TRACKING_TOKEN"]["valueFrom"]["secretKeyRef"]["optional"] is True
+    assert {"to": [{"ipBlock": {"cidr": "10.1.2.4/32"}}], "ports": [{"protocol": "TCP", "port": 9000}]} in egress
+    assert "s3.eu-west-1.amazonaws.com:443" in report["public_endpoints"]
+    assert "weights are read from where each version's source points" in notes
+    # every source answered; the one CronJob (one schedule) reads the AWS keys once each
+    assert report["uncovered"] == []
+    names = [e["name"] for e in container(cron_of(docs))["env"]]
     assert names.count("AWS_ACCESS_KEY_ID") == 1
+
+
+def cron_of(docs: list[dict]) -> dict:
+    cron, = by_kind(docs, "CronJob")
+    return cron
+
+
+@pytest.mark.parametrize("name", Registry().names())
+def test_every_builtin_exporter_answers_run_needs(name):
+    assert Registry().get(name).run_needs is not Exporter.run_needs, f"{name} does not say what it needs in a pod"
+
+
+class SilentEtcd(EtcdExporter):
+    """A third-party exporter as dr may meet one: it does not answer run_needs."""
+
+    def run_needs(self):
+        return None
+
+
+def test_a_source_whose_exporter_does_not_answer_is_named(tmp_path):
+    path = tmp_path / "needs.yaml"
+    path.write_text(PLAN)
+    eps = [ep for ep in entry_points(group=GROUP) if ep.name != "etcd"]
+    registry = Registry(eps + [EntryPoint("etcd", f"{__name__}:SilentEtcd", GROUP)])
+    rendering = render(load_plan(str(path), registry), registry, PLAN)
+    assert rendering.uncovered == ["etcd"]
+    assert "source etcd (etcd): its exporter does not say what it needs in a pod" in "\n".join(rendering.notes)
+    egress = by_kind([d.obj for d in rendering.docs], "NetworkPolicy")[0]["spec"]["egress"]
+    assert not any(rule.get("to", [{}])[0].get("ipBlock", {}).get("cidr") == "10.0.0.9/32" for rule in egress)

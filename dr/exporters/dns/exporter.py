@@ -6,8 +6,9 @@ from typing import Iterator
 
 from dr.exporters.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter, Ordering,
                                    OrderingRule, Outcome, OutcomeStatus, RemapKind, RestoreOption, RestoreRequest,
-                                   Rewriter)
+                                   Rewriter, RunNeeds)
 from dr.exporters.dns import reading, writing
+from dr.exporters.dns.deploying import run_needs
 from dr.exporters.dns.options import DnsOptions, Zone
 from dr.exporters.dns.records import (ALIAS_TTL, ZoneDocument, fqdn, route53_set_targets,
                                       row_targets, same_target, targets)
@@ -47,6 +48,9 @@ class DnsExporter(Exporter):
         ttl, zone = max(zones, default=(0, ""))
         return (float(ttl), f"zone {zone}: resolvers may keep old answers for its largest TTL, {ttl} s") \
             if ttl else None
+
+    def run_needs(self) -> RunNeeds:
+        return run_needs(self.options, self.context.base_dir, self.context.source)
 
     def destinations(self, artifacts: list[Artifact], rewrite: Rewriter) -> list[Destination]:
         groups: dict[str, Destination] = {}

@@ -7,7 +7,8 @@ import os
 from typing import Iterator
 
 from dr.exporters.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter, NoDestination,
-                                   Ordering, OrderingRule, Outcome, OutcomeStatus, RestoreRequest, Rewriter)
+                                   Ordering, OrderingRule, Outcome, OutcomeStatus, RestoreRequest, Rewriter, RunNeeds)
+from dr.exporters.etcd.deploying import run_needs
 from dr.exporters.etcd.maintenance import EtcdError, EtcdUnreachable, Gateway, Tls
 from dr.exporters.etcd.options import EtcdCluster, EtcdOptions
 from dr.exporters.etcd.snapshots import SnapshotCorrupt, Verifying, check_stream
@@ -30,6 +31,9 @@ class EtcdExporter(Exporter):
         "role:control-plane-state", "role:cluster-objects",
         "the API server's own store comes back first: objects applied through an API server whose "
         "etcd is then replaced by a snapshot would be lost"),))
+
+    def run_needs(self) -> RunNeeds:
+        return run_needs(self.options, self.context.base_dir, self.context.source)
 
     def destinations(self, artifacts: list[Artifact], rewrite: Rewriter) -> list[Destination]:
         """None by default: the snapshot files go where the operator rebuilds the control plane."""

@@ -23,7 +23,8 @@ from typing import Iterator
 
 from dr.exporters.contract import (ArtifactSink, ContentReader, CopyReport, Destination, Discovered, Exporter,
                                    Ordering, OrderingRule, Outcome, OutcomeStatus, RemapKind, RestoreOption,
-                                   RestoreRequest, Rewriter)
+                                   RestoreRequest, Rewriter, RunNeeds)
+from dr.exporters.mlflow.deploying import run_needs
 from dr.exporters.mlflow.exporting import BACKEND, MODEL, SERVER, WEIGHTS, ExportRun, Registry
 from dr.exporters.mlflow.options import MlflowOptions
 from dr.exporters.mlflow.reading import parse
@@ -114,6 +115,9 @@ class MlflowExporter(Exporter):
                 if a.kind == COPY and not check(self, a, reader, read_data=False)}
 
     # -- contract v2 ---------------------------------------------------------------------------
+    def run_needs(self) -> RunNeeds:
+        return run_needs(self.options, self.context.base_dir)
+
     def destinations(self, artifacts: list[Artifact], rewrite: Rewriter) -> list[Destination]:
         """Back into the server the registry came from, or that server's mlflow-server remap."""
         origin = redact(self.options.tracking_uri)
