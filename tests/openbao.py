@@ -100,6 +100,22 @@ class OpenBao:
         self.stop()
 
 
+def enable_kv2(bao: OpenBao, mount: str = "secret", timeout: float = 30) -> hvac.Client:
+    """A KV v2 mount, once it takes writes: a new v2 mount first upgrades itself and answers
+    "Upgrading from non-versioned to versioned data" until then."""
+    client = bao.client()
+    client.sys.enable_secrets_engine("kv", path=mount, options={"version": "2"})
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            client.secrets.kv.v2.read_configuration(mount_point=mount)
+            return client
+        except hvac.exceptions.InvalidRequest:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
 def populate(bao: OpenBao) -> dict[str, dict]:
     """KV v2 secrets (two versions of one), a policy, an AppRole and a PKI mount with an issuer and
     a role. Returns the secrets' latest values by path (`secret/<key>`)."""

@@ -16,6 +16,7 @@ from typing import Callable
 from urllib.parse import urlsplit
 
 from dr.cli.demo_checkpoints import loads_equal, save_run, torch_available
+from dr.cli.demo_vault import VaultStandIn, plan_parts, read_back
 from dr.cli.exitcodes import Exit
 from dr.cli.output import Output
 from dr.repository.encryption import generate_identity
@@ -108,17 +109,21 @@ KUBERNETES_SOURCE = """\
 
 
 def run_demo(directory: str, out: Output, kubeconfig: str | None, main: Callable[[list[str]], int],
-             registries: tuple[str, str] | None = None) -> int:
+             registries: tuple[str, str] | None = None, vault: VaultStandIn | None = None) -> int:
     """Build the stand-ins and run the real commands through `main`, dr's own entry point
     (passed in: the demo is one of the commands main dispatches to, so it does not import it).
-    `registries`: where the in-cluster registry is reached, and a DR registry to mirror into."""
+    `registries`: where the in-cluster registry is reached, and a DR registry to mirror into;
+    `vault`: an OpenBao to back up and a fresh one to restore into (dr.cli.demo_vault)."""
     root = os.path.abspath(directory)
     if os.path.exists(root):
         shutil.rmtree(root)
-    plan_path, identity_path = build_stand_ins(root, kubeconfig, registries)
+    plan_path, identity_path = build_stand_ins(root, kubeconfig, registries, vault)
     if not registries:
         out.note("no registries given (--registry, --dr-registry): the demo does not mirror the cluster's "
                  "images, so its audit keeps them as blockers (scripts/demo starts both registries)")
+    if not vault:
+        out.note("no Vault given (--vault, --vault-target, --vault-credentials): the demo does not back up "
+                 "and restore an OpenBao snapshot (./scripts/demo --with-vault starts both servers)")
     saved = _training_run(root, plan_path, out)
     steps = [
         ("Back up every source (the repository is created on first use)", ["backup"]),
@@ -133,6 +138,8 @@ def run_demo(directory: str, out: Output, kubeconfig: str | None, main: Callable
          ["restore", "--source", "platform-secrets", "--to", f"{root}/restored/files",
           "--identity", identity_path]),
     ]
+    if vault:
+        steps.append(vault.restore_step(identity_path))
     if saved:
         steps.append(("How often should the training runs checkpoint? (from the saves the backup measured)",
                       ["advise", "checkpoints"]))
@@ -141,7 +148,7 @@ def run_demo(directory: str, out: Output, kubeconfig: str | None, main: Callable
     if kubeconfig and registries:
         steps.append(("Restore the whole plan after losing cluster-a: every source in dependency order, the "
                       "image copies checked before the workloads, which now run the DR copies by digest",
-                      _whole_plan_restore(root, identity_path, saved is not None)))
+                      _whole_plan_restore(root, identity_path, saved is not None, vault)))
     elif kubeconfig:
         steps.append(("Restore the cluster's objects into the empty recovery cluster, in dependency order",
                       ["restore", "--source", "cluster-a-config", "--to", "recovery", "--identity", identity_path]))
@@ -151,19 +158,23 @@ def run_demo(directory: str, out: Output, kubeconfig: str | None, main: Callable
             out.error(f"demo step failed with exit code {code}")
             return code
     compared = _compare(root, out, saved)
+    if compared == Exit.OK and vault and not read_back(vault, out):
+        compared = Exit.FAILURE
     if compared == Exit.OK and kubeconfig and registries:
         compared = _recovered_images(kubeconfig, registries[1], out)
     return compared if compared != Exit.OK else _audit(main, root, plan_path, out, registries)
 
 
-def _whole_plan_restore(root: str, identity_path: str, training: bool) -> list[str]:
+def _whole_plan_restore(root: str, identity_path: str, training: bool, vault: VaultStandIn | None) -> list[str]:
     """`dr restore --failed cluster-a`: sources restored above are found unchanged."""
     to = {"platform-declarations": f"{root}/restored/{{name}}.git", "platform-config": f"{root}/restored/files",
           "platform-secrets": f"{root}/restored/files", "cluster-a-config": "recovery"}
     if training:
         to["training"] = f"{root}/restored/checkpoints"
+    if vault:
+        to["platform-vault"] = vault.target
     return ["restore", "--failed", "cluster-a", *(a for s, d in to.items() for a in ("--to", f"{s}={d}")),
-            "--identity", identity_path]
+            *(vault.restore_arguments() if vault else []), "--identity", identity_path]
 
 
 def _recovered_images(kubeconfig: str, dr_registry: str, out: Output) -> int:
@@ -221,8 +232,8 @@ def _audit(main, root: str, plan_path: str, out: Output, registries: tuple[str, 
     return Exit.OK
 
 
-def build_stand_ins(root: str, kubeconfig: str | None = None,
-                    registries: tuple[str, str] | None = None) -> tuple[str, str]:
+def build_stand_ins(root: str, kubeconfig: str | None = None, registries: tuple[str, str] | None = None,
+                    vault: VaultStandIn | None = None) -> tuple[str, str]:
     platform = os.path.join(root, "platform")
     _write(f"{platform}/config/kueue/cluster-queue.yaml", "apiVersion: kueue.x-k8s.io/v1beta1\n"
            "kind: ClusterQueue\nmetadata: {name: team-a}\nspec: {namespaceSelector: {}}\n")
@@ -237,7 +248,9 @@ def build_stand_ins(root: str, kubeconfig: str | None = None,
     plan_path = os.path.join(root, "plan.yaml")
     locations = DR_REGISTRY_LOCATION.format(url=registries[1], host=urlsplit(registries[1]).netloc) \
         if registries else ""
-    plan = PLAN.format(root=root, recipient=recipient, registry_locations=locations, dr_image=DR_IMAGE)
+    vault_locations, vault_source = plan_parts(vault)
+    plan = PLAN.format(root=root, recipient=recipient, registry_locations=locations + vault_locations,
+                       dr_image=DR_IMAGE) + vault_source
     if kubeconfig:
         plan += KUBERNETES_SOURCE.format(kubeconfig=os.path.abspath(kubeconfig))
     if registries:

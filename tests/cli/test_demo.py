@@ -63,3 +63,33 @@ def test_demo_with_registries_mirrors_the_images_and_the_recovered_workload_runs
     assert re.search(rf"dependency-remapped.*image '{re.escape(IN_CLUSTER_IMAGE)}'", audit)
     assert "image-in-failed-domain" not in audit.replace("dr-image-in-failed-domain", "")
     assert "dr-image-in-failed-domain" in audit and "unknown-location" not in audit
+
+
+def test_demo_with_openbao_backs_up_the_snapshot_and_restores_it_into_a_fresh_server(tmp_path, capsys):
+    """What ./scripts/demo --with-vault adds: two real OpenBao raft servers (the
+    stand-in script's), the platform's snapshot backed up, restored into the fresh one, unsealed
+    with the original shares and its secret read back; no token or secret value printed."""
+    from tests.harness.standins import start_vaults
+
+    credentials = tmp_path / "vault-credentials"
+    source, target = start_vaults(str(credentials))
+    try:
+        secret = source.client().secrets.kv.v2.read_secret_version("team-a/wandb", mount_point="secret",
+                                                                  raise_on_deleted_version=True)
+        code = main(["demo", "--dir", str(tmp_path / "demo"), "--vault", source.address,
+                     "--vault-target", target.address, "--vault-credentials", str(credentials)])
+        out = capsys.readouterr().out
+        assert code == 0, out
+        restored = target.client(source.root_token).secrets.kv.v2.read_secret_version(
+            "team-a/wandb", mount_point="secret", raise_on_deleted_version=True)
+        assert restored["data"]["data"] == secret["data"]["data"]
+    finally:
+        source.stop()
+        target.stop()
+    assert re.search(r"0 B uploaded in 0 new blobs, 1\d unchanged artifacts reused", out)  # the Vault unchanged too
+    assert f"--source platform-vault --to {target.address} --target-token-file" in out
+    assert f"restored OpenBao at {target.address} unsealed with the original shares" in out
+    assert "secret/team-a/wandb (version 1, 1 key) equals the original's" in out
+    for value in (source.root_token, target.root_token, *source.unseal_keys, secret["data"]["data"]["key"]):
+        assert value not in out
+    assert "unknown-location" not in out

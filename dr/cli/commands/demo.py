@@ -7,6 +7,7 @@ import argparse
 from dr.cli.arguments import CommandSpec
 from dr.cli.commands import help_of
 from dr.cli.demo import run_demo
+from dr.cli.demo_vault import VaultStandIn
 from dr.cli.output import Output
 
 
@@ -19,11 +20,19 @@ def arguments(p: argparse.ArgumentParser) -> None:
                    "(registry.kube-system.svc.cluster.local:5000) is reached; with --dr-registry, the demo "
                    "mirrors the cluster's images to the DR registry (scripts/demo starts both)")
     p.add_argument("--dr-registry", metavar="URL", help="a DR registry, outside cluster-a, to mirror images into")
+    p.add_argument("--vault", metavar="URL", help="an OpenBao (or Vault) raft server standing for cluster-a's "
+                   "Vault; with --vault-target and --vault-credentials, the demo backs up its snapshot and "
+                   "restores it into the target (./scripts/demo --with-vault starts both)")
+    p.add_argument("--vault-target", metavar="URL", help="a fresh, initialised and unsealed raft OpenBao to restore into")
+    p.add_argument("--vault-credentials", metavar="DIR", help="a folder holding 'token' (the --vault server's), "
+                   "'unseal-keys' (its shares, one a line) and 'target-token' (the target's); never printed")
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
     registries = (args.registry, args.dr_registry) if args.registry and args.dr_registry else None
-    return run_demo(args.dir, out, args.kubeconfig, args.main, registries)
+    vault = VaultStandIn(args.vault, args.vault_target, args.vault_credentials) \
+        if args.vault and args.vault_target and args.vault_credentials else None
+    return run_demo(args.dir, out, args.kubeconfig, args.main, registries, vault)
 
 
 DEMO = CommandSpec("demo", help_of("demo"), arguments, run)

