@@ -20,6 +20,7 @@ from dr.audit.backup_findings import READINESS, backup_findings, readiness_count
 from dr.audit.credentials import circular_findings
 from dr.audit.coverage import ExporterLookup, HeldIdentities, coverage_findings
 from dr.audit.essentials import judge_scenario, unknown_findings
+from dr.audit.spot_saves import spot_save_findings
 from dr.audit.findings import WARNING, Finding
 from dr.audit.gathering import DependencyIndex, gather
 from dr.audit.judging import DependencyJudge, count_verdicts
@@ -77,10 +78,14 @@ def run_audit(plan: Plan, repo: Repository, target: TargetSpec, scenarios: list[
     findings += [Finding("needs-unknown", WARNING, f"source {source}: its exporter's restore_needs raised {error}; "
                          "its dependencies are judged one by one", kind="source", reference=source, sources=[source])
                  for source, error in any_of.problems]
+    recorded = readiness_counts(snapshot)
     if snapshot is not None:
         findings += backup_findings(snapshot, strict)
+        joined = spot_save_findings(plan, repo, snapshot, exporters, strict)
+        for finding in joined:
+            recorded[finding.kind] = recorded.get(finding.kind, 0) + 1
         if readiness:
-            findings += readiness_findings(snapshot, strict)
+            findings += readiness_findings(snapshot, strict) + joined
     if live is not None and snapshot is not None:
         findings += coverage_findings(plan, target, held, snapshot.source_names(), live, strict)
     results = []
@@ -94,7 +99,7 @@ def run_audit(plan: Plan, repo: Repository, target: TargetSpec, scenarios: list[
     findings.sort(key=lambda f: (order.get(f.scenario or "", 0), *f.sort_key()))
     return AuditReport(plan.name, plan.path, now, strict, target.name,
                        _info(snapshot, target, repo, index), results, findings, plan.domains,
-                       Readiness(readiness, readiness_counts(snapshot)))
+                       Readiness(readiness, dict(sorted(recorded.items()))))
 
 
 def _count_once(findings: list[Finding], dr_image: str | None) -> list[Finding]:

@@ -24,6 +24,10 @@ that recovery needs something lost, so the failure scenarios leave them out; `dr
 with the runbook the exporter names (the fact `runbook`, `runbooks/<code>.md`). Their severity
 is the exporter's (`error` counts as `warning`); with `--strict` a warning is a blocker, so a CI
 gate can refuse a platform that is not ready to go live.
+
+A record with `category: readiness-fact` is no problem but facts a readiness check joins across
+sources (the spot-capable jobs, for spot-save-exceeds-notice: dr.audit.spot_saves); it is
+neither listed nor counted.
 """
 
 from __future__ import annotations
@@ -40,11 +44,17 @@ OBJECT_FACTS = ("object", "referrer", "identity", "path", "image", "repository",
                 "zone", "url", "root", "tier", "run")
 _SEVERITIES = {"warning": WARNING, "info": INFO}
 READINESS = "readiness"  # the `category` fact of a readiness finding, and the scenario's name
+FACT = "readiness-fact"  # the `category` of a record that states facts for a check, not a problem
 _RUNBOOK = re.compile(r"runbooks/[a-z0-9][a-z0-9-]*\.md")
 
 
 def is_readiness(recorded: dict[str, Any]) -> bool:
     return recorded.get("category") == READINESS
+
+
+def is_fact(recorded: dict[str, Any]) -> bool:
+    """A record a check joins across sources (dr.audit.spot_saves), never listed as a finding."""
+    return recorded.get("category") == FACT
 
 
 def finding_object(facts: dict[str, Any]) -> str:
@@ -60,13 +70,14 @@ def source_findings(result: SourceResult) -> list[dict[str, Any]]:
     """One source's findings as `dr status` shows them: code, severity, object, message."""
     return [{"code": str(f.get("code", "")), "severity": str(f.get("severity", "")),
              "object": finding_object(f) or None, "message": str(f.get("message", ""))}
-            for f in result.findings]
+            for f in result.findings if not is_fact(f)]
 
 
 def backup_findings(snapshot: Snapshot, strict: bool = False) -> list[Finding]:
     """Every finding the backup recorded except the readiness ones."""
     return [_finding(snapshot, result.name, recorded, strict)
-            for result in snapshot.sources for recorded in result.findings if not is_readiness(recorded)]
+            for result in snapshot.sources for recorded in result.findings
+            if not is_readiness(recorded) and not is_fact(recorded)]
 
 
 def readiness_counts(snapshot: Snapshot | None) -> dict[str, int]:

@@ -20,6 +20,7 @@ from dr.exporters.registry import PluginError, Registry
 from dr.model.checkpoint_intervals import Figures, Save, lost_per_failure, measure, waste_fraction
 from dr.model.durations import format_duration
 from dr.model.plans import Plan, SourceSpec
+from dr.model.snapshots import Snapshot
 from dr.repository.catalogs import read_catalog
 from dr.repository.repositories import Repository
 
@@ -104,19 +105,29 @@ def advise(plan: Plan, registry: Registry, repo: Repository, runs: list[str] | N
     snapshots = repo.snapshots()
     out = []
     for source in plan.spec.sources:
-        holding = [s for s in snapshots if source.name in s.source_names()]
         exporter = _exporter(plan, registry, source)
-        if exporter is None or not holding:
+        recorded = recorded_saves(repo, snapshots, source.name, exporter) if exporter else None
+        if recorded is None:
             continue
-        snap = holding[-1]
-        mine = [a for a in read_catalog(repo, snap.catalog) if a.source == source.name]
-        by_run: dict[str, list[CheckpointSave]] = {}
-        for save in exporter.checkpoint_saves(mine):
-            if not runs or any(fnmatch.fnmatchcase(save.run, r) for r in runs):
-                by_run.setdefault(save.run, []).append(save)
+        snap, by_run = recorded
         for run, saves in sorted(by_run.items()):
-            out.append(_run_advice(plan, source, snap.short_id, run, saves))
+            if not runs or any(fnmatch.fnmatchcase(run, r) for r in runs):
+                out.append(_run_advice(plan, source, snap.short_id, run, saves))
     return out
+
+
+def recorded_saves(repo: Repository, snapshots: list[Snapshot], source: str,
+                   exporter: Exporter) -> tuple[Snapshot, dict[str, list[CheckpointSave]]] | None:
+    """The saves, per run, that the newest snapshot holding `source` records (None: no snapshot
+    holds it, or its exporter keeps no checkpoints)."""
+    holding = [s for s in snapshots if source in s.source_names()]
+    if not holding or type(exporter).checkpoint_saves is Exporter.checkpoint_saves:
+        return None
+    snap = holding[-1]
+    by_run: dict[str, list[CheckpointSave]] = {}
+    for save in exporter.checkpoint_saves([a for a in read_catalog(repo, snap.catalog) if a.source == source]):
+        by_run.setdefault(save.run, []).append(save)
+    return snap, by_run
 
 
 def _exporter(plan: Plan, registry: Registry, source: SourceSpec) -> Exporter | None:

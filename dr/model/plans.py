@@ -226,6 +226,9 @@ class RunCostsSpec(Strict):
     mtbf_hours: float | None = Field(default=None, gt=0)
     gpus: int | None = Field(default=None, ge=1)
     gpu_cost_per_hour: float | None = Field(default=None, ge=0)
+    # The workload (namespace/name) that writes these runs' checkpoints: dr audit --readiness
+    # compares their measured saves with its spot notice. Unset: a workload named like the run.
+    job: str | None = Field(default=None, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-.a-z0-9]*[a-z0-9])?$")
 
 
 class ReadinessSpec(Strict):

@@ -22,7 +22,8 @@ SECTIONS = [
 ]
 INCIDENTS = ["cluster-loss", "region-loss", "stale-backup", "registry-in-failed-domain",
              "secret-store-in-failed-domain", "incomplete-checkpoint", "partial-restore-failure",
-             "vault-lost-with-cluster", "checkpoint-not-resumable", "checkpoint-unversioned"]
+             "vault-lost-with-cluster", "checkpoint-not-resumable", "checkpoint-unversioned",
+             "spot-save-exceeds-notice"]
 RUNBOOKS = sorted({runbook_for(code) for code in CODES} | {f"runbooks/{name}.md" for name in INCIDENTS})
 
 

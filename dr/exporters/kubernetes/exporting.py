@@ -159,7 +159,7 @@ class Export:
 
     def _report_readiness(self) -> None:
         found = list(self.readiness.findings())
-        for finding in found:
+        for finding in [*found, *self.readiness.facts()]:
             self.context.finding(**finding)
         checks = ", ".join(self.options.readiness.checks) or "none (readiness.checks is empty)"
         self.context.log(f"readiness checks ({checks}): {len(found)} finding(s)")

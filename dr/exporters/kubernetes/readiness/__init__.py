@@ -18,7 +18,7 @@ from typing import Iterator
 
 from dr.exporters.kubernetes.readiness.disruption import pdb_findings
 from dr.exporters.kubernetes.readiness.serving import serving_findings
-from dr.exporters.kubernetes.readiness.spot import SpotCapacity, spot_findings
+from dr.exporters.kubernetes.readiness.spot import SpotCapacity, preemptible_jobs, spot_findings
 from dr.exporters.kubernetes.readiness.workloads import workload_of
 from dr.exporters.kubernetes.resources import ResourceType
 
@@ -62,6 +62,21 @@ class ReadinessCheck:
             capacity = SpotCapacity(self._kept["flavors"], self._kept["cluster_queues"], self._kept["local_queues"])
             found += spot_findings(workloads, capacity, self.options.spot_notice_seconds)
         yield from _folded(sorted(found, key=lambda f: (f["code"], f["object"], f["message"])))
+
+    def facts(self) -> Iterator[dict]:
+        """Not a problem: every spot-capable workload with its notice and grace, in one record
+        (`category: readiness-fact`) that `dr audit --readiness` joins with the measured saves of
+        the training runs (spot-save-exceeds-notice); the audit never lists it as a finding."""
+        if "spot" not in self.options.checks:
+            return
+        capacity = SpotCapacity(self._kept["flavors"], self._kept["cluster_queues"], self._kept["local_queues"])
+        jobs = preemptible_jobs(sorted(self._workloads, key=lambda w: w.ref), capacity,
+                                self.options.spot_notice_seconds)
+        if jobs:
+            yield {"severity": "info", "code": "spot-preemptible-jobs", "category": "readiness-fact",
+                   "message": f"{len(jobs)} workload(s) can run on spot capacity: "
+                              + ", ".join(j["object"] for j in jobs[:20]) + (" ..." if len(jobs) > 20 else ""),
+                   "preemptible_jobs": jobs}
 
 
 def _folded(found: list[dict]) -> Iterator[dict]:

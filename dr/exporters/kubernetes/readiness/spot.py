@@ -20,8 +20,9 @@ The notice windows are the plan's (`readiness.spot_notice_seconds`).
   spot-no-shutdown-handling  no preStop hook and no declared SIGTERM handling (annotation
                              dr.io/handles-sigterm: "true"): nothing saves the state when the
                              notice comes, and the work since the last checkpoint is lost
-Whether the measured save duration fits the notice is the checkpoints exporter's to judge (it
-measures saves); this module does not compare them.
+Whether the measured save duration fits the notice is judged by `dr audit --readiness`
+(spot-save-exceeds-notice), which joins the checkpoints' measured saves with the fact
+preemptible_jobs() records here for every spot-capable job: this exporter does not see saves.
 """
 
 from __future__ import annotations
@@ -97,22 +98,41 @@ class SpotCapacity:
                 self.queues.get(self.local.get(f"{workload.namespace}/{queue}") or "", {}).items()}
 
 
-def spot_findings(workloads: list[Workload], capacity: SpotCapacity, notice: dict[str, int]) -> Iterator[dict]:
+def exposures(workloads: list[Workload], capacity: SpotCapacity) -> Iterator[tuple[Workload, dict[str, set[str]]]]:
+    """Each workload that can land on spot capacity, with where from (-> its providers)."""
     for workload in workloads:
         exposure = capacity.through_queue(workload)
         for template in workload.templates:
             if template_providers(template):
                 exposure["its pod template's node selection"] = template_providers(template)
         if exposure:
-            yield from _judge(workload, exposure, notice)
+            yield workload, exposure
+
+
+def grace_seconds(workload: Workload) -> int:
+    """The shortest terminationGracePeriodSeconds of its pod templates (Kubernetes' default 30)."""
+    graces = [t.spec.get("terminationGracePeriodSeconds", DEFAULT_GRACE) for t in workload.templates]
+    return min((g for g in graces if isinstance(g, int)), default=DEFAULT_GRACE)
+
+
+def spot_findings(workloads: list[Workload], capacity: SpotCapacity, notice: dict[str, int]) -> Iterator[dict]:
+    for workload, exposure in exposures(workloads, capacity):
+        yield from _judge(workload, exposure, notice)
+
+
+def preemptible_jobs(workloads: list[Workload], capacity: SpotCapacity, notice: dict[str, int]) -> list[dict]:
+    """Every spot-capable workload (flagged or not), as the fact the audit joins with the
+    measured save durations of the training runs it writes (docs/readiness.md, check 3)."""
+    return [{"job": f"{w.namespace}/{w.name}", "object": w.ref, "providers": sorted(set().union(*e.values())),
+             "notice_seconds": max(notice[p] for p in set().union(*e.values())), "grace_seconds": grace_seconds(w)}
+            for w, e in exposures(workloads, capacity)]
 
 
 def _judge(workload: Workload, exposure: dict[str, set[str]], notice: dict[str, int]) -> Iterator[dict]:
     via = "; ".join(f"{where} ({', '.join(sorted(p))})" for where, p in sorted(exposure.items()))
     providers = set().union(*exposure.values())
     window = max(notice[p] for p in providers)
-    graces = [t.spec.get("terminationGracePeriodSeconds", DEFAULT_GRACE) for t in workload.templates]
-    grace = min(g for g in graces if isinstance(g, int)) if any(isinstance(g, int) for g in graces) else DEFAULT_GRACE
+    grace = grace_seconds(workload)
     if grace < window:
         yield finding("spot-grace-too-short", workload.ref,
                       f"{workload.ref} can run on spot capacity through {via}, whose notice is {window} s, but its "
