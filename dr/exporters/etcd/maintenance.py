@@ -66,7 +66,7 @@ def _why(exc: grpc.RpcError) -> str:
     return f"{exc.code().name}: {exc.details()}"  # type: ignore[attr-defined]
 
 
-class Gateway:
+class Client:
     """One etcd cluster, through the first of its client URLs that answers."""
 
     def __init__(self, endpoints: list[str], tls: Tls, timeout: float) -> None:
