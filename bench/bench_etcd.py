@@ -3,8 +3,8 @@
 One etcd 3.4 (Debian) on 127.0.0.1 is filled with --size-mib MiB of values (1 MiB each, random:
 incompressible), then, in alternating order each round:
   * dr: `dr backup` of an `etcd` source into a new local repository (the snapshot streamed from
-    the maintenance API, its sha256 trailer checked, encrypted to an age recipient, chunked and
-    stored);
+    the maintenance API's gRPC Snapshot call, its sha256 trailer checked, encrypted to an age
+    recipient, chunked and stored), process start-up included;
   * peer: `etcdctl snapshot save FILE` then `age -r RECIPIENT -o FILE.age FILE` (the same
     recipient), timed together; the snapshot's sha256 is checked by etcdctl as it saves.
 Medians and the dr/peer ratio are printed (JSON with --json).

@@ -3,14 +3,13 @@ etcd's own tools into a new data directory, start etcd on it and read the keys b
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import http.server
 import json
 import os
 import subprocess
-import threading
+from concurrent import futures
 
+import grpc
 import pytest
 
 from dr.exporters.contract import OutcomeStatus
@@ -18,6 +17,7 @@ from dr.exporters.etcd import EtcdExporter
 from dr.exporters.etcd.exporter import SAME_VERSION_ONLY
 from dr.model.artifacts import Sensitivity
 from dr.repository.reading import ArtifactReader
+from tests.etcd import wire
 from tests.etcd.conftest import KEYS, read_all
 from tests.exporters.conftest import statuses
 from tests.servers import etcd_server, free_port
@@ -99,41 +99,42 @@ def test_unreachable_cluster_is_an_error_finding_and_the_others_still_land(harne
     assert [f["code"] for f in errors] == ["etcd-snapshot-failed"] and "no etcd endpoint answered" in errors[0]["message"]
 
 
-class _CorruptingGateway(http.server.BaseHTTPRequestHandler):
-    """Answers like etcd's gateway, from a real snapshot with one byte of its database flipped."""
+def _corrupting_etcd(snapshot: bytes) -> grpc.Server:
+    """Answers like etcd's gRPC API, from a real snapshot with one byte of its database flipped
+    (a stand-in: a real etcd cannot be made to send a corrupted snapshot)."""
+    data = bytearray(snapshot)
+    data[len(data) // 2] ^= 0xFF
+    header = wire.encode((1, 1), (2, 1), (3, 4))
 
-    snapshot = b""
+    def status(request, context):
+        return wire.encode((1, header), (2, "3.4.23"), (3, len(snapshot)), (5, 9))
 
-    def do_POST(self):  # noqa: N802 (http.server's naming)
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        if self.path == "/v3/maintenance/snapshot":
-            data = bytearray(self.snapshot)
-            data[len(data) // 2] ^= 0xFF
-            body = b"".join(json.dumps({"result": {"blob": base64.b64encode(bytes(data[i:i + 4096])).decode()}}).encode()
-                            + b"\n" for i in range(0, len(data), 4096))
-        elif self.path == "/v3/cluster/member/list":
-            body = json.dumps({"members": [{"ID": "1", "name": "cp1"}]}).encode()
-        else:
-            body = json.dumps({"header": {"revision": "4", "cluster_id": "1", "member_id": "1"}, "version": "3.4.23",
-                               "raftIndex": "9", "dbSize": str(len(self.snapshot))}).encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+    def members(request, context):
+        return wire.encode((1, header), (2, wire.encode((1, 1), (2, "cp1"))))
 
-    def log_message(self, *args):
-        pass
+    def pieces(request, context):
+        for at in range(0, len(data), 4096):
+            yield wire.encode((1, header), (2, max(0, len(data) - at - 4096)), (3, bytes(data[at:at + 4096])))
+
+    server = grpc.server(futures.ThreadPoolExecutor(2))
+    server.add_generic_rpc_handlers((
+        grpc.method_handlers_generic_handler("etcdserverpb.Maintenance", {
+            "Status": grpc.unary_unary_rpc_method_handler(status),
+            "Snapshot": grpc.unary_stream_rpc_method_handler(pieces)}),
+        grpc.method_handlers_generic_handler("etcdserverpb.Cluster", {
+            "MemberList": grpc.unary_unary_rpc_method_handler(members)})))
+    return server
 
 
 def test_a_corrupted_snapshot_is_refused_and_nothing_of_it_is_stored(harness, tmp_path, etcd, age_keys):
     etcdctl("--endpoints", etcd, "snapshot", "save", str(tmp_path / "real.db"))
-    _CorruptingGateway.snapshot = (tmp_path / "real.db").read_bytes()
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _CorruptingGateway)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = _corrupting_etcd((tmp_path / "real.db").read_bytes())
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
     try:
-        done = backup(harness, tmp_path, age_keys, options(("cp", [f"http://127.0.0.1:{server.server_port}"])))
+        done = backup(harness, tmp_path, age_keys, options(("cp", [f"http://127.0.0.1:{port}"])))
     finally:
-        server.shutdown()
+        server.stop(None)
     assert done.artifacts == []
     (error,) = [f for f in done.findings if f["severity"] == "error"]
     assert "integrity hash mismatch" in error["message"]

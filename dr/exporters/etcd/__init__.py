@@ -1,7 +1,8 @@
 """The `etcd` exporter: the control plane's own store, for self-managed Kubernetes clusters.
 
 Where it sits: dr.backup calls export() with a sink; dr.restore calls restore() with a reader.
-  options       the plan's options          maintenance   status, members, snapshot (JSON gateway)
+  options       the plan's options          maintenance   status, members, snapshot (gRPC)
+  protowire     the few etcd messages read, decoded from protobuf's wire format
   snapshots     the file format: the sha256 trailer, checked while streaming and before placing
   exporter      the contract's class
 

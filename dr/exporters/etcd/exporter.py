@@ -9,7 +9,7 @@ from typing import Iterator
 from dr.exporters.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter, NoDestination,
                                    Ordering, OrderingRule, Outcome, OutcomeStatus, RestoreRequest, Rewriter, RunNeeds)
 from dr.exporters.etcd.deploying import run_needs
-from dr.exporters.etcd.maintenance import EtcdError, EtcdUnreachable, Gateway, Tls
+from dr.exporters.etcd.maintenance import Client, EtcdError, EtcdUnreachable, Tls
 from dr.exporters.etcd.options import EtcdCluster, EtcdOptions
 from dr.exporters.etcd.snapshots import SnapshotCorrupt, Verifying, check_stream
 from dr.model.artifacts import Artifact, Sensitivity
@@ -39,17 +39,17 @@ class EtcdExporter(Exporter):
         """None by default: the snapshot files go where the operator rebuilds the control plane."""
         raise NoDestination(f"no folder for the snapshot files: name one with --to {self.context.source}=DIRECTORY")
 
-    def _gateway(self, cluster: EtcdCluster) -> Gateway:
+    def _client(self, cluster: EtcdCluster) -> Client:
         def path(name: str | None) -> str | None:
             return os.path.join(self.context.base_dir, name) if name else None
         tls = Tls(path(cluster.ca_file), path(cluster.cert_file), path(cluster.key_file))
-        return Gateway(cluster.endpoints, tls, self.options.timeout_seconds)
+        return Client(cluster.endpoints, tls, self.options.timeout_seconds)
 
     # -- discover / export ---------------------------------------------------------------
     def discover(self) -> Iterator[Discovered]:
         for cluster in self.options.clusters:
             try:
-                status = self._gateway(cluster).status()
+                status = self._client(cluster).status()
                 yield Discovered(KIND, cluster.name, f"etcd {status.get('version')}, revision "
                                  f"{status.get('header', {}).get('revision')}, {status.get('dbSize')} bytes")
             except (EtcdUnreachable, EtcdError) as exc:
@@ -65,22 +65,22 @@ class EtcdExporter(Exporter):
                                      cluster=cluster.name, endpoints=cluster.endpoints)
 
     def _export_one(self, sink: ArtifactSink, cluster: EtcdCluster) -> None:
-        gateway = self._gateway(cluster)
-        status, members = gateway.status(), gateway.members()
+        client = self._client(cluster)
+        status, members = client.status(), client.members()
         header = status.get("header", {})
         meta = {"revision": int(header.get("revision", 0)), "raft_index": int(status.get("raftIndex", 0)),
                 "etcd_version": status.get("version", ""), "cluster_id": header.get("cluster_id", ""),
-                "member_id": header.get("member_id", ""), "endpoint": gateway.endpoint,
+                "member_id": header.get("member_id", ""), "endpoint": client.endpoint,
                 "db_size": int(status.get("dbSize", 0)), "members": members, "restore_note": SAME_VERSION_ONLY}
         # Any write, compaction, lease or member change moves the raft index; a defragmentation
         # moves the database size. Taken before the snapshot, so a later snapshot only re-reads.
         token = "etcd:" + ":".join(str(meta[k]) for k in ("cluster_id", "member_id", "raft_index", "revision",
                                                           "db_size"))
         self.context.log(f"etcd {cluster.name}: revision {meta['revision']}, etcd {meta['etcd_version']}, "
-                         f"{len(members)} members, from {gateway.endpoint}")
+                         f"{len(members)} members, from {client.endpoint}")
 
         def stream():
-            pieces, close = gateway.snapshot()
+            pieces, close = client.snapshot()
             return Verifying(pieces, close)
 
         # etcd holds every Secret of the cluster: never below secret, whatever the plan says

@@ -1,23 +1,30 @@
-"""etcd's v3 API through its JSON gateway: status, members and the snapshot stream.
+"""etcd's v3 gRPC API: status, members and the snapshot stream.
 
 Where it sits: the exporter asks these for what it records (revision, version, members, the
-change token) and for the snapshot's bytes. Every etcd since 3.4 serves the gateway on its
-client URLs (`/v3/...`, JSON bodies, 64-bit numbers as strings), so the HTTP client the rest of
-dr already has (urllib3) is enough: no gRPC stack. The Python etcd3 gRPC clients are
-unmaintained (the last `etcd3` release is from 2020 and its generated code needs protobuf 3).
-`POST /v3/maintenance/snapshot` answers newline-delimited JSON, one `{"result": {"blob":
-base64}}` per piece; decoded and joined they are byte-identical to `etcdctl snapshot save`.
-TLS with a client certificate (a kubeadm control plane's etcd) is supported.
+change token) and for the snapshot's bytes. They speak gRPC, as `etcdctl` does, through
+`grpcio` with etcd's method names and the few messages decoded by `protowire` (no generated
+code: the Python etcd3 clients are unmaintained and pin protobuf 3). The JSON gateway
+(`/v3/maintenance/snapshot`) was used before: etcd marshals every 32 KiB piece to base64 JSON
+there, which made a snapshot through it about 3x slower than etcdctl's, before dr parsed a byte
+(docs/benchmarks.md). TLS with a client certificate (a kubeadm control plane's etcd) is supported.
 """
 
 from __future__ import annotations
 
-import base64
-import json
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
+from urllib.parse import urlsplit
 
-import urllib3
+import grpc
+
+from dr.exporters.etcd.protowire import fields, first, text
+
+STATUS = "/etcdserverpb.Maintenance/Status"
+MEMBERS = "/etcdserverpb.Cluster/MemberList"
+SNAPSHOT = "/etcdserverpb.Maintenance/Snapshot"
+_OPTIONS = [("grpc.max_receive_message_length", 64 << 20), ("grpc.enable_http_proxy", 0)]
+#: etcd answers pings more often than every 5 s (its --grpc-keepalive-min-time) with GOAWAY
+KEEPALIVE_FLOOR = 10.0
 
 
 class EtcdUnreachable(Exception):
@@ -25,7 +32,7 @@ class EtcdUnreachable(Exception):
 
 
 class EtcdError(Exception):
-    """The cluster answered with an error (in the gateway's JSON error form)."""
+    """The cluster answered with an error (a gRPC status other than unavailable)."""
 
 
 @dataclass
@@ -34,79 +41,97 @@ class Tls:
     cert_file: str | None = None
     key_file: str | None = None
 
+    def credentials(self) -> grpc.ChannelCredentials:
+        def read(path: str | None) -> bytes | None:
+            if not path:
+                return None
+            with open(path, "rb") as handle:
+                return handle.read()
+        return grpc.ssl_channel_credentials(read(self.ca_file), read(self.key_file), read(self.cert_file))
 
-class Gateway:
+
+def _channel(endpoint: str, tls: Tls, timeout: float) -> grpc.Channel:
+    """`http://host:port` is plain gRPC, `https://host:port` gRPC over TLS (etcd's client URLs).
+    The snapshot stream has no deadline (it lasts as long as the database is large): keepalive
+    pings unanswered for `timeout` seconds end it instead, so a dead member cannot hang a backup."""
+    url = urlsplit(endpoint)  # options.py checked the scheme
+    options = _OPTIONS + [("grpc.keepalive_time_ms", int(max(timeout, KEEPALIVE_FLOOR) * 1000)),
+                          ("grpc.keepalive_timeout_ms", int(timeout * 1000))]
+    if url.scheme == "https":
+        return grpc.secure_channel(url.netloc, tls.credentials(), options=options)
+    return grpc.insecure_channel(url.netloc, options=options)
+
+
+def _why(exc: grpc.RpcError) -> str:
+    return f"{exc.code().name}: {exc.details()}"  # type: ignore[attr-defined]
+
+
+class Client:
     """One etcd cluster, through the first of its client URLs that answers."""
 
     def __init__(self, endpoints: list[str], tls: Tls, timeout: float) -> None:
         self.endpoints = [e.rstrip("/") for e in endpoints]
+        self.tls = tls
         self.timeout = timeout
-        self._http = urllib3.PoolManager(ca_certs=tls.ca_file, cert_file=tls.cert_file, key_file=tls.key_file,
-                                         retries=False)
         self.endpoint = ""
+        self._open: grpc.Channel | None = None
 
-    def _post(self, path: str, body: dict, stream: bool = False) -> urllib3.BaseHTTPResponse:
+    def _call(self, method: str) -> dict[int, list]:
+        """One unary call with an empty request; its answer's fields."""
         reasons = []
         for endpoint in ([self.endpoint] if self.endpoint else self.endpoints):
+            channel = self._open if self._open is not None else _channel(endpoint, self.tls, self.timeout)
             try:
-                response = self._http.request("POST", endpoint + path, body=json.dumps(body).encode(),
-                                              headers={"Content-Type": "application/json"},
-                                              timeout=urllib3.Timeout(connect=self.timeout, read=self.timeout),
-                                              preload_content=not stream)
-            except urllib3.exceptions.HTTPError as exc:
-                reasons.append(f"{endpoint}: {type(exc).__name__}: {exc}")
-                continue
-            self.endpoint = endpoint  # status, members and snapshot all from one member
-            if response.status != 200:
-                detail = response.data[:300].decode(errors="replace") if not stream else response.read(300).decode(
-                    errors="replace")
-                raise EtcdError(f"{endpoint}{path}: HTTP {response.status}: {detail}")
-            return response
+                answer = channel.unary_unary(method, request_serializer=bytes,
+                                             response_deserializer=fields)(b"", timeout=self.timeout)
+            except grpc.RpcError as exc:
+                if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):  # type: ignore[attr-defined]
+                    channel.close()
+                    reasons.append(f"{endpoint}: {_why(exc)}")
+                    continue
+                raise EtcdError(f"{endpoint}{method}: {_why(exc)}") from None
+            self.endpoint, self._open = endpoint, channel  # status, members and snapshot all from one member
+            return answer
         raise EtcdUnreachable("no etcd endpoint answered: " + "; ".join(reasons))
 
-    def call(self, path: str, body: dict | None = None) -> dict[str, Any]:
-        answer = json.loads(self._post(path, body or {}).data)
-        if "error" in answer:
-            raise EtcdError(f"{self.endpoint}{path}: {answer['error'].get('message', answer['error'])}")
-        return answer
-
     def status(self) -> dict[str, Any]:
-        return self.call("/v3/maintenance/status")
+        """The member's status, in the shape (and names) of etcd's JSON API."""
+        found = self._call(STATUS)
+        header = fields(first(found, 1, b""))
+        return {"header": {"cluster_id": str(first(header, 1)), "member_id": str(first(header, 2)),
+                           "revision": str(first(header, 3))},
+                "version": text(found, 2), "dbSize": str(first(found, 3)), "raftIndex": str(first(found, 5))}
 
     def members(self) -> list[dict[str, Any]]:
         """Each member's name, id and URLs: what `--initial-cluster` is rebuilt from."""
-        return [{"id": m.get("ID", ""), "name": m.get("name", ""), "peer_urls": m.get("peerURLs", []),
-                 "client_urls": m.get("clientURLs", [])}
-                for m in self.call("/v3/cluster/member/list").get("members", [])]
+        found = self._call(MEMBERS)
+        members = [fields(member) for member in found.get(2, [])]
+        return [{"id": str(first(m, 1)), "name": text(m, 2), "peer_urls": [bytes(u).decode() for u in m.get(3, [])],
+                 "client_urls": [bytes(u).decode() for u in m.get(4, [])]} for m in members]
 
-    def snapshot(self) -> tuple[Iterator[bytes], Any]:
-        """(the snapshot's decoded pieces, a function that closes the connection)."""
-        response = self._post("/v3/maintenance/snapshot", {}, stream=True)
-        return _pieces(response), response.close  # a half-read stream cannot go back to the pool
+    def snapshot(self) -> tuple[Iterator[memoryview], Callable[[], None]]:
+        """(the snapshot's pieces, a function that ends the stream and closes the connection)."""
+        if self._open is None:
+            self._call(STATUS)  # picks the member that answers
+        channel = self._open
+        stream = channel.unary_stream(SNAPSHOT, request_serializer=bytes, response_deserializer=_blob)(b"")
 
-
-def _pieces(response) -> Iterator[bytes]:
-    pending = b""
-    for data in response.stream(1 << 20):
-        pending += data
-        *lines, pending = pending.split(b"\n")
-        for line in lines:
-            if line.strip():
-                yield _blob(line.strip())
-    if pending.strip():
-        yield _blob(pending.strip())
+        def close() -> None:
+            stream.cancel()
+            channel.close()
+            self._open = None
+        return _pieces(stream, self.endpoint), close
 
 
-_BLOB = b'{"result":{"blob":"'
+def _blob(message: bytes) -> memoryview:
+    """SnapshotResponse: header 1, remaining_bytes 2, blob 3; only the blob is kept (no copy)."""
+    return first(fields(message), 3, memoryview(b""))
 
 
-def _blob(line: bytes) -> bytes:
-    """One piece. The gateway writes `{"result":{"blob":"BASE64"}}`; base64 has no quote, so the
-    blob is sliced out and decoded from bytes (parsing 44 KB of JSON into a str, then encoding
-    it back, doubled the cost). Any other line is parsed as JSON: an error, or another layout."""
-    if line.startswith(_BLOB) and line.endswith(b'"}}'):
-        return base64.b64decode(line[len(_BLOB):-3])
-    message = json.loads(line)
-    if "error" in message:  # the server gave up mid-stream
-        raise EtcdError(f"snapshot stream: {message['error'].get('message', message['error'])}")
-    return base64.b64decode(message.get("result", {}).get("blob", ""))
+def _pieces(stream, endpoint: str) -> Iterator[memoryview]:
+    try:
+        yield from stream
+    except grpc.RpcError as exc:
+        if exc.code() == grpc.StatusCode.CANCELLED:  # type: ignore[attr-defined]
+            return  # closed by us
+        raise EtcdError(f"{endpoint}{SNAPSHOT}: the stream broke: {_why(exc)}") from None

@@ -36,7 +36,7 @@ class EtcdCluster(ExporterOptions):
 
 class EtcdOptions(ExporterOptions):
     clusters: list[EtcdCluster] = Field(min_length=1)
-    timeout_seconds: float = Field(30.0, gt=0, description="connect and per-read timeout")
+    timeout_seconds: float = Field(30.0, gt=0, description="deadline of each status call; a snapshot stream whose keepalive pings go unanswered this long ends")
 
     @field_validator("clusters")
     @classmethod

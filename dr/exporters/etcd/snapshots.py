@@ -44,20 +44,30 @@ class Verifying(io.RawIOBase):
         self._close = close
         self._hash = hashlib.sha256()
         self._tail = b""  # the last 32 bytes seen: the trailer, once the stream ends
-        self._buffer = b""
+        self._held: list = []  # pieces read but not yet handed out
+        self._held_size = 0
         self._size = 0
         self._done = False
 
     def readable(self) -> bool:
         return True
 
-    def readinto(self, out) -> int:
-        while not self._buffer and not self._done:
+    def read(self, size: int = -1) -> bytes:
+        """Up to `size` bytes, joined from as many pieces as it takes: the repository reads 8 MiB
+        chunks and etcd sends 32 KiB pieces, so one join here replaces hundreds of small reads."""
+        while (size < 0 or self._held_size < size) and not self._done:
             self._next()
-        count = min(len(out), len(self._buffer))
-        out[:count] = self._buffer[:count]
-        self._buffer = self._buffer[count:]
-        return count
+        data = b"".join(self._held)
+        if 0 <= size < len(data):
+            self._held, self._held_size = [data[size:]], len(data) - size
+            return data[:size]
+        self._held, self._held_size = [], 0
+        return data
+
+    def readinto(self, out) -> int:
+        data = self.read(len(out))
+        out[:len(data)] = data
+        return len(data)
 
     def _next(self) -> None:
         piece = next(self._pieces, None)
@@ -68,10 +78,16 @@ class Verifying(io.RawIOBase):
                 raise SnapshotCorrupt(reason)
             return
         self._size += len(piece)
-        held = self._tail + piece
-        self._hash.update(held[:-HASH_SIZE])
-        self._tail = held[-HASH_SIZE:]
-        self._buffer = piece
+        if len(piece) >= HASH_SIZE:  # the usual case: hash without joining the piece to the tail
+            self._hash.update(self._tail)
+            self._hash.update(piece[:-HASH_SIZE])
+            self._tail = bytes(piece[-HASH_SIZE:])
+        else:
+            held = self._tail + bytes(piece)
+            self._hash.update(held[:-HASH_SIZE])
+            self._tail = held[-HASH_SIZE:]
+        self._held.append(piece)
+        self._held_size += len(piece)
 
     def close(self) -> None:
         if not self.closed:
