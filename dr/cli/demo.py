@@ -15,6 +15,7 @@ import subprocess
 from typing import Callable
 from urllib.parse import urlsplit
 
+from dr.cli import demo_mlflow
 from dr.cli.demo_checkpoints import loads_equal, save_run, torch_available
 from dr.cli.exitcodes import Exit
 from dr.cli.output import Output
@@ -108,17 +109,26 @@ KUBERNETES_SOURCE = """\
 
 
 def run_demo(directory: str, out: Output, kubeconfig: str | None, main: Callable[[list[str]], int],
-             registries: tuple[str, str] | None = None) -> int:
+             registries: tuple[str, str] | None = None, mlflow: tuple[str, str] | None = None) -> int:
     """Build the stand-ins and run the real commands through `main`, dr's own entry point
     (passed in: the demo is one of the commands main dispatches to, so it does not import it).
-    `registries`: where the in-cluster registry is reached, and a DR registry to mirror into."""
+    `registries`: where the in-cluster registry is reached, and a DR registry to mirror into.
+    `mlflow`: an MLflow server to fill with a small registry, and an empty one to restore it into."""
     root = os.path.abspath(directory)
     if os.path.exists(root):
         shutil.rmtree(root)
-    plan_path, identity_path = build_stand_ins(root, kubeconfig, registries)
+    try:
+        mlflow_plan = _mlflow_registry(mlflow[0], out) if mlflow else None
+    except (OSError, RuntimeError) as error:  # requests' errors are OSErrors
+        out.error(f"could not build the demo's model registry in the MLflow server {mlflow[0]} (--mlflow): {error}")
+        return Exit.FAILURE
+    plan_path, identity_path = build_stand_ins(root, kubeconfig, registries, mlflow_plan)
     if not registries:
         out.note("no registries given (--registry, --dr-registry): the demo does not mirror the cluster's "
                  "images, so its audit keeps them as blockers (scripts/demo starts both registries)")
+    if not mlflow:
+        out.note("the MLflow model-registry part was left out (it needs two MLflow servers, ~850 MB of "
+                 "MLflow): run ./scripts/demo --with-mlflow to include it")
     saved = _training_run(root, plan_path, out)
     steps = [
         ("Back up every source (the repository is created on first use)", ["backup"]),
@@ -133,6 +143,9 @@ def run_demo(directory: str, out: Output, kubeconfig: str | None, main: Callable
          ["restore", "--source", "platform-secrets", "--to", f"{root}/restored/files",
           "--identity", identity_path]),
     ]
+    if mlflow:
+        steps.append(("Restore the model registry into the empty second MLflow server, version numbers kept",
+                      ["restore", "--source", demo_mlflow.SOURCE_NAME, "--to", mlflow[1]]))
     if saved:
         steps.append(("How often should the training runs checkpoint? (from the saves the backup measured)",
                       ["advise", "checkpoints"]))
@@ -141,7 +154,7 @@ def run_demo(directory: str, out: Output, kubeconfig: str | None, main: Callable
     if kubeconfig and registries:
         steps.append(("Restore the whole plan after losing cluster-a: every source in dependency order, the "
                       "image copies checked before the workloads, which now run the DR copies by digest",
-                      _whole_plan_restore(root, identity_path, saved is not None)))
+                      _whole_plan_restore(root, identity_path, saved is not None, mlflow)))
     elif kubeconfig:
         steps.append(("Restore the cluster's objects into the empty recovery cluster, in dependency order",
                       ["restore", "--source", "cluster-a-config", "--to", "recovery", "--identity", identity_path]))
@@ -153,15 +166,20 @@ def run_demo(directory: str, out: Output, kubeconfig: str | None, main: Callable
     compared = _compare(root, out, saved)
     if compared == Exit.OK and kubeconfig and registries:
         compared = _recovered_images(kubeconfig, registries[1], out)
+    if compared == Exit.OK and mlflow:
+        compared = _same_champions(mlflow, out)
     return compared if compared != Exit.OK else _audit(main, root, plan_path, out, registries)
 
 
-def _whole_plan_restore(root: str, identity_path: str, training: bool) -> list[str]:
+def _whole_plan_restore(root: str, identity_path: str, training: bool,
+                        mlflow: tuple[str, str] | None = None) -> list[str]:
     """`dr restore --failed cluster-a`: sources restored above are found unchanged."""
     to = {"platform-declarations": f"{root}/restored/{{name}}.git", "platform-config": f"{root}/restored/files",
           "platform-secrets": f"{root}/restored/files", "cluster-a-config": "recovery"}
     if training:
         to["training"] = f"{root}/restored/checkpoints"
+    if mlflow:
+        to[demo_mlflow.SOURCE_NAME] = mlflow[1]
     return ["restore", "--failed", "cluster-a", *(a for s, d in to.items() for a in ("--to", f"{s}={d}")),
             "--identity", identity_path]
 
@@ -177,6 +195,31 @@ def _recovered_images(kubeconfig: str, dr_registry: str, out: Output) -> int:
         return Exit.FAILURE
     out.say(f"The restored trainer Deployment in the recovery cluster runs the DR copy of its image, by "
             f"digest: {image}")
+    return Exit.OK
+
+
+def _mlflow_registry(url: str, out: Output) -> tuple[str, str]:
+    """The small registry in the first server; the plan's location and source for it."""
+    artifacts = demo_mlflow.build_registry(url)
+    versions = demo_mlflow.versions(url)
+    out.say(f"A model registry in the MLflow server {url}: " + "; ".join(
+        f"{model} versions {', '.join(numbers)}, champion -> {demo_mlflow.champions(url)[model]}"
+        for model, numbers in versions.items()))
+    return (demo_mlflow.MLFLOW_LOCATION.format(url=url, artifacts=artifacts),
+            demo_mlflow.MLFLOW_SOURCE.format(name=demo_mlflow.SOURCE_NAME, url=url))
+
+
+def _same_champions(mlflow: tuple[str, str], out: Output) -> int:
+    """`models:/<name>@champion` must resolve to the same version number after the restore."""
+    before, after = (demo_mlflow.champions(url) for url in mlflow)
+    numbers = [demo_mlflow.versions(url) for url in mlflow]
+    if before != after or numbers[0] != numbers[1]:
+        out.error(f"the restored registry differs: champion {before} in {mlflow[0]}, {after} in {mlflow[1]}; "
+                  f"versions {numbers[0]} and {numbers[1]}")
+        return Exit.FAILURE
+    out.say("In the restored MLflow server " + ", ".join(
+        f"models:/{model}@champion resolves to version {version}" for model, version in after.items())
+        + f", as in the first; version numbers are the same ({numbers[1]}).")
     return Exit.OK
 
 
@@ -221,8 +264,9 @@ def _audit(main, root: str, plan_path: str, out: Output, registries: tuple[str, 
     return Exit.OK
 
 
-def build_stand_ins(root: str, kubeconfig: str | None = None,
-                    registries: tuple[str, str] | None = None) -> tuple[str, str]:
+def build_stand_ins(root: str, kubeconfig: str | None = None, registries: tuple[str, str] | None = None,
+                    mlflow_plan: tuple[str, str] | None = None) -> tuple[str, str]:
+    """`mlflow_plan`: the model registry's location and source, for the plan."""
     platform = os.path.join(root, "platform")
     _write(f"{platform}/config/kueue/cluster-queue.yaml", "apiVersion: kueue.x-k8s.io/v1beta1\n"
            "kind: ClusterQueue\nmetadata: {name: team-a}\nspec: {namespaceSelector: {}}\n")
@@ -237,12 +281,14 @@ def build_stand_ins(root: str, kubeconfig: str | None = None,
     plan_path = os.path.join(root, "plan.yaml")
     locations = DR_REGISTRY_LOCATION.format(url=registries[1], host=urlsplit(registries[1]).netloc) \
         if registries else ""
+    locations += mlflow_plan[0] if mlflow_plan else ""
     plan = PLAN.format(root=root, recipient=recipient, registry_locations=locations, dr_image=DR_IMAGE)
     if kubeconfig:
         plan += KUBERNETES_SOURCE.format(kubeconfig=os.path.abspath(kubeconfig))
     if registries:
         plan += IMAGES_SOURCE.format(dr_registry=registries[1], dr_image=DR_IMAGE, in_cluster=IN_CLUSTER_REGISTRY,
                                      registry=registries[0])
+    plan += mlflow_plan[1] if mlflow_plan else ""
     _write(plan_path, plan)
     return plan_path, f"{root}/keys/identity.txt"
 

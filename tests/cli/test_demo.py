@@ -3,16 +3,18 @@
 import re
 
 from dr.cli.main import main
+from tests.mlflow.conftest import new_mlflow  # noqa: F401  (a fixture: two real, empty MLflow servers)
 
 
 def test_demo_backs_up_verifies_and_restores(tmp_path, capsys):
     assert main(["demo", "--dir", str(tmp_path / "demo")]) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert re.search(r"0 B uploaded in 0 new blobs, 1\d unchanged artifacts reused", out)
     assert "its tensors equal the saved ones" in out  # a real DCP checkpoint restored and loaded
     assert re.search(r"\d KiB written to DR copies outside the repository", out)  # the checkpoint
     assert "no problems found" in out
     assert "identical to the originals" in out
+    assert "MLflow model-registry part was left out" in err and "./scripts/demo --with-mlflow" in err
     # readiness: run-a saves the full training state, run-b the weights alone (docs/readiness.md)
     assert "  newest   step 200: resumable" in out
     assert "run-b/step-200: serves, cannot resume: missing optimizer" in out
@@ -63,3 +65,32 @@ def test_demo_with_registries_mirrors_the_images_and_the_recovered_workload_runs
     assert re.search(rf"dependency-remapped.*image '{re.escape(IN_CLUSTER_IMAGE)}'", audit)
     assert "image-in-failed-domain" not in audit.replace("dr-image-in-failed-domain", "")
     assert "dr-image-in-failed-domain" in audit and "unknown-location" not in audit
+
+
+def test_demo_with_mlflow_restores_the_registry_and_champion_keeps_its_version(tmp_path, capsys, new_mlflow):
+    """What ./scripts/demo --with-mlflow adds: a small registry in a real MLflow server, backed up
+    with the other sources and restored into a second, empty one, version numbers kept."""
+    from tests.mlflow.registries import Rest
+
+    first, second = new_mlflow(), new_mlflow()
+    code = main(["demo", "--dir", str(tmp_path / "demo"), "--with-mlflow", "--mlflow", first,
+                 "--mlflow-restore", second])
+    assert code == 0, capsys.readouterr()
+    for url in (first, second):
+        rest = Rest(url)
+        fraud = rest.get("/registered-models/alias", name="fraud-detector", alias="champion")["model_version"]
+        churn = rest.get("/registered-models/alias", name="churn", alias="champion")["model_version"]
+        assert (fraud["version"], churn["version"]) == ("3", "2")
+        listed = rest.get("/model-versions/search", filter="name='fraud-detector'")["model_versions"]
+        assert sorted(int(v["version"]) for v in listed) == [1, 3, 4]  # 2 deleted, and still missing
+        run = rest.get("/runs/get", run_id=fraud["run_id"])["run"]["data"]
+        assert {p["key"]: p["value"] for p in run["params"]}["lr"] == str(0.1 / 3)
+    out, err = capsys.readouterr()
+    assert f"$ dr restore --plan {tmp_path}/demo/plan.yaml --source model-registry --to {second}" in out
+    assert "models:/fraud-detector@champion resolves to version 3" in out
+    assert "MLflow model-registry part was left out" not in err
+
+
+def test_demo_with_mlflow_needs_both_servers(tmp_path, capsys):
+    assert main(["demo", "--dir", str(tmp_path / "demo"), "--with-mlflow"]) == 2
+    assert "--mlflow URL and --mlflow-restore URL" in capsys.readouterr().err

@@ -7,6 +7,7 @@ import argparse
 from dr.cli.arguments import CommandSpec
 from dr.cli.commands import help_of
 from dr.cli.demo import run_demo
+from dr.cli.exitcodes import Exit
 from dr.cli.output import Output
 
 
@@ -19,11 +20,23 @@ def arguments(p: argparse.ArgumentParser) -> None:
                    "(registry.kube-system.svc.cluster.local:5000) is reached; with --dr-registry, the demo "
                    "mirrors the cluster's images to the DR registry (scripts/demo starts both)")
     p.add_argument("--dr-registry", metavar="URL", help="a DR registry, outside cluster-a, to mirror images into")
+    p.add_argument("--with-mlflow", action="store_true", help="include the model-registry part: back up a small "
+                   "registry in the MLflow server --mlflow and restore it into --mlflow-restore "
+                   "(./scripts/demo --with-mlflow installs MLflow and starts both)")
+    p.add_argument("--mlflow", metavar="URL", help="an empty MLflow server, standing in cluster-a, that the demo "
+                   "fills with a small model registry")
+    p.add_argument("--mlflow-restore", metavar="URL", help="an empty MLflow server that the demo restores the "
+                   "registry into")
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
     registries = (args.registry, args.dr_registry) if args.registry and args.dr_registry else None
-    return run_demo(args.dir, out, args.kubeconfig, args.main, registries)
+    if (args.with_mlflow or args.mlflow or args.mlflow_restore) and not (args.mlflow and args.mlflow_restore):
+        out.error("the demo's MLflow part needs two empty MLflow servers: --mlflow URL and --mlflow-restore URL "
+                  "(./scripts/demo --with-mlflow starts them)")
+        return Exit.USAGE
+    mlflow = (args.mlflow, args.mlflow_restore) if args.mlflow else None
+    return run_demo(args.dir, out, args.kubeconfig, args.main, registries, mlflow)
 
 
 DEMO = CommandSpec("demo", help_of("demo"), arguments, run)
