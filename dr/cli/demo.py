@@ -219,7 +219,8 @@ def _same_champions(mlflow: tuple[str, str], out: Output) -> int:
         return Exit.FAILURE
     out.say("In the restored MLflow server " + ", ".join(
         f"models:/{model}@champion resolves to version {version}" for model, version in after.items())
-        + f", as in the first; version numbers are the same ({numbers[1]}).")
+        + ", as in the first; the version numbers are the same (" + "; ".join(
+            f"{model} {', '.join(found)}" for model, found in numbers[1].items()) + ").")
     return Exit.OK
 
 
@@ -260,7 +261,12 @@ def _audit(main, root: str, plan_path: str, out: Output, registries: tuple[str, 
                else "The trainer Deployment's image sits in the same in-cluster registry: restored objects "
                "would point at an image nobody can pull. " if _has_kubernetes(plan_path) else "") +
             "The Git remote, also in cluster-a, is only 'remapped': its bundle in the snapshot can "
-            f"recreate it elsewhere. The HTML report with the dependency picture is {root}/audit.html.")
+            "recreate it elsewhere. "
+            + ("The MLflow server and the model weights its versions point at stand in cluster-a too: the "
+               "snapshot holds the registry (restored above, version numbers kept), not the weights, so the audit "
+               "calls them blockers until the mlflow source copies them (copy_artifacts: true, copy_to: a DR "
+               "location). " if _has_source_type(plan_path, "mlflow") else "")
+            + f"The HTML report with the dependency picture is {root}/audit.html.")
     return Exit.OK
 
 
@@ -356,8 +362,12 @@ def _refs(repository: str) -> str:
 
 
 def _has_kubernetes(plan_path: str) -> bool:
+    return _has_source_type(plan_path, "kubernetes")
+
+
+def _has_source_type(plan_path: str, kind: str) -> bool:
     with open(plan_path, encoding="utf-8") as handle:
-        return "type: kubernetes" in handle.read()
+        return f"type: {kind}" in handle.read()
 
 
 def _write(path: str, text: str) -> None:

@@ -2,8 +2,9 @@
 
 import re
 
+import pytest
+
 from dr.cli.main import main
-from tests.mlflow.conftest import new_mlflow  # noqa: F401  (a fixture: two real, empty MLflow servers)
 
 
 def test_demo_backs_up_verifies_and_restores(tmp_path, capsys):
@@ -67,12 +68,26 @@ def test_demo_with_registries_mirrors_the_images_and_the_recovered_workload_runs
     assert "dr-image-in-failed-domain" in audit and "unknown-location" not in audit
 
 
-def test_demo_with_mlflow_restores_the_registry_and_champion_keeps_its_version(tmp_path, capsys, new_mlflow):
+@pytest.fixture(scope="module")
+def two_mlflow_servers(tmp_path_factory):
+    """Two real, empty MLflow servers, started side by side as scripts/demo's stand-ins start them."""
+    from tests.harness.standins import mlflow_servers, start_all
+
+    servers = mlflow_servers(str(tmp_path_factory.mktemp("demo-mlflow")))
+    try:
+        start_all(servers)
+        yield [f"http://127.0.0.1:{server.port}" for server in servers]
+    finally:
+        for server in servers:
+            server.stop()
+
+
+def test_demo_with_mlflow_restores_the_registry_and_champion_keeps_its_version(tmp_path, capsys, two_mlflow_servers):
     """What ./scripts/demo --with-mlflow adds: a small registry in a real MLflow server, backed up
     with the other sources and restored into a second, empty one, version numbers kept."""
     from tests.mlflow.registries import Rest
 
-    first, second = new_mlflow(), new_mlflow()
+    first, second = two_mlflow_servers
     code = main(["demo", "--dir", str(tmp_path / "demo"), "--with-mlflow", "--mlflow", first,
                  "--mlflow-restore", second])
     assert code == 0, capsys.readouterr()
@@ -89,6 +104,7 @@ def test_demo_with_mlflow_restores_the_registry_and_champion_keeps_its_version(t
     assert f"$ dr restore --plan {tmp_path}/demo/plan.yaml --source model-registry --to {second}" in out
     assert "models:/fraud-detector@champion resolves to version 3" in out
     assert "MLflow model-registry part was left out" not in err
+    assert "dependency-in-failed-domain" in out and "calls them blockers until the mlflow source copies" in out
 
 
 def test_demo_with_mlflow_needs_both_servers(tmp_path, capsys):
