@@ -262,10 +262,9 @@ def _audit(main, root: str, plan_path: str, out: Output, registries: tuple[str, 
                "would point at an image nobody can pull. " if _has_kubernetes(plan_path) else "") +
             "The Git remote, also in cluster-a, is only 'remapped': its bundle in the snapshot can "
             "recreate it elsewhere. "
-            + ("The MLflow server and the model weights its versions point at stand in cluster-a too: the "
-               "snapshot holds the registry (restored above, version numbers kept), not the weights, so the audit "
-               "calls them blockers until the mlflow source copies them (copy_artifacts: true, copy_to: a DR "
-               "location). " if _has_source_type(plan_path, "mlflow") else "")
+            + ("The MLflow service and its weights run in region-a beside the cluster, not in it, so losing "
+               "cluster-a leaves them; the registry restored above came from the snapshot alone. "
+               if _has_source_type(plan_path, "mlflow") else "")
             + f"The HTML report with the dependency picture is {root}/audit.html.")
     return Exit.OK
 

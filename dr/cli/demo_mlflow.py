@@ -23,8 +23,10 @@ MLFLOW_SOURCE = """\
     type: mlflow
     tracking_uri: "{url}"
 """
+# The MLflow service and its artifact store run beside the cluster, in region-a: losing cluster-a
+# leaves them, so the whole-plan restore (--failed cluster-a) is not blocked on the weights.
 MLFLOW_LOCATION = """\
-  - {{name: mlflow-a, domain: cluster-a, kind: service, prefixes: ["{url}", "{artifacts}"]}}
+  - {{name: mlflow-service, domain: region-a, kind: service, prefixes: ["{url}", "{artifacts}"]}}
 """
 
 

@@ -23,8 +23,8 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--with-mlflow", action="store_true", help="include the model-registry part: back up a small "
                    "registry in the MLflow server --mlflow and restore it into --mlflow-restore "
                    "(./scripts/demo --with-mlflow installs MLflow and starts both)")
-    p.add_argument("--mlflow", metavar="URL", help="an empty MLflow server, standing in cluster-a, that the demo "
-                   "fills with a small model registry")
+    p.add_argument("--mlflow", metavar="URL", help="an empty MLflow server (a service in region-a, beside cluster-a) that "
+                   "the demo fills with a small model registry")
     p.add_argument("--mlflow-restore", metavar="URL", help="an empty MLflow server that the demo restores the "
                    "registry into")
 
