@@ -8,10 +8,12 @@
    the copy's SHA-256 without its bytes passing through the client). moto computes that
    checksum in Python on the machine's own cores; real S3 computes it inside the service.
    The peer that asks for the same SHA-256 is the AWS CLI: `aws s3 cp --recursive
-   --checksum-algorithm SHA256` (installed on first run into bench/out/awscli-venv: its
-   botocore pin conflicts with dr's), run twice: with its defaults (multipart copies of 8 MiB
+   --checksum-algorithm SHA256`, run twice: with its defaults (multipart copies of 8 MiB
    parts above 8 MiB) and with `multipart_threshold = 5GB`, so that it sends the same
-   CopyObject requests as dr;
+   CopyObject requests as dr. It is NOT a dependency of dr or of its tests: install it from
+   PyPI for the bench only, into a venv of its own (its botocore pin would change dr's):
+       python3 -m venv bench/out/awscli-venv && bench/out/awscli-venv/bin/pip install awscli
+   (an `aws` on PATH is used otherwise); without it those two rows are skipped, saying so;
 3. dr's peak RSS (os.wait4 of the `dr backup` child) copying the --size-gib checkpoint and,
    unless --big-gib 0, a second one of --big-gib.
 4. --shard-mb 64,256,1024: across endpoints only, dr vs `rclone copy --checksum` at each shard
@@ -37,7 +39,6 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -107,6 +108,7 @@ class Bench:
         self.work, self.a, self.b, self.env = work, a, b, env
         self.s3 = {e: boto3.client("s3", endpoint_url=e, region_name="us-east-1") for e in (a, b)}
         self.dr = os.path.join(os.path.dirname(sys.executable), "dr")
+        self.aws = awscli()
 
     def dr_copy(self, dst_endpoint: str, dst: str, tag: str) -> dict:
         plan = os.path.join(self.work, f"plan-{tag}.yaml")
@@ -133,7 +135,7 @@ class Bench:
         return {"seconds": run.seconds, "rss_mb": run.peak_rss_mb}
 
     def awscli(self, tag: str, files: int, single_copy: bool) -> dict:
-        argv = [awscli(), "--endpoint-url", self.a, "s3", "cp", "--recursive", "--only-show-errors",
+        argv = [self.aws, "--endpoint-url", self.a, "s3", "cp", "--recursive", "--only-show-errors",
                 "--checksum-algorithm", "SHA256", f"s3://src/{CKPT}/", f"s3://dst-a/{tag}/"]
         env = dict(self.env)
         if single_copy:  # one CopyObject per file, as dr sends (S3's limit for it: 5 GiB)
@@ -169,14 +171,13 @@ class Bench:
         return {"seconds": run.seconds, "rss_mb": run.peak_rss_mb}
 
 
-def awscli() -> str:
-    """The AWS CLI (v1, from PyPI) in its own venv under bench/out/, made once."""
-    venv = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out", "awscli-venv")
-    aws = os.path.join(venv, "bin", "aws")
-    if not os.path.exists(aws):
-        subprocess.run([sys.executable, "-m", "venv", venv], check=True)
-        subprocess.run([os.path.join(venv, "bin", "pip"), "install", "-q", "awscli"], check=True)
-    return aws
+AWSCLI_VENV = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out", "awscli-venv")
+
+
+def awscli() -> str | None:
+    """The AWS CLI for the bench: bench/out/awscli-venv's, else one on PATH, else None."""
+    aws = os.path.join(AWSCLI_VENV, "bin", "aws")
+    return aws if os.path.exists(aws) else shutil.which("aws")
 
 
 def stage(bench: Bench, work: str, gib: float, shards: int) -> tuple[int, int]:
@@ -197,10 +198,14 @@ def run_rounds(bench: Bench, files: int, rounds: int, cross: bool) -> dict[str, 
     """Each round runs every tool of a group back to back, in an order that rotates per round."""
     groups = [[("dr_same", lambda r: bench.dr_copy(bench.a, "dst-a", f"dr-s{r}")),
                ("s5cmd", lambda r: bench.s5cmd(f"s5cmd{r}", files)),
-               ("awscli_sha256", lambda r: bench.awscli(f"aws{r}", files, single_copy=False)),
-               ("awscli_sha256_copyobject", lambda r: bench.awscli(f"awsc{r}", files, single_copy=True)),
                ("copyobject", lambda r: bench.raw_copy(f"plain{r}", files, checksum=False)),
                ("copyobject_sha256", lambda r: bench.raw_copy(f"sha{r}", files, checksum=True))]]
+    if bench.aws:
+        groups[0][2:2] = [("awscli_sha256", lambda r: bench.awscli(f"aws{r}", files, single_copy=False)),
+                          ("awscli_sha256_copyobject", lambda r: bench.awscli(f"awsc{r}", files, single_copy=True))]
+    else:
+        print(f"AWS CLI not found: its rows are skipped (install: python3 -m venv {AWSCLI_VENV} && "
+              f"{AWSCLI_VENV}/bin/pip install awscli)", flush=True)
     if cross:
         groups.insert(0, [("dr_cross", lambda r: bench.dr_copy(bench.b, "dst", f"dr-x{r}")),
                           ("rclone", lambda r: bench.rclone(f"rclone{r}", files))])
@@ -247,10 +252,11 @@ def summarize(results: dict[str, list[dict]], size: int) -> dict:
     for stats in med.values():
         stats["mb_per_s"] = size / 1e6 / stats["seconds"]
     t = {k: v["seconds"] for k, v in med.items()}
-    ratios = {"dr/s5cmd time (one endpoint)": t["dr_same"] / t["s5cmd"],
-              "dr/aws s3 cp --checksum-algorithm SHA256 time (one endpoint)": t["dr_same"] / t["awscli_sha256"],
-              "dr/the same, one CopyObject per file": t["dr_same"] / t["awscli_sha256_copyobject"],
-              "dr/CopyObject+SHA-256 time (one endpoint, same server work)": t["dr_same"] / t["copyobject_sha256"],
+    ratios = {"dr/s5cmd time (one endpoint)": t["dr_same"] / t["s5cmd"]}
+    if "awscli_sha256" in t:
+        ratios["dr/aws s3 cp --checksum-algorithm SHA256 time (one endpoint)"] = t["dr_same"] / t["awscli_sha256"]
+        ratios["dr/the same, one CopyObject per file"] = t["dr_same"] / t["awscli_sha256_copyobject"]
+    ratios |= {"dr/CopyObject+SHA-256 time (one endpoint, same server work)": t["dr_same"] / t["copyobject_sha256"],
               "CopyObject+SHA-256/plain time (moto's checksum cost)": t["copyobject_sha256"] / t["copyobject"]}
     if "dr_cross" in t:
         ratios["dr/rclone time (across endpoints)"] = t["dr_cross"] / t["rclone"]
