@@ -167,7 +167,8 @@ def run_demo(directory: str, out: Output, kubeconfig: str | None, main: Callable
         steps.append(("Restore the cluster's objects into the empty recovery cluster, in dependency order",
                       ["restore", "--source", "cluster-a-config", "--to", "recovery", "--identity", identity_path]))
     for title, argv in steps:
-        code = _step(main, title, argv, plan_path, out)
+        whole_plan = vault is not None and "--failed" in argv
+        code = _step_with(main, title, argv, plan_path, out, vault.whole_plan_environment() if whole_plan else {})
         if code != Exit.OK:
             out.error(f"demo step failed with exit code {code}")
             return code
@@ -179,6 +180,22 @@ def run_demo(directory: str, out: Output, kubeconfig: str | None, main: Callable
     if compared == Exit.OK and mlflow:
         compared = _same_champions(mlflow, out)
     return compared if compared != Exit.OK else _audit(main, root, plan_path, out, registries)
+
+
+def _step_with(main, title: str, argv: list[str], plan_path: str, out: Output, environment: dict[str, str]) -> int:
+    """A step with environment variables set for its duration (their values are never printed)."""
+    saved = {name: os.environ.get(name) for name in environment}
+    os.environ.update(environment)
+    if environment:
+        out.say(f"\n# with {', '.join(sorted(environment))} set (the restored Vault's token, from the credentials folder)")
+    try:
+        return _step(main, title, argv, plan_path, out)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _whole_plan_restore(root: str, identity_path: str, training: bool, vault: VaultStandIn | None,
@@ -193,7 +210,7 @@ def _whole_plan_restore(root: str, identity_path: str, training: bool, vault: Va
     if mlflow:
         to[demo_mlflow.SOURCE_NAME] = mlflow[1]
     return ["restore", "--failed", "cluster-a", *(a for s, d in to.items() for a in ("--to", f"{s}={d}")),
-            *(vault.restore_arguments() if vault else []), "--identity", identity_path]
+            "--identity", identity_path]
 
 
 def _recovered_images(kubeconfig: str, dr_registry: str, out: Output) -> int:

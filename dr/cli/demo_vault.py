@@ -38,6 +38,12 @@ class VaultStandIn:
     target: str
     credentials: str
 
+    def whole_plan_environment(self) -> dict[str, str]:
+        """A whole-plan restore takes no per-source options: the restored Vault (now holding the
+        snapshot's tokens) is reached with VAULT_TOKEN, read from the credentials folder."""
+        with open(os.path.join(self.credentials, "token"), encoding="utf-8") as handle:
+            return {"VAULT_TOKEN": handle.read().strip()}
+
     def restore_arguments(self) -> list[str]:
         return ["--target-token-file", f"{self.credentials}/target-token",
                 "--unseal-keys-file", f"{self.credentials}/unseal-keys"]
