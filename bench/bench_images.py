@@ -39,7 +39,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.common import measure, two_site_plan  # noqa: E402
+from bench.common import measure, median, two_site_plan  # noqa: E402
 from tests.harness.registries import DistributionRegistry, push_file_blob, push_image  # noqa: E402
 
 SOURCES = """  - name: images
@@ -183,6 +183,8 @@ def main() -> None:
     parser.add_argument("--base-share", type=float, default=0.4)
     parser.add_argument("--big-mib", type=int, default=256)
     parser.add_argument("--store", choices=("registries", "repository"), default="registries")
+    parser.add_argument("--rounds", type=int, default=1, help="rounds of the copies (fresh destinations each); "
+                        "the figures are medians")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="dr-bench-images-")
@@ -198,28 +200,43 @@ def main() -> None:
             if args.big_mib:
                 rows.update(big_row(args, work, source, None))
             return report(rows, args)
-        dr_dest, each_dest, sync_dest = registry("dr"), registry("skopeo-copy"), registry("skopeo-sync")
-        homes = {n: tempfile.mkdtemp(dir=work) for n in ("each", "sync")}
-        tools = {"dr backup (images exporter)": dr_backup(work, "dr", f"{dr_dest.url}/mirror", refs),
-                 "skopeo copy, once per image": skopeo_each(refs, f"{each_dest.host}/mirror", homes["each"]),
-                 "skopeo sync --src yaml, one call": skopeo_sync(refs, source.host, f"{sync_dest.host}/mirror",
-                                                                  homes["sync"], work)}
-        rows = {}
-        for name, tool in tools.items():
-            first = tool()
-            second = tool()
-            rows[name] = {"first_s": round(first.seconds, 2), "first_rss_mb": round(first.peak_rss_mb),
-                          "unchanged_s": round(second.seconds, 2), "unchanged_rss_mb": round(second.peak_rss_mb)}
-        empty = dr_backup(work, "dr-empty", f"{dr_dest.url}/empty", [])()
-        rows["dr backup, no image (its fixed cost)"] = {"first_s": round(empty.seconds, 2),
-                                                        "first_rss_mb": round(empty.peak_rss_mb)}
+        rounds = [copy_round(work, source, registry, refs, n) for n in range(args.rounds)]
+        rows = medians(rounds)
         if args.big_mib:
-            rows.update(big_row(args, work, source, f"{dr_dest.url}/big"))
+            rows.update(big_row(args, work, source, f"{registry('dr-big').url}/big"))
         report(rows, args)
     finally:
         for server in servers:
             server.stop()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def copy_round(work: str, source, registry, refs: list[str], n: int) -> dict:
+    """One round: each tool into its own fresh registry, first and unchanged; dr's fixed cost."""
+    dr_dest, each_dest, sync_dest = registry(f"dr{n}"), registry(f"skopeo-copy{n}"), registry(f"skopeo-sync{n}")
+    homes = {k: tempfile.mkdtemp(dir=work) for k in ("each", "sync")}
+    tools = {"dr backup (images exporter)": dr_backup(work, f"dr{n}", f"{dr_dest.url}/mirror", refs),
+             "skopeo copy, once per image": skopeo_each(refs, f"{each_dest.host}/mirror", homes["each"]),
+             "skopeo sync --src yaml, one call": skopeo_sync(refs, source.host, f"{sync_dest.host}/mirror",
+                                                              homes["sync"], work)}
+    rows = {}
+    for name, tool in tools.items():
+        first = tool()
+        second = tool()
+        rows[name] = {"first_s": round(first.seconds, 2), "first_rss_mb": round(first.peak_rss_mb),
+                      "unchanged_s": round(second.seconds, 2), "unchanged_rss_mb": round(second.peak_rss_mb)}
+    empty = dr_backup(work, f"dr-empty{n}", f"{dr_dest.url}/empty", [])()
+    rows["dr backup, no image (its fixed cost)"] = {"first_s": round(empty.seconds, 2),
+                                                    "first_rss_mb": round(empty.peak_rss_mb)}
+    each_dest.stop()  # the skopeo destinations are done with; dr's stays for the big layer
+    sync_dest.stop()
+    return rows
+
+
+def medians(rounds: list[dict]) -> dict:
+    """Per row and figure, the median over the rounds (a single round's values with one round)."""
+    return {name: {key: round(median([r[name][key] for r in rounds]), 2) for key in row}
+            for name, row in rounds[0].items()}
 
 
 def big_row(args, work: str, source, to: str | None) -> dict:
@@ -236,9 +253,11 @@ def report(rows: dict, args) -> None:
     load = os.getloadavg()[0]
     if args.json:
         print(json.dumps({"size_mib": args.size_mib, "images": args.images, "store": args.store, "load": load,
+                          "rounds": args.rounds,
                           "rows": rows}, indent=1))
         return
-    print(f"{args.images} images, {args.size_mib} MiB in all ({args.base_share:.0%} shared base); load {load:.1f}")
+    print(f"{args.images} images, {args.size_mib} MiB in all ({args.base_share:.0%} shared base); "
+          f"medians of {args.rounds} round(s); load {load:.1f}")
     print(f"{'':48} {'first s':>8} {'RSS MB':>7} {'unchanged s':>12} {'RSS MB':>7} {'disk MiB':>9}")
     for name, r in rows.items():
         print(f"{name:48} {r['first_s']:>8} {r['first_rss_mb']:>7} {r.get('unchanged_s', ''):>12} "

@@ -66,6 +66,25 @@ def test_an_unchanged_second_backup_costs_one_head_per_image_at_the_dr_registry(
         front.close()
 
 
+def test_an_unchanged_second_backup_asks_the_source_only_for_what_it_has(tmp_path, registries, images):
+    back = RegistryProxy(registries.source.host)  # counts what the source registry is asked
+    try:
+        refs = [r.replace(registries.source.host, back.host) for r in (images.api, images.worker)]
+        plan = plan_with(tmp_path, {"to": [f"{registries.dr.url}/asked"], "images": refs, "from_plan": False,
+                                    "parallel_images": 1})  # one at a time: the count is exact
+        first, records, _ = backup(plan)
+        assert source_result(first).ok and len(records) == 2
+        assert [a["tag"] for a in records[refs[0]][1]["attached"]] == [cosign_tags(images.api_digest)[0]]
+        back.seen.clear()
+        second, _, _ = backup(plan)
+        assert source_result(second).ok
+        # per image its tag's HEAD and its repository's tag list (no HEAD per cosign tag it lacks);
+        # the one signature's HEAD; the referrers API asked once (distribution 2.8 has none)
+        assert back.seen == {"HEAD": 3, "GET": 3}
+    finally:
+        back.close()
+
+
 def test_repository_patterns_and_a_platform_filter(tmp_path, registries, images):
     source = registries.source.host
     plan = plan_with(tmp_path, {"to": [f"{registries.dr.url}/filtered"], "repositories": [f"{source}/team/mul*"],

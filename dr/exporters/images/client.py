@@ -110,6 +110,7 @@ class Registry:
         self._tokens: dict[str, str] = {}
         self._basic = False
         self.down: str | None = None  # why the registry stopped answering, once retries ran out
+        self.no_referrers_api = False  # learnt from the first referrers request that 404s plainly
 
     def __repr__(self) -> str:
         return f"Registry({self.base})"
@@ -330,14 +331,23 @@ class Registry:
         return found
 
     def referrers(self, path: str, digest: str) -> list[dict] | None:
-        """The referrers API's descriptors; None when the registry has no referrers API (404)."""
+        """The referrers API's descriptors; None when the registry has no referrers API.
+
+        A registry with the API answers 200 (an empty index when nothing refers to the digest);
+        a plain 404, without an OCI error code, means it has none. That is remembered for the
+        run: an unchanged image then costs no request here (distribution 2.8 is such a one)."""
+        if self.no_referrers_api:
+            return None
+
         def get():
             try:
                 response = self.send("GET", f"/v2/{path}/referrers/{digest}", _pull(path),
                                      headers={"Accept": INDEX_TYPES[0]})
-            except NotFound:
+            except NotFound as exc:
+                self.no_referrers_api = "_UNKNOWN" not in str(exc)  # NAME_/MANIFEST_UNKNOWN: the API is there
                 return None
             if "json" not in response.headers.get("Content-Type", ""):
+                response.close()
                 return None
             return response.json().get("manifests") or []
         return self.retrying(get)

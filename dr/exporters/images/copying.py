@@ -26,7 +26,7 @@ from typing import Callable
 import requests
 import urllib3
 
-from dr.exporters.images.client import HashingReader, Manifest, Registry, TemporaryError, sha256
+from dr.exporters.images.client import HashingReader, Manifest, Registry, RegistryError, TemporaryError, sha256
 from dr.exporters.images.references import backup_tag, cosign_tags
 
 LAYER_KEYS = ("config", "layers", "blobs")
@@ -93,8 +93,9 @@ class Copier:
         self.platforms = list(platforms or [])
         self.count = count
         self._guard = threading.Lock()
-        self._locks: dict[tuple[str, str], threading.Lock] = {}
+        self._locks: dict[tuple[str, ...], threading.Lock] = {}
         self._present: dict[tuple[str, str], set[str]] = {}
+        self._tags: dict[tuple[str, str], frozenset[str] | None] = {}  # a source repository's tags
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
@@ -183,19 +184,44 @@ class Copier:
         return Copied(digest, tree.top.digest, tree.top.media_type, tree.platforms,
                       [m.digest for m in tree.manifests()], dict(tree.blobs), bytes_copied=copied_bytes)
 
+    def cosign_heads(self, src: Endpoint, digest: str) -> list[tuple[str, str]]:
+        """(tag, digest) of each of cosign's tags of `digest` that the source has.
+
+        The repository's tag list is read once per run (one GET, cached) and only the cosign
+        tags it holds are asked for (a HEAD each): an unsigned image costs no request here
+        instead of three HEADs. Where the registry refuses the list, every tag gets its HEAD."""
+        listed = self._tag_list(src)
+        found = []
+        for tag in cosign_tags(digest):
+            if listed is not None and tag not in listed:
+                continue
+            head = src.registry.head_manifest(src.path, tag)
+            if head is not None:
+                found.append((tag, head[0]))
+        return found
+
+    def _tag_list(self, src: Endpoint) -> frozenset[str] | None:
+        key = (src.registry.base, src.path)
+        with self._guard:
+            lock = self._locks.setdefault(("tags",) + key, threading.Lock())
+        with lock:  # one listing per repository, however many of its images copy at once
+            if key not in self._tags:
+                try:
+                    self._tags[key] = frozenset(src.registry.tags(src.path))
+                except RegistryError:
+                    self._tags[key] = None
+            return self._tags[key]
+
     def _attached(self, src: Endpoint, dst: Endpoint, digest: str) -> list[dict]:
         """cosign's signature, attestation and SBOM tags of `digest`, when the source has them."""
         found = []
-        for tag in cosign_tags(digest):
-            head = src.registry.head_manifest(src.path, tag)
-            if head is None:
-                continue
+        for tag, signed in self.cosign_heads(src, digest):
             there = dst.registry.head_manifest(dst.path, tag)
-            if not (there and there[0] == head[0]):
-                tree = self.read_tree(src, head[0], filter_platforms=False)
-                self.copy_tree(src, dst, tree, head[0])
+            if not (there and there[0] == signed):
+                tree = self.read_tree(src, signed, filter_platforms=False)
+                self.copy_tree(src, dst, tree, signed)
                 dst.registry.put_manifest(dst.path, tag, tree.top)
-            found.append({"tag": tag, "digest": head[0], "via": "cosign-tag"})
+            found.append({"tag": tag, "digest": signed, "via": "cosign-tag"})
         return found
 
     def _referrers(self, src: Endpoint, dst: Endpoint, digest: str) -> list[dict]:

@@ -31,7 +31,6 @@ import urllib3
 from dr.exporters.contract import ArtifactSink
 from dr.exporters.images.client import HashingReader, Manifest, TemporaryError
 from dr.exporters.images.copying import Endpoint, Tree
-from dr.exporters.images.references import cosign_tags
 
 if TYPE_CHECKING:
     from dr.exporters.images.copying import Copier
@@ -108,10 +107,8 @@ class RepositoryWriter:
         image = self.copier.read_tree(src, digest)
         trees: list[tuple[Tree, str, list[str]]] = [(image, "image", [])]
         if o.signatures:
-            for cosign in cosign_tags(digest):
-                head = src.registry.head_manifest(src.path, cosign)
-                if head is not None:
-                    trees.append((self.copier.read_tree(src, head[0], filter_platforms=False), "cosign-tag", [cosign]))
+            for cosign, signed in self.copier.cosign_heads(src, digest):
+                trees.append((self.copier.read_tree(src, signed, filter_platforms=False), "cosign-tag", [cosign]))
         if o.referrers:
             for desc in src.registry.referrers(src.path, digest) or []:
                 if desc.get("digest"):
