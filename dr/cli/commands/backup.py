@@ -29,8 +29,8 @@ def run(args: argparse.Namespace, out: Output) -> int:
                              on_progress=advance, log=out.note)
     failed = False
     for result in results:
-        for warning in result.warnings:
-            out.note(f"warning: {warning}")
+        for warning in result.warnings:  # shown under --quiet too: cron runs quiet
+            out.warn(warning)
         _print_result(out, result)
         failed |= bool(result.failed_sources) or result.snapshot is None
     documents = [r.to_json() for r in results]
@@ -46,7 +46,7 @@ def _samples(plan, documents: list[dict], out: Output, now: float) -> list:
     chosen = [s for s in plan.spec.sources if s.name in ran]
     unscheduled = [s.name for s in chosen if not s.schedule]
     if unscheduled:  # said, not skipped silently: the alert cannot watch them
-        out.note(f"metrics: no schedule in the plan for {', '.join(unscheduled)}: no "
+        out.warn(f"metrics: no schedule in the plan for {', '.join(unscheduled)}: no "
                  "dr_backup_schedule_interval_seconds, so the DrBackupMissing alert cannot fire for them")
     gaps = {s.name: longest_gap_seconds(s.schedule) for s in chosen if s.schedule}
     return backup_samples(plan.name, documents, gaps, now)
