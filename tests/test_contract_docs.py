@@ -24,7 +24,7 @@ from pathlib import Path
 import pydantic
 import pytest
 
-from dr.exporters import contract
+from dr.exporters import contract, pod_needs
 from tests.plugins.installing import forget_modules
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -60,7 +60,10 @@ def _doc_stubs() -> tuple[dict[str, ast.ClassDef], dict[str, ast.expr]]:
 
 # -- reading the code -----------------------------------------------------------------------------
 def _code_tree() -> ast.Module:
-    return ast.parse(Path(contract.__file__).read_text())
+    """contract.py with dr.exporters.pod_needs, the part of the contract it re-exports."""
+    tree = ast.parse(Path(contract.__file__).read_text())
+    tree.body += ast.parse(Path(pod_needs.__file__).read_text()).body
+    return tree
 
 
 def _public(name: str) -> bool:

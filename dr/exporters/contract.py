@@ -25,6 +25,8 @@ from typing import Any, BinaryIO, Callable, ClassVar, Iterable, Iterator, Protoc
 
 from pydantic import BaseModel, ConfigDict
 
+# What a source needs in a pod (dr deploy render): its own module, part of the contract.
+from dr.exporters.pod_needs import AWS_CREDENTIALS, CREDENTIALS_DIR, ApiRead, ApiWrite, Credential, RunNeeds
 from dr.model.artifacts import Artifact, Dependency, Sensitivity
 from dr.repository.encryption import EncryptionError
 from dr.repository.repositories import IntegrityError
@@ -298,68 +300,6 @@ class CopyReport:
 
     def to_json(self) -> dict[str, Any]:
         return {"where": self.where, "what": self.what, "ok": self.ok, "problems": self.problems, **self.data}
-
-
-# -- contract v2: what a source needs to run unattended in a pod (dr deploy render) ------------
-# Where a rendered pod mounts credential files (Credential.path): a file an exporter's options
-# name elsewhere is mounted where the options say.
-CREDENTIALS_DIR = "/var/run/secrets/dr"
-
-
-@dataclass(frozen=True)
-class Credential:
-    """A credential a source reads at run time: kept in a Kubernetes Secret, referenced by the
-    rendered objects, never written into them."""
-
-    key: str  # its key in the dr credentials Secret ("vault-token", "git-credentials")
-    what: str  # for people: what to put under the key
-    env: str | None = None  # read from this environment variable (env valueFrom secretKeyRef)
-    path: str | None = None  # or from this file (mounted from the Secret)
-    optional: bool = False  # the pod starts without it (another way exists: IRSA for AWS keys)
-
-
-@dataclass(frozen=True)
-class ApiRead:
-    """Kubernetes API resources a source reads (get, list, watch) in the cluster it runs in."""
-
-    group: str  # the API group: "" the core group, "*" every group
-    resources: tuple[str, ...]  # plurals; ("*",) every resource of the group
-    namespaces: tuple[str, ...] = ()  # only in these namespaces; empty: cluster-wide
-    why: str = ""
-
-
-@dataclass(frozen=True)
-class ApiWrite:
-    """Kubernetes API resources a source writes (creates, deletes...) in ONE namespace of the
-    cluster it runs in: a Role and RoleBinding there, never a cluster-wide grant."""
-
-    group: str  # the API group: "" the core group ("*" is refused: say which)
-    resources: tuple[str, ...]  # plurals, named (never "*")
-    verbs: tuple[str, ...]  # exactly the verbs used
-    namespace: str | None = None  # none: the namespace the backup runs in
-    why: str = ""
-
-
-# The AWS SDK's keys, for every exporter that calls AWS: optional, as IRSA (a role on the
-# service account) is the better way on EKS.
-AWS_CREDENTIALS = (Credential("aws-access-key-id", "an AWS access key id (leave out with IRSA)",
-                              env="AWS_ACCESS_KEY_ID", optional=True),
-                   Credential("aws-secret-access-key", "its secret access key (leave out with IRSA)",
-                              env="AWS_SECRET_ACCESS_KEY", optional=True))
-
-
-@dataclass
-class RunNeeds:
-    """What one source needs in a pod: where it connects, what it reads, what it must be given."""
-
-    endpoints: list[str] = field(default_factory=list)  # URLs, or host:port
-    credentials: list[Credential] = field(default_factory=list)
-    api_reads: list[ApiRead] = field(default_factory=list)
-    api_writes: list[ApiWrite] = field(default_factory=list)  # namespaced only
-    paths: list[str] = field(default_factory=list)  # local paths read (mounted read-only)
-    env: dict[str, str] = field(default_factory=dict)  # plain settings, never a secret
-    notes: list[str] = field(default_factory=list)  # what a deployment cannot express, for people
-    service_account_token: bool = False  # the pod's token is mounted (Vault's kubernetes login)
 
 
 @dataclass(frozen=True)

@@ -45,8 +45,9 @@ def test_a_files_backup_imports_no_client_it_does_not_use(tmp_path):
     assert seen["codes"] == [0, 0]
     assert seen["heavy"] == []
     # the registry loads the files exporter only; the CLI loads the backup command only
+    # (pod_needs is part of the contract, a module of its own)
     assert seen["exporters"] == ["dr.exporters.adapters", "dr.exporters.contract", "dr.exporters.files",
-                                 "dr.exporters.registry"]
+                                 "dr.exporters.pod_needs", "dr.exporters.registry"]
     assert seen["commands"] == ["dr.cli.commands.backup"]
 
 
