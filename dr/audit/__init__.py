@@ -54,8 +54,8 @@ blocker makes `dr audit` exit 4 (Exit.BLOCKERS).
 from dr.audit.auditing import choose_audited_target, run_audit
 from dr.audit.audits import AuditReport
 from dr.audit.findings import CODES, Finding
-from dr.audit.scenarios import scenarios_for
+from dr.audit.scenarios import location_scenarios, scenarios_for
 from dr.model.recovery import Scenario, UnknownDomain
 
 __all__ = ["AuditReport", "CODES", "Finding", "Scenario", "UnknownDomain", "choose_audited_target",
-           "run_audit", "scenarios_for"]
+           "location_scenarios", "run_audit", "scenarios_for"]

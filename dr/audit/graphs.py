@@ -153,7 +153,7 @@ def _dependency(graph: _Graph, item: Judged, domain: str, sources: dict[str, str
 def _assemble(graph: _Graph, tree: DomainTree, result: ScenarioResult) -> str:
     lost = result.scenario.lost
     include: set[str] = set()
-    for domain in set(graph.nodes) | set(result.scenario.failed):
+    for domain in set(graph.nodes) | set(result.scenario.failed_domains):
         if domain != NOWHERE:
             include.update(tree.ancestors(domain))
     children: dict[str | None, list[str]] = defaultdict(list)
@@ -167,7 +167,7 @@ def _assemble(graph: _Graph, tree: DomainTree, result: ScenarioResult) -> str:
              "  edge [arrowsize=0.6, fontname=Helvetica];"]
     lines += [f"  {n}" for n in graph.loose]
     for root in children[None]:
-        lines += _cluster(root, tree, children, graph, lost, result.scenario.failed, "  ")
+        lines += _cluster(root, tree, children, graph, lost, result.scenario.failed_domains, "  ")
     if graph.nodes.get(NOWHERE):
         lines += ["  subgraph cluster_nowhere {",
                   '    label="placed nowhere"; style="dashed,rounded"; color="#757575";']

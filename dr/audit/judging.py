@@ -90,7 +90,8 @@ class DependencyJudge:
         self.evidence = Evidence(plan, index.provides, copy_is_intact, placements)
 
     def judge(self, scenario: Scenario, copies_survive: bool) -> list[Judged]:
-        judge = RecoveryJudge(self.evidence, scenario.lost, copies_survive, holder="the audited target")
+        judge = RecoveryJudge(self.evidence, scenario.lost, copies_survive, holder="the audited target",
+                              lost_locations=scenario.lost_locations)
         judged = [Judged(use, judge.judge(use.reference)) for use in self.index.uses.values()]
         return judged + [_any_judged(need, found) for need, found in judge_needs(judge, self.any_needs)]
 

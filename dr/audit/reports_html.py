@@ -78,7 +78,7 @@ def _scenario_table(report: AuditReport) -> str:
     rows = []
     for result in report.scenarios:
         cells = "".join(f"<td>{result.counts[v]}</td>" for v in VERDICTS)
-        rows.append(f"<tr><td>{e(result.scenario.label)}</td><td>{e(', '.join(sorted(result.scenario.lost)))}</td>"
+        rows.append(f"<tr><td>{e(result.scenario.label)}</td><td>{e(result.scenario.lost_summary)}</td>"
                     f"<td>{e(', '.join(result.essentials.surviving_targets) or 'none')}</td>{cells}</tr>")
     return ("<h2>Scenarios</h2><table><tr><th>Scenario</th><th>Lost domains</th><th>Surviving targets</th>"
             f"{head}</tr>{''.join(rows)}</table>")

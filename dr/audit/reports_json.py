@@ -29,6 +29,7 @@ def _scenario(result: ScenarioResult) -> dict[str, Any]:
         "label": scenario.label,
         "failed": list(scenario.failed),
         "lost_domains": sorted(scenario.lost),
+        "lost_locations": sorted(scenario.lost_locations),
         "surviving_targets": list(result.essentials.surviving_targets),
         "snapshot_survives": result.essentials.copies_survive,
         "dependencies": dict(result.counts),

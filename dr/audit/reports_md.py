@@ -78,7 +78,7 @@ def _scenario_table(report: AuditReport) -> list[str]:
              "|---|---|---|---|" + "---|" * len(VERDICTS)]
     for result in report.scenarios:
         blockers = sum(1 for f in report.findings_for(result.name) if f.severity == "blocker")
-        lines.append(f"| {escape(result.scenario.label)} | {escape(', '.join(sorted(result.scenario.lost)))} | "
+        lines.append(f"| {escape(result.scenario.label)} | {escape(result.scenario.lost_summary)} | "
                      f"{escape(', '.join(result.essentials.surviving_targets) or 'none')} | {blockers} | "
                      + " | ".join(str(result.counts[v]) for v in VERDICTS) + " |")
     return lines

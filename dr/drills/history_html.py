@@ -40,15 +40,20 @@ def render_history_html(plan: str, target: str, records: list[dict[str, Any]],
     rto_bars = [Bar(_when(r), _title(r), [(p, float(r["rto"]["phases"].get(p, 0.0))) for p in PHASES])
                 for r in records]
     rpo_bars = [Bar(_when(r), _title(r), [("rpo", float(r["rpo_seconds"]))]) for r in records]
-    body = [f"<h1>Drills of plan {_text(plan)} in target {_text(target)}</h1>",
+    body = [f"<h1>Drills of plan {text(plan)} in target {text(target)}</h1>",
             f"<p>{len(records)} drill(s), oldest first. The dashed red line is the plan's tightest objective.</p>",
-            "<h2>Measured RTO per phase</h2>", _legend(PHASES),
-            _chart("measured RTO per phase", rto_bars, rto, "rto"),
+            "<h2>Measured RTO per phase</h2>", legend(PHASES),
+            chart("measured RTO per phase", rto_bars, rto, "rto"),
             "<h2>Measured RPO (age of the data restored)</h2>",
-            _chart("measured RPO", rpo_bars, rpo, "rpo"),
+            chart("measured RPO", rpo_bars, rpo, "rpo"),
             "<h2>The drills</h2>", _table(records)]
+    return page(f"dr drill history: {plan}", body)
+
+
+def page(title: str, body: list[str]) -> str:
+    """A whole page around `body` (already HTML), with the style inline."""
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>dr drill history: {_text(plan)}</title><style>{_STYLE}</style></head>\n<body>\n"
+            f"<title>{text(title)}</title><style>{_STYLE}</style></head>\n<body>\n"
             + "\n".join(body) + "\n</body></html>\n")
 
 
@@ -57,7 +62,7 @@ _STYLE = ("body{font-family:sans-serif;margin:2em;color:#222} table{border-colla
           ".swatch{display:inline-block;width:.9em;height:.9em;margin-right:.3em;vertical-align:middle}")
 
 
-def _text(value: object) -> str:
+def text(value: object) -> str:
     return escape(redact(str(value)))
 
 
@@ -65,7 +70,7 @@ def _when(record: dict[str, Any]) -> str:
     return record["started"][5:19].replace("T", " ")  # MM-DD HH:MM:SS
 
 
-def _seconds(value: float) -> str:
+def seconds_text(value: float) -> str:
     """Drills of small test plans take milliseconds: show them, not "0.0s"."""
     return f"{value * 1000:.0f} ms" if value < 1 else show(value)
 
@@ -74,13 +79,13 @@ def _title(record: dict[str, Any]) -> str:
     return f"{record['started'][:19]} {record['scenario']}: {record['result']}"
 
 
-def _legend(keys) -> str:
+def legend(keys) -> str:
     items = "".join(f'<span><i class="swatch" style="background:{COLOURS[k]}"></i>{k}</span>' for k in keys)
     return f'<p class="legend">{items}<span><i class="swatch" style="background:{OBJECTIVE_COLOUR}"></i>' \
            "objective</span></p>"
 
 
-def _chart(title: str, bars: list[Bar], objective: Objective | None, kind: str) -> str:
+def chart(title: str, bars: list[Bar], objective: Objective | None, kind: str) -> str:
     if not bars:
         return "<p>No drills recorded yet: run dr drill --plan FILE --failed DOMAIN --to SCRATCH.</p>"
     tallest = max(sum(s for _, s in b.parts) for b in bars)
@@ -96,7 +101,7 @@ def _chart(title: str, bars: list[Bar], objective: Objective | None, kind: str) 
         return TOP + plot_h * (1 - seconds / top)
 
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{WIDTH}" height="{HEIGHT}" '
-             f'viewBox="0 0 {WIDTH} {HEIGHT}" aria-label="{_text(title)}">']
+             f'viewBox="0 0 {WIDTH} {HEIGHT}" aria-label="{text(title)}">']
     parts += _grid(top, y)
     every = max(1, len(bars) // 10)  # at most ~10 axis labels
     for i, bar in enumerate(bars):
@@ -105,11 +110,11 @@ def _chart(title: str, bars: list[Bar], objective: Objective | None, kind: str) 
         for key, seconds in bar.parts:
             parts.append(f'<rect x="{x:.1f}" y="{y(base + seconds):.1f}" width="{width:.1f}" '
                          f'height="{y(base) - y(base + seconds):.1f}" fill="{COLOURS[key]}">'
-                         f'<title>{_text(bar.title)}: {key} {_text(_seconds(seconds))}</title></rect>')
+                         f'<title>{text(bar.title)}: {key} {text(seconds_text(seconds))}</title></rect>')
             base += seconds
         if i % every == 0:
             parts.append(f'<text x="{x + width / 2:.1f}" y="{HEIGHT - BOTTOM + 16}" font-size="11" '
-                         f'text-anchor="middle">{_text(bar.label)}</text>')
+                         f'text-anchor="middle">{text(bar.label)}</text>')
     parts += _objective_line(objective, y, kind, on_scale)
     parts.append("</svg>")
     return "\n".join(parts)
@@ -123,28 +128,28 @@ def _grid(top: float, y) -> list[str]:
         lines.append(f'<line x1="{LEFT}" y1="{y(seconds):.1f}" x2="{WIDTH - RIGHT}" y2="{y(seconds):.1f}" '
                      'stroke="#ddd"/>')
         lines.append(f'<text x="{LEFT - 6}" y="{y(seconds) + 4:.1f}" font-size="11" text-anchor="end">'
-                     f'{_text(_seconds(seconds))}</text>')
+                     f'{text(seconds_text(seconds))}</text>')
     return lines
 
 
 def _objective_line(objective: Objective | None, y, kind: str, on_scale: bool) -> list[str]:
     if objective is None or not on_scale:
         said = f"no {kind} objective in the plan" if objective is None else \
-            f"{kind} objective {_seconds(objective.seconds)} ({objective.source}): far above every drill, off this scale"
-        return [f'<text x="{LEFT + 8}" y="{TOP - 10}" font-size="12" fill="{OBJECTIVE_COLOUR}">{_text(said)}</text>']
+            f"{kind} objective {seconds_text(objective.seconds)} ({objective.source}): far above every drill, off this scale"
+        return [f'<text x="{LEFT + 8}" y="{TOP - 10}" font-size="12" fill="{OBJECTIVE_COLOUR}">{text(said)}</text>']
     at = y(objective.seconds)
     return [f'<line x1="{LEFT}" y1="{at:.1f}" x2="{WIDTH - RIGHT}" y2="{at:.1f}" stroke="{OBJECTIVE_COLOUR}" '
             'stroke-width="3" stroke-dasharray="8 5"/>',
             f'<text x="{WIDTH - RIGHT}" y="{at - 6:.1f}" font-size="12" text-anchor="end" fill="{OBJECTIVE_COLOUR}">'
-            f'{kind} objective {_text(_seconds(objective.seconds))} ({_text(objective.source)})</text>']
+            f'{kind} objective {text(seconds_text(objective.seconds))} ({text(objective.source)})</text>']
 
 
 def _table(records: list[dict[str, Any]]) -> str:
     rows = ["<table><tr><th>started</th><th>scenario</th><th>result</th><th>RPO</th><th>RTO</th>"
             + "".join(f"<th>{p}</th>" for p in PHASES) + "</tr>"]
     for r in records:
-        phases = "".join(f"<td>{_text(_seconds(r['rto']['phases'].get(p, 0.0)))}</td>" for p in PHASES)
-        rows.append(f"<tr><td>{_text(r['started'][:19].replace('T', ' '))}</td><td>{_text(r['scenario'])}</td>"
-                    f"<td>{_text(r['result'])}</td><td>{_text(_seconds(r['rpo_seconds']))}</td>"
-                    f"<td>{_text(_seconds(r['rto']['total_seconds']))}</td>{phases}</tr>")
+        phases = "".join(f"<td>{text(seconds_text(r['rto']['phases'].get(p, 0.0)))}</td>" for p in PHASES)
+        rows.append(f"<tr><td>{text(r['started'][:19].replace('T', ' '))}</td><td>{text(r['scenario'])}</td>"
+                    f"<td>{text(r['result'])}</td><td>{text(seconds_text(r['rpo_seconds']))}</td>"
+                    f"<td>{text(seconds_text(r['rto']['total_seconds']))}</td>{phases}</tr>")
     return "\n".join(rows + ["</table>"])

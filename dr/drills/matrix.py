@@ -2,15 +2,18 @@
 
 Where it sits: `dr drill --matrix` calls run_matrix(), which runs dr.drills.drilling.run_drill
 for each scenario of the plan's protects_against (each domain failing alone, as `dr audit`
-judges them), in that order, each into its own scratch folder (`<scratch>/<scenario>`, so no
+judges them), in that order, then one per kind of location the seed's matrix names besides
+domains, where the plan has such locations in a protected domain: registry loss (`kind:registry`:
+the platform's registries fail, their clusters stay up) and secret-store loss
+(`kind:secret-store`), each into its own scratch folder (`<scratch>/<scenario>`, so no
 drill restores over another's); SOURCE=DEST destinations (a scratch cluster) are given to
 every drill. Every drill writes its own record to the history, tagged with the matrix's id and
 scenarios (`matrix`), so `dr drill --history --matrix` can show each matrix run as one table.
 A drill that fails does not stop the others: the matrix records what each scenario did.
 
-Left out: scenarios that are not failure domains (the loss of one registry or one secret store
-alone): the verdict engine fails domains, so such a loss is drilled by failing the domain that
-holds it.
+Left out: in a registry or secret-store loss the essentials (targets, their credentials) are
+judged by their domains only, so a target whose credentials come from the lost secret store is
+not flagged by that scenario (it is by its domain's).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import secrets
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from dr.audit import scenarios_for
+from dr.audit import location_scenarios, scenarios_for
 from dr.drills.drilling import run_drill
 from dr.model.plans import Plan
 from dr.model.recovery import Scenario
@@ -40,7 +43,7 @@ def _folder(scratch: str | None, scenario: Scenario) -> str | None:
 def run_matrix(plan: Plan, registry, *, scratch: str | None, destinations: dict[str, str],
                on_drill: Callable[[Scenario], None] = lambda s: None, **drill: Any) -> dict[str, Any]:
     """Run every scenario's drill; return {id, scenarios, drills (their records)}."""
-    scenarios = scenarios_for(plan)
+    scenarios = scenarios_for(plan) + location_scenarios(plan)
     tag = {"id": matrix_id(), "scenarios": [s.name for s in scenarios]}
     records = []
     for scenario in scenarios:

@@ -20,7 +20,7 @@ import re
 
 from dr.model.plans import Plan, TargetSpec
 from dr.model.recovery import (BLOCKED, CREDENTIALS, KEY, OK, REMAPPED, TARGET, UNKNOWN, EssentialVerdicts, Judgement,
-                               RecoveryJudge, is_lost, judge_any, normalize)
+                               RecoveryJudge, judge_any, normalize)
 from dr.exporters.contract import AnyOf
 from dr.restore.remaps import rewrite
 from dr.restore.steps import Need, Step
@@ -118,7 +118,7 @@ class NeedJudge:
                 j = self.judge.judge(unit.to + "/")
             if j.placement.domain is None:
                 continue  # a local folder or a context name: where the restore runs, not placed
-            if is_lost(j.placement.domain, self.judge.lost):
+            if self.judge.loses(j.placement):
                 needs.append(Need("destination", unit.to, BLOCKED,
                                   f"the step would write to {self.where(j)}, which is lost when {self.label}"
                                   f" (destination from {unit.how}): give --to {step.name}=DEST or a remap"))

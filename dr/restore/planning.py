@@ -107,10 +107,11 @@ def plan_restore(plan: Plan, snapshot: Snapshot, artifacts: list[Artifact], targ
     if exporters is None:
         exporters = planning_exporters(plan, Registry())
     destinations = dict(destinations or {})
-    failure = scenario(plan.domains, failed)
+    failure = scenario(plan.domains, failed, plan.placer.locations, plan.spec.protects_against)
     evidence = Evidence(plan, copies_of(artifacts), lambda c: all(blob_exists(d) for d in c.chunks))
     essentials_judged = judge_essentials(essentials(plan, evidence.placements, needs_key=True), failure.lost)
-    judge = RecoveryJudge(evidence, failure.lost, essentials_judged.reachable(target.name))
+    judge = RecoveryJudge(evidence, failure.lost, essentials_judged.reachable(target.name),
+                          lost_locations=failure.lost_locations)
     held = {r.name: r for r in snapshot.sources}
     steps = group_steps(artifacts, {s.name: s.type for s in plan.spec.sources}, exporters)
     preconditions = precondition_needs(plan, essentials_judged, target, failure.label)

@@ -64,3 +64,29 @@ def test_format_html_without_history_or_with_json_on_stdout_is_a_usage_error(tmp
                  "--format", "html"]) == Exit.USAGE
     assert main(["drill", "--plan", plan, "--history", "--format", "html", "--json"]) == Exit.USAGE
     assert "name the page's file with --out" in capsys.readouterr().err
+
+
+def test_the_matrix_history_page_charts_each_scenario_over_the_matrix_runs(tmp_path, capsys):
+    plan = files_plan(tmp_path, "matrix-charted", {"config": data_folder(tmp_path, "config")}, rpo="1s", rto="1s")
+    assert main(["backup", "--plan", plan, "-q"]) == Exit.OK
+    page = tmp_path / "matrix.html"
+    assert main(["drill", "--plan", plan, "--history", "--matrix", "--format", "html", "--out", str(page),
+                 "-q"]) == Exit.OK
+    assert "No drill matrix recorded yet" in page.read_text()
+    for i in range(2):
+        assert main(["drill", "--plan", plan, "--matrix", "--to", str(tmp_path / f"scratch{i}"), "-q"]) == Exit.OK
+    # a single drill between them is not a matrix run: it is not charted here
+    assert main(["drill", "--plan", plan, "--failed", "cluster-a", "--to", str(tmp_path / "single"),
+                 "-q"]) == Exit.OK
+    assert main(["drill", "--plan", plan, "--history", "--matrix", "--format", "html", "--out", str(page),
+                 "-q"]) == Exit.OK
+    html = page.read_text()
+    assert "2 matrix run(s)" in html and "Scenario cluster-a: measured RTO per phase" in html
+    assert html.count("<svg") == 1  # the plan protects one domain and has no registry or secret store
+    assert html.count(f'fill="{COLOURS["restore"]}"') == 2  # one bar per matrix run
+    assert html.count("<h3>Matrix ") == 2 and "rto objective 1.0s (config)" in html
+    chromium = _chromium()
+    shot = tmp_path / "shot.png"
+    subprocess.run([chromium, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--window-size=900,900",
+                    f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=120, check=True)
+    assert _pixels(shot, COLOURS["restore"]) > 100 and _pixels(shot, OBJECTIVE_COLOUR) > 200

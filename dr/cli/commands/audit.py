@@ -42,7 +42,8 @@ def arguments(p: argparse.ArgumentParser) -> None:
     plan_arg(p)
     p.add_argument("--failed", action="append", metavar="DOMAIN",
                    help="a failure domain that is gone (repeatable: all fail at once); default: one "
-                        "scenario per domain in the plan's protects_against")
+                        "scenario per domain in the plan's protects_against"
+                        "; or kind:KIND (every location of that kind in a protected domain, e.g. kind:registry) or location:NAME: locations that fail while their domains stay up")
     p.add_argument("--snapshot", default="latest", metavar="ID", help="id prefix or 'latest' (default)")
     p.add_argument("--format", choices=sorted(RENDERERS), help="report format (default md; json with --json)")
     p.add_argument("--out", metavar="FILE", help="write the report here instead of stdout")

@@ -28,19 +28,21 @@ from dr.restore.destinations import parse_destinations
 def arguments(p: argparse.ArgumentParser) -> None:
     plan_arg(p)
     p.add_argument("--failed", action="append", metavar="DOMAIN",
-                   help="a failure domain the drill pretends is gone (repeatable: all fail at once)")
+                   help="a failure domain the drill pretends is gone (repeatable: all fail at once)"
+                        "; or kind:KIND (every location of that kind in a protected domain, e.g. kind:registry) or location:NAME: locations that fail while their domains stay up")
     p.add_argument("--to", action="append", metavar="SCRATCH|SOURCE=DEST",
                    help="a scratch folder (each source restores into its own subfolder), and/or "
                         "SOURCE=DEST for a source (a kubernetes source needs a scratch cluster context)")
     p.add_argument("--matrix", action="store_true",
-                   help="drill every scenario the plan protects against (each protects_against domain), one "
-                        "after another, each into its own subfolder of the scratch folder, and print the "
-                        "measured RPO and RTO per scenario and phase as one table; with --history: each "
-                        "matrix run so far")
+                   help="drill every scenario the plan protects against (each protects_against domain, then "
+                        "registry loss and secret-store loss where the plan has such locations), one after "
+                        "another, each into its own subfolder of the scratch folder, and print the measured RPO "
+                        "and RTO per scenario and phase as one table; with --history: each matrix run so far")
     p.add_argument("--history", action="store_true", help="show the drill history and its trend instead")
     p.add_argument("--format", choices=["text", "html"], default="text",
                    help="with --history: text (default), or an HTML page charting measured RPO and RTO per "
-                        "phase over time beside the plan's objectives (inline SVG, nothing fetched)")
+                        "phase over time beside the plan's objectives (inline SVG, nothing fetched); with "
+                        "--history --matrix: a chart per scenario over the matrix runs")
     p.add_argument("--out", metavar="FILE", help="with --history: write the history here instead of stdout")
     p.add_argument("--snapshot", default="latest", metavar="ID", help="id prefix or 'latest' (default)")
     p.add_argument("--target", metavar="NAME", help="read the snapshot from this target")
@@ -147,7 +149,7 @@ def _history(args: argparse.Namespace, out: Output) -> int:
     repo.open()
     records = read_history(repo)
     if args.matrix:
-        return _matrix_history(args, out, records, target.name)
+        return _matrix_history(args, out, plan, records, target.name)
     summary = trend(records)
     if args.format == "html":
         _history_page(args, out, plan, target.name, records)
@@ -157,14 +159,18 @@ def _history(args: argparse.Namespace, out: Output) -> int:
     return Exit.OK
 
 
-def _matrix_history(args: argparse.Namespace, out: Output, records: list[dict], target: str) -> int:
+def _matrix_history(args: argparse.Namespace, out: Output, plan, records: list[dict], target: str) -> int:
     from dr.drills.describing import matrix_history_lines
     from dr.drills.matrix import matrices
 
-    if args.format != "text":
-        raise UsageError("--history --matrix is text (or --json); the HTML page charts single drills")
     found = matrices(records)
-    _history_text(args, out, matrix_history_lines(found, target))
+    if args.format == "html":
+        from dr.drills.matrix_html import render_matrix_history_html
+
+        deliver(out, render_matrix_history_html(plan.name, target, found, _tightest(plan, "rto")), args.out,
+                "drill matrix history")
+    else:
+        _history_text(args, out, matrix_history_lines(found, target))
     out.document({"target": target, "matrices": found})
     return Exit.OK
 
@@ -178,15 +184,19 @@ def _history_text(args: argparse.Namespace, out: Output, lines: list[str]) -> No
 
 
 def _history_page(args: argparse.Namespace, out: Output, plan, target: str, records: list[dict]) -> None:
-    from dr.drills.history_html import Objective, render_history_html
+    from dr.drills.history_html import render_history_html
 
-    def tightest(kind: str) -> Objective | None:
-        found = [(getattr(s, f"{kind}_delta").total_seconds(), s.name) for s in plan.spec.sources
-                 if getattr(s, f"{kind}_delta") is not None]
-        return Objective(*min(found)) if found else None
+    deliver(out, render_history_html(plan.name, target, records, _tightest(plan, "rto"), _tightest(plan, "rpo")),
+            args.out, "drill history")
 
-    deliver(out, render_history_html(plan.name, target, records, tightest("rto"), tightest("rpo")), args.out,
-            "drill history")
+
+def _tightest(plan, kind: str):
+    """The plan's tightest objective of this kind (rto, rpo) and its source, or None."""
+    from dr.drills.history_html import Objective
+
+    found = [(getattr(s, f"{kind}_delta").total_seconds(), s.name) for s in plan.spec.sources
+             if getattr(s, f"{kind}_delta") is not None]
+    return Objective(*min(found)) if found else None
 
 
 DRILL = CommandSpec("drill", help_of("drill"), arguments, run)

@@ -47,7 +47,8 @@ def arguments(p: argparse.ArgumentParser) -> None:
                    help="where to restore (exporter-specific: a directory, a remote URL, a kube context); "
                         "repeatable as SOURCE=DEST when restoring the whole plan")
     p.add_argument("--failed", action="append", metavar="DOMAIN",
-                   help="whole plan: a failure domain that is gone (repeatable); steps that need it are refused")
+                   help="whole plan: a failure domain that is gone (repeatable); steps that need it are refused"
+                        "; or kind:KIND (every location of that kind in a protected domain, e.g. kind:registry) or location:NAME: locations that fail while their domains stay up")
     p.add_argument("--force", action="store_true", help="whole plan: run steps refused for blockers anyway")
     p.add_argument("--resume", metavar="RESTORE_ID", help="whole plan: continue this restore's journal")
     p.add_argument("--new", action="store_true",

@@ -7,8 +7,9 @@ so drills (an audit and a restore plan over the same snapshot) all judge through
 else decides a verdict.
 
   verdicts     the Verdict enum (ok, remapped, blocker, unknown), its severity, worst();
-  scenarios    Scenario: the failed domains, every domain lost with them, a label;
-               UnknownDomain for a name the plan does not have;
+  scenarios    Scenario: the failed domains, every domain lost with them, a label, and the
+               locations lost alone (kind:KIND, location:NAME); UnknownDomain for a name
+               the plan does not have;
   copies       what the snapshot's artifacts provide (meta['provides']) and normalize();
   judging      Placements (cached), Evidence (placements and intact copies, the same in every
                scenario) and RecoveryJudge (one scenario);
@@ -16,7 +17,8 @@ else decides a verdict.
   alternatives needs met by any one of several references (an exporter's AnyOf), judged alike.
 
 The rules (written out for operators in dr.audit's module docstring; this code is that text):
-  lost      a domain is lost when it, or any domain it is nested in, failed;
+  lost      a domain is lost when it, or any domain it is nested in, failed; a reference is
+            lost when its domain is, or the location that placed it failed alone;
   ok        the reference is placed (plan.placer) in a domain that is not lost; or it is
             placed nowhere but COVERED: the snapshot brings it back itself;
   remapped  placed in a lost domain but COVERED: the restore rebuilds it from the copy;
@@ -34,10 +36,11 @@ from dr.model.recovery.copies import Copy, artifact_name, copies_of, normalize, 
 from dr.model.recovery.essentials import (CREDENTIALS, DR_IMAGE, KEY, TARGET, Essential, EssentialVerdicts,
                                           essentials, judge_essentials)
 from dr.model.recovery.judging import Evidence, Judgement, Placements, RecoveryJudge
-from dr.model.recovery.scenarios import Scenario, UnknownDomain, is_lost, lost_domains, scenario
+from dr.model.recovery.scenarios import (Scenario, UnknownDomain, UnknownLoss, is_location_loss, is_lost,
+                                         location_kinds, lost_domains, placement_lost, scenario)
 from dr.model.recovery.verdicts import BLOCKED, OK, REMAPPED, SEVERITY, UNKNOWN, VERDICTS, Verdict, worst
 
 __all__ = ["AnyJudgement", "BLOCKED", "CREDENTIALS", "Copy", "DR_IMAGE", "Essential", "EssentialVerdicts", "Evidence", "Judgement",
            "KEY", "OK", "Placements", "REMAPPED", "RecoveryJudge", "SEVERITY", "Scenario", "TARGET", "UNKNOWN",
-           "UnknownDomain", "VERDICTS", "Verdict", "artifact_name", "copies_of", "essentials", "is_lost",
-           "judge_any", "judge_essentials", "lost_domains", "normalize", "provided_by", "provided_in", "scenario", "worst"]
+           "UnknownDomain", "UnknownLoss", "VERDICTS", "Verdict", "artifact_name", "copies_of", "essentials", "is_location_loss", "is_lost", "location_kinds",
+           "judge_any", "judge_essentials", "lost_domains", "normalize", "placement_lost", "provided_by", "provided_in", "scenario", "worst"]

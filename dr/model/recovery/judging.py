@@ -15,7 +15,7 @@ from typing import Callable, Mapping
 from dr.model.locations import Placement
 from dr.model.plans import Plan
 from dr.model.recovery.copies import Copy, normalize
-from dr.model.recovery.scenarios import is_lost
+from dr.model.recovery.scenarios import placement_lost
 from dr.model.recovery.verdicts import BLOCKED, OK, REMAPPED, UNKNOWN, Verdict
 
 
@@ -93,20 +93,25 @@ class RecoveryJudge:
 
     lost: the scenario's lost domains; copies_survive: whether the snapshot's own copies count
     (its target and the credentials that reach it survive: EssentialVerdicts.reachable);
-    holder: what the note calls that target when its loss takes the copies with it.
+    holder: what the note calls that target when its loss takes the copies with it;
+    lost_locations: locations lost while their domains stay up (a registry-loss scenario).
     """
 
     def __init__(self, evidence: Evidence, lost: frozenset[str], copies_survive: bool,
-                 holder: str = "the snapshot's target"):
+                 holder: str = "the snapshot's target", lost_locations: frozenset[str] = frozenset()):
         self.evidence, self.lost, self.copies_survive, self.holder = evidence, lost, copies_survive, holder
+        self.lost_locations = lost_locations
         self.plan, self.copies, self.placements = evidence.plan, evidence.copies, evidence.placements
 
     def place(self, reference: str) -> Placement:
         return self.placements.place(reference)
 
+    def loses(self, placement: Placement) -> bool:
+        return placement_lost(placement, self.lost, self.lost_locations)
+
     def judge(self, reference: str) -> Judgement:
         placement = self.placements.place(reference)
-        if placement.domain is not None and not is_lost(placement.domain, self.lost):
+        if placement.domain is not None and not self.loses(placement):
             return Judgement(OK, placement)
         copy, note = self.evidence.intact_copy(reference)
         if placement.domain is None:
