@@ -68,7 +68,7 @@ def unknown_findings(items: list[Essential], placements: Placements, strict: boo
 
 def judge_scenario(items: list[Essential], scenario: Scenario, audited: str,
                    placements: Placements) -> EssentialStates:
-    judged = judge_essentials(items, scenario.lost)
+    judged = judge_essentials(items, scenario.lost, scenario.lost_locations)
     states = EssentialStates(judged, judged.reachable(audited))
     lost_targets = judged.lost_targets
     targets = [i for i in items if i.role == TARGET]
@@ -94,20 +94,26 @@ def judge_scenario(items: list[Essential], scenario: Scenario, audited: str,
             states.findings.append(finding(
                 "credentials-in-failed-domain", BLOCKER if audited_one else WARNING, item,
                 f"the credentials for target {item.owner} are kept at '{item.reference}' in "
-                f"{placements.path(item.domain)}, which is lost when {scenario.label}: the target "
+                f"{_where(item, scenario, placements)}, which is lost when {scenario.label}: the target "
                 f"survives but nobody can reach it" + ("" if audited_one else
                                                        " (it is not the audited target)")))
         elif item.role == KEY:
             states.findings.append(finding(
                 "key-in-failed-domain", BLOCKER, item,
                 f"the private key that decrypts secret content is kept at '{item.reference}' in "
-                f"{placements.path(item.domain)}, which is lost when {scenario.label}"))
+                f"{_where(item, scenario, placements)}, which is lost when {scenario.label}"))
         elif item.role == DR_IMAGE:
             states.findings.append(finding(
                 "dr-image-in-failed-domain", BLOCKER, item,
-                f"dr's own image '{item.reference}' is pulled from {placements.path(item.domain)}, "
+                f"dr's own image '{item.reference}' is pulled from {_where(item, scenario, placements)}, "
                 f"which is lost when {scenario.label}: the restore job cannot start"))
     return states
+
+
+def _where(item: Essential, scenario: Scenario, placements: Placements) -> str:
+    """Its domain's path; or, when its location failed alone, that location in the domain."""
+    path = placements.path(item.domain)
+    return f"location {item.location} ({path})" if item.location in scenario.lost_locations else str(path)
 
 
 class _FindingMaker:

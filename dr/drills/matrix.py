@@ -10,10 +10,6 @@ drill restores over another's); SOURCE=DEST destinations (a scratch cluster) are
 every drill. Every drill writes its own record to the history, tagged with the matrix's id and
 scenarios (`matrix`), so `dr drill --history --matrix` can show each matrix run as one table.
 A drill that fails does not stop the others: the matrix records what each scenario did.
-
-Left out: in a registry or secret-store loss the essentials (targets, their credentials) are
-judged by their domains only, so a target whose credentials come from the lost secret store is
-not flagged by that scenario (it is by its domain's).
 """
 
 from __future__ import annotations

@@ -109,7 +109,8 @@ def plan_restore(plan: Plan, snapshot: Snapshot, artifacts: list[Artifact], targ
     destinations = dict(destinations or {})
     failure = scenario(plan.domains, failed, plan.placer.locations, plan.spec.protects_against)
     evidence = Evidence(plan, copies_of(artifacts), lambda c: all(blob_exists(d) for d in c.chunks))
-    essentials_judged = judge_essentials(essentials(plan, evidence.placements, needs_key=True), failure.lost)
+    essentials_judged = judge_essentials(essentials(plan, evidence.placements, needs_key=True), failure.lost,
+                                         failure.lost_locations)
     judge = RecoveryJudge(evidence, failure.lost, essentials_judged.reachable(target.name),
                           lost_locations=failure.lost_locations)
     held = {r.name: r for r in snapshot.sources}

@@ -100,3 +100,16 @@ def test_the_matrix_adds_registry_and_secret_store_loss(world, capsys):
     assert code == Exit.OK and all(r["result"] == "recovered" for r in result["rows"])
     # its twin: the world's own plan has no registry in a protected domain (ecr is the DR side's)
     assert [s.name for s in location_scenarios(load_plan(world.plan))] == ["kind:secret-store"]
+
+
+def test_a_key_kept_in_the_lost_secret_store_is_a_blocker_of_that_scenario(world, capsys):
+    world.key_location = "k8s://cluster-a/dr-system/secret/age-key"  # cluster-secrets, in cluster-a
+    world.backup()
+    capsys.readouterr()
+    assert world.dr("audit", "--plan", world.plan, "--failed", "kind:secret-store", "--json") == Exit.BLOCKERS
+    found = [f for f in json.loads(capsys.readouterr().out)["findings"] if f["code"] == "key-in-failed-domain"]
+    assert len(found) == 1 and "location cluster-secrets" in found[0]["message"]
+    # its twin: the key in the escrow (a secret store in region-b, which the plan does not protect)
+    world.key_location = "https://escrow.region-b.example.com/keys/dr"
+    assert world.dr("audit", "--plan", world.plan, "--failed", "kind:secret-store", "--json") == Exit.OK
+    assert not [f for f in json.loads(capsys.readouterr().out)["findings"] if f["code"] == "key-in-failed-domain"]

@@ -8,7 +8,7 @@
 
 None of these can be rebuilt from the snapshot (the snapshot is behind them), so no remap
 applies: an essential is ok when placed in a surviving domain, a blocker when placed in a lost
-one, unknown when nothing places it or the plan does not declare it. The audit turns the
+one (or at a location lost alone: the key in a secret store that failed), unknown when nothing places it or the plan does not declare it. The audit turns the
 verdicts into findings (dr.audit.essentials); a restore plan into the needs of every step
 (dr.restore.needs: its own target, that target's credentials, the key).
 """
@@ -33,6 +33,7 @@ class Essential:
     domain: str | None
     how: str | None  # how it was placed
     owner: str | None = None  # the target it belongs to (targets and credentials)
+    location: str | None = None  # the plan's location that placed it, if one did
 
 
 def essentials(plan: Plan, placements: Placements, needs_key: bool) -> list[Essential]:
@@ -58,7 +59,7 @@ def _placed(placements: Placements, role: str, name: str, reference: str | None,
     if not reference:
         return Essential(role, name, "", None, None, owner)
     placement = placements.place(reference)
-    return Essential(role, name, reference, placement.domain, placements.how(placement), owner)
+    return Essential(role, name, reference, placement.domain, placements.how(placement), owner, placement.location)
 
 
 @dataclass(frozen=True)
@@ -87,11 +88,14 @@ class EssentialVerdicts:
         return not self.blocked(TARGET, target) and not self.blocked(CREDENTIALS, target)
 
 
-def judge_essentials(items: list[Essential], lost: frozenset[str]) -> EssentialVerdicts:
-    return EssentialVerdicts(tuple((item, _verdict(item, lost)) for item in items))
+def judge_essentials(items: list[Essential], lost: frozenset[str],
+                     lost_locations: frozenset[str] = frozenset()) -> EssentialVerdicts:
+    """lost_locations: locations lost while their domains stay up (kind:/location: scenarios)."""
+    return EssentialVerdicts(tuple((item, _verdict(item, lost, lost_locations)) for item in items))
 
 
-def _verdict(item: Essential, lost: frozenset[str]) -> Verdict:
+def _verdict(item: Essential, lost: frozenset[str], lost_locations: frozenset[str]) -> Verdict:
     if item.domain is None:
         return UNKNOWN
-    return BLOCKED if is_lost(item.domain, lost) else OK
+    lost_here = is_lost(item.domain, lost) or (item.location is not None and item.location in lost_locations)
+    return BLOCKED if lost_here else OK

@@ -8,9 +8,9 @@ A scenario can also lose locations while their domains stay up: `kind:KIND` fail
 location of that kind (`registry`, `secret-store`, ...) placed in a protected domain (the
 platform's registry deleted or its Vault corrupted, the clusters still running), and
 `location:NAME` fails one location. A reference placed at a lost location is judged as if its
-domain were lost. The drill matrix adds a scenario per such kind (registry loss, secret-store
-loss). What such a scenario does not reach: the essentials (targets and their credentials) are
-judged by their domains only.
+domain were lost, essentials included (the key or a target's credentials kept in a secret
+store that failed). The drill matrix adds a scenario per such kind (registry loss, secret-store
+loss).
 """
 
 from __future__ import annotations
