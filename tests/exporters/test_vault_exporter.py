@@ -81,9 +81,9 @@ def test_snapshot_and_configuration_round_trip(harness, openbao_source, openbao_
     assert "billing" in document["auth"]["approle/"]["roles"]
     assert document["pki"]["pki/"]["roles"]["svc"]["allowed_domains"] == ["svc.example"]
     assert [i["issuer_name"] for i in document["pki"]["pki/"]["issuers"].values()] == ["root-2026"]
-    kv = document["kv"]["secret/"]  # auto: OpenBao lists the versions with each folder
-    db = kv["secrets"]["apps/billing/db"]
-    assert kv["metadata"] == "versions" and db["current_version"] == 2 and sorted(db["versions"]) == ["1", "2"]
+    kv = document["kv"]["secret/"]  # by default the paths only: one LIST a folder, no read a secret
+    assert kv["metadata"] == "paths" and kv["secrets"]["apps/billing/db"] == {}
+    assert {"apps/billing/api", "platform/registry"} <= set(kv["secrets"])
 
     # restored without the unseal shares: the target seals; the custodians unseal it by hand
     outcomes = harness.restore(VaultExporter, opts, done.artifacts, identities=keys, to=openbao_target.address,
@@ -96,26 +96,14 @@ def test_snapshot_and_configuration_round_trip(harness, openbao_source, openbao_
     assert set(statuses(again).values()) == {OutcomeStatus.UNCHANGED}, again
 
 
-def test_kv_paths_only_record_reads_back_after_a_restore(harness, openbao_source, openbao_target, tmp_path,
-                                                        age_keys):
-    keys, recipient = age_keys
-    opts = options(openbao_source, tmp_path, kv_metadata="paths")
-    done = backup(harness, opts, tmp_path, recipient)
-    kv = json.loads(_plain(harness, done.by_identity()[CONFIG]))["kv"]["secret/"]
-    assert kv["metadata"] == "paths" and kv["secrets"]["apps/billing/db"] == {}
-    assert {"apps/billing/api", "platform/registry"} <= set(kv["secrets"])
-    restored = harness.restore(VaultExporter, opts, done.artifacts, identities=keys, to=openbao_target.address,
-                               remap=target_files(tmp_path, openbao_target, openbao_source.unseal_keys))
-    assert statuses(restored) == {SNAPSHOT: OutcomeStatus.RESTORED, CONFIG: OutcomeStatus.RESTORED}, restored
-    assert f"{len(kv['secrets'])} KV paths read back" in restored[0].reason
-
-
 def test_kv_versions_record_is_compared_by_version_whatever_the_plan_says_now(
         harness, openbao_source, openbao_target, tmp_path, age_keys):
     keys, recipient = age_keys
     done = backup(harness, options(openbao_source, tmp_path, kv_metadata="versions"), tmp_path, recipient)
     kv = json.loads(_plain(harness, done.by_identity()[CONFIG]))["kv"]["secret/"]
-    assert kv["metadata"] == "versions" and kv["secrets"]["platform/registry"]["current_version"] == 1
+    db = kv["secrets"]["apps/billing/db"]  # OpenBao lists them with the folder (detailed-metadata)
+    assert kv["metadata"] == "versions" and db["current_version"] == 2 and sorted(db["versions"]) == ["1", "2"]
+    assert kv["secrets"]["platform/registry"]["current_version"] == 1
     # the plan now says paths: the restore still reads the target's versions, as the record holds them
     opts = options(openbao_source, tmp_path, kv_metadata="paths")
     restored = harness.restore(VaultExporter, opts, done.artifacts, identities=keys, to=openbao_target.address,
@@ -148,21 +136,32 @@ path "sys/storage/raft/snapshot" { capabilities = ["read"] }
 """
 
 
-@pytest.mark.parametrize("mode, recorded", [("auto", "paths"), ("versions", "versions")])
-def test_without_a_detailed_listing_auto_records_paths_and_versions_reads_each_secret(
-        harness, openbao_source, tmp_path, age_keys, mode, recorded):
+def test_without_a_detailed_listing_versions_are_read_one_secret_at_a_time(harness, openbao_source, tmp_path,
+                                                                           age_keys):
     _, recipient = age_keys
     root = openbao_source.client()
     root.sys.create_or_update_policy("kv-metadata-only", METADATA_ONLY)
     token = root.auth.token.create(policies=["kv-metadata-only"])["auth"]["client_token"]
-    done = backup(harness, options(openbao_source, tmp_path, token=token, kv_metadata=mode), tmp_path, recipient)
+    done = backup(harness, options(openbao_source, tmp_path, token=token, kv_metadata="versions"), tmp_path,
+                  recipient)
     kv = json.loads(_plain(harness, done.by_identity()[CONFIG]))["kv"]["secret/"]
-    assert kv["metadata"] == recorded and {"apps/billing/db", "platform/registry"} <= set(kv["secrets"])
-    if recorded == "versions":  # read concurrently, one GET a secret: every entry is its own secret's
-        assert kv["secrets"]["apps/billing/db"]["current_version"] == 2
-        assert kv["secrets"]["platform/registry"]["current_version"] == 1
-    else:
-        assert kv["secrets"]["apps/billing/db"] == {}
+    assert kv["metadata"] == "versions" and {"apps/billing/db", "platform/registry"} <= set(kv["secrets"])
+    # read concurrently, one GET a secret: every entry is its own secret's
+    assert kv["secrets"]["apps/billing/db"]["current_version"] == 2
+    assert kv["secrets"]["platform/registry"]["current_version"] == 1
+    assert all(entry["current_version"] >= 1 for entry in kv["secrets"].values())
+
+
+def test_record_is_one_secret_a_line_and_reads_back_whole():
+    from dr.exporters.vault.configuration import render
+
+    document = {"mounts": {"secret/": {"type": "kv"}}, "kv": {
+        "secret/": {"version": 2, "metadata": "versions", "secrets": {
+            "b/x": {"current_version": 2, "versions": {"1": {"destroyed": False}}}, "a": {}}},
+        "old/": {"version": 1, "secrets": {}}, "denied/": {"unreadable": "permission denied"}}}
+    text = render(document).decode()
+    assert json.loads(text) == document
+    assert '    "b/x": {"current_version": 2, "versions": {"1": {"destroyed": false}}}\n' in text
 
 
 def _plain(harness, artifact) -> bytes:

@@ -4,16 +4,15 @@ Read through the API with the backup's token: secrets engine mounts, auth method
 AppRole and Kubernetes roles), ACL policies, PKI issuers (their public certificates) and roles,
 audit devices, namespaces where the server has them, and the KV paths, never a value.
 
-How much of the KV metadata is read is the `kv_metadata` option, because on HashiCorp Vault
-its cost is the number of secrets. `paths` lists each folder once (one LIST a folder), which is
+How much of the KV metadata is read is the `kv_metadata` option, because its cost is the
+number of secrets. `paths` (the default) lists each folder once (one LIST a folder), which is
 what the restore's read-back check needs. `versions` also records every secret's version
-numbers and times (custom metadata: its keys only): OpenBao lists them with each folder
-(`LIST <mount>/detailed-metadata/<folder>`), HashiCorp Vault only one secret at a time (one GET
-a secret, a few at once over the client's keep-alive connections). `auto` (the default) records
-versions where they come with the folder listing and paths where they would cost a request a
-secret. Each KV v2 mount's record says which it holds (`metadata`), so a restore reads the
-target the same way. The document is JSON with sorted keys, one fact per line, so two backups
-diff line by line.
+numbers and times (custom metadata: its keys only), which costs the server a storage read a
+secret: OpenBao lists them with each folder (`LIST <mount>/detailed-metadata/<folder>`),
+HashiCorp Vault answers one GET a secret (a few at once over the client's keep-alive
+connections). Each KV v2 mount's record says which it holds (`metadata`), so a restore reads
+the target the same way. The document is JSON with sorted keys, one fact per line (one secret
+a line), so two backups diff line by line.
 
 A part the token may not read is recorded as `{"unreadable": reason}` in place, never
 silently dropped; the exporter reports it as a warning finding.
@@ -41,7 +40,7 @@ _IGNORED = (hvac.exceptions.InvalidPath, hvac.exceptions.UnsupportedOperation)
 # Concurrent metadata reads with `kv_metadata: versions`: within requests' default pool of 10
 # keep-alive connections, and few enough not to crowd a small Vault.
 METADATA_WORKERS = 8
-AUTO, PATHS, VERSIONS = "auto", "paths", "versions"
+PATHS, VERSIONS = "paths", "versions"
 
 
 class Unreadable(Exception):
@@ -51,7 +50,7 @@ class Unreadable(Exception):
 class ConfigReader:
     """Reads one Vault's configuration document; `problems` lists the parts it could not read."""
 
-    def __init__(self, client: hvac.Client, kv_mounts: list[str] | None = None, kv_metadata: str = AUTO):
+    def __init__(self, client: hvac.Client, kv_mounts: list[str] | None = None, kv_metadata: str = PATHS):
         self.client = client
         self.kv_mounts = [m.rstrip("/") + "/" for m in kv_mounts] if kv_mounts is not None else None
         self.kv_metadata = kv_metadata
@@ -139,14 +138,12 @@ class ConfigReader:
         base = path.rstrip("/")
         if version != "2":
             return {"version": 1, "secrets": {key: {} for key in self._walk(base)}}
-        if self.kv_metadata != PATHS:
-            detailed = self._detailed(base)
-            if detailed is not None:
-                return {"version": 2, "metadata": VERSIONS, "secrets": detailed}
-        keys = self._walk(f"{base}/metadata")
-        if self.kv_metadata != VERSIONS:  # paths, or auto where versions would cost a read a secret
-            return {"version": 2, "metadata": PATHS, "secrets": {key: {} for key in keys}}
-        return {"version": 2, "metadata": VERSIONS, "secrets": self._kv2_entries(base, keys)}
+        if self.kv_metadata != VERSIONS:
+            return {"version": 2, "metadata": PATHS, "secrets": {key: {} for key in self._walk(f"{base}/metadata")}}
+        detailed = self._detailed(base)
+        if detailed is None:  # HashiCorp Vault: one GET a secret
+            detailed = self._kv2_entries(base, self._walk(f"{base}/metadata"))
+        return {"version": 2, "metadata": VERSIONS, "secrets": detailed}
 
     def _detailed(self, base: str) -> dict[str, dict[str, Any]] | None:
         """Every secret's metadata from OpenBao's `LIST <mount>/detailed-metadata/<folder>` (one
@@ -211,8 +208,28 @@ def _fields(mount: dict) -> dict[str, Any]:
 
 
 def render(document: dict[str, Any]) -> bytes:
-    """The stored form: sorted keys, indented, so a diff shows one changed fact per line."""
-    return json.dumps(document, sort_keys=True, indent=1).encode() + b"\n"
+    """The stored form: sorted keys, indented, so a diff shows one changed fact per line; each KV
+    secret is one line. That line comes from json's C encoder: the indenting encoder is pure
+    Python, and took seconds for 10,000 secrets' versions (measured, docs/benchmarks.md)."""
+    blocks: dict[str, dict] = {}
+    kv = {}
+    for mount, part in (document.get("kv") or {}).items():
+        if isinstance(part, dict) and isinstance(part.get("secrets"), dict) and part["secrets"]:
+            marker = f"\0kv-secrets:{mount}"  # a NUL: no mount path holds one
+            blocks[json.dumps(marker)] = part["secrets"]
+            part = {**part, "secrets": marker}
+        kv[mount] = part
+    text = json.dumps({**document, "kv": kv} if "kv" in document else document, sort_keys=True, indent=1)
+    for quoted, secrets in blocks.items():
+        text = text.replace(quoted, _one_a_line(secrets, depth=3), 1)
+    return text.encode() + b"\n"
+
+
+def _one_a_line(secrets: dict[str, Any], depth: int) -> str:
+    pad = " " * (depth + 1)
+    lines = ",\n".join(f"{pad}{json.dumps(key)}: {json.dumps(entry, sort_keys=True)}"
+                       for key, entry in sorted(secrets.items()))
+    return "{\n" + lines + "\n" + " " * depth + "}"
 
 
 def recorded_kv_metadata(document: dict[str, Any] | None) -> str:

@@ -108,9 +108,9 @@ class VaultOptions(ExporterOptions):
     tls_skip_verify: bool = False
     kv_mounts: list[str] | None = None  # KV mounts whose paths are recorded; default: every KV mount
     # what the record holds of each KV secret: its path (one LIST a folder), or also its versions
-    # and times (OpenBao lists them with the folder; HashiCorp Vault needs one GET a secret, the
-    # cost of a large Vault's backup); auto: versions where they come with the listing
-    kv_metadata: Literal["auto", "paths", "versions"] = "auto"
+    # and times, which cost the server a read a secret (OpenBao lists them with the folder,
+    # HashiCorp Vault answers one GET a secret): most of a large Vault's backup, so asked for
+    kv_metadata: Literal["paths", "versions"] = "paths"
     timeout_seconds: float = Field(default=60, gt=0)
 
     @field_validator("address")
