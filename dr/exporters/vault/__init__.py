@@ -9,6 +9,7 @@ Where it sits: a plugin like any other (entry point `vault`), run by `dr backup`
   configuration  the configuration as readable, diffable data, no secret values
   unsealing      how the Vault unseals, as dependencies the audit places
   exporter       the Exporter class: declarations, discover, export, restore
+  kinds          the artifact kinds and restore option keys the modules share
   restoring      the restore into a fresh raft cluster (snapshot-force), unseal, read back
 """
 

@@ -2,9 +2,17 @@
 
 Read through the API with the backup's token: secrets engine mounts, auth methods (with their
 AppRole and Kubernetes roles), ACL policies, PKI issuers (their public certificates) and roles,
-audit devices, namespaces where the server has them, and KV metadata: every path with its
-version numbers and times, never a value (custom metadata: its keys only). The document is
-JSON with sorted keys, one fact per line, so two backups diff line by line.
+audit devices, namespaces where the server has them, and the KV paths, never a value.
+
+How much of the KV metadata is read is the `kv_metadata` option, because its cost is the
+number of secrets. `paths` (the default) lists each folder once (one LIST a folder), which is
+what the restore's read-back check needs. `versions` also records every secret's version
+numbers and times (custom metadata: its keys only), which costs the server a storage read a
+secret: OpenBao lists them with each folder (`LIST <mount>/detailed-metadata/<folder>`),
+HashiCorp Vault answers one GET a secret (a few at once over the client's keep-alive
+connections). Each KV v2 mount's record says which it holds (`metadata`), so a restore reads
+the target the same way. The document is JSON with sorted keys, one fact per line (one secret
+a line), so two backups diff line by line.
 
 A part the token may not read is recorded as `{"unreadable": reason}` in place, never
 silently dropped; the exporter reports it as a warning finding.
@@ -16,6 +24,7 @@ that already holds the snapshot from one that differs.
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 import hvac
@@ -28,6 +37,10 @@ _BUILTIN_AUTH = {"token/"}
 _BUILTIN_POLICIES = {"default", "root"}
 _KV_VERSION_FIELDS = ("created_time", "deletion_time", "destroyed")
 _IGNORED = (hvac.exceptions.InvalidPath, hvac.exceptions.UnsupportedOperation)
+# Concurrent metadata reads with `kv_metadata: versions`: within requests' default pool of 10
+# keep-alive connections, and few enough not to crowd a small Vault.
+METADATA_WORKERS = 8
+PATHS, VERSIONS = "paths", "versions"
 
 
 class Unreadable(Exception):
@@ -37,9 +50,10 @@ class Unreadable(Exception):
 class ConfigReader:
     """Reads one Vault's configuration document; `problems` lists the parts it could not read."""
 
-    def __init__(self, client: hvac.Client, kv_mounts: list[str] | None = None):
+    def __init__(self, client: hvac.Client, kv_mounts: list[str] | None = None, kv_metadata: str = PATHS):
         self.client = client
         self.kv_mounts = [m.rstrip("/") + "/" for m in kv_mounts] if kv_mounts is not None else None
+        self.kv_metadata = kv_metadata
         self.problems: list[str] = []
 
     # -- the document ----------------------------------------------------------------------------
@@ -122,9 +136,38 @@ class ConfigReader:
     def _kv(self, path: str, mount: dict) -> dict[str, Any]:
         version = str((mount.get("options") or {}).get("version", "1"))
         base = path.rstrip("/")
-        if version == "2":
-            return {"version": 2, "secrets": {key: self._kv2_entry(base, key) for key in self._walk(f"{base}/metadata")}}
-        return {"version": 1, "secrets": {key: {} for key in self._walk(base)}}
+        if version != "2":
+            return {"version": 1, "secrets": {key: {} for key in self._walk(base)}}
+        if self.kv_metadata != VERSIONS:
+            return {"version": 2, "metadata": PATHS, "secrets": {key: {} for key in self._walk(f"{base}/metadata")}}
+        detailed = self._detailed(base)
+        if detailed is None:  # HashiCorp Vault: one GET a secret
+            detailed = self._kv2_entries(base, self._walk(f"{base}/metadata"))
+        return {"version": 2, "metadata": VERSIONS, "secrets": detailed}
+
+    def _detailed(self, base: str) -> dict[str, dict[str, Any]] | None:
+        """Every secret's metadata from OpenBao's `LIST <mount>/detailed-metadata/<folder>` (one
+        request a folder); None where the server has no such endpoint (HashiCorp Vault) or the
+        token may not use it, and where the mount is empty (either way nothing is lost)."""
+        try:
+            top = self.client.adapter.request("LIST", f"/v1/{base}/detailed-metadata/")
+        except (*_IGNORED, hvac.exceptions.Forbidden, hvac.exceptions.InvalidRequest):
+            return None
+        data = top.get("data") if isinstance(top, dict) else None
+        if not isinstance(data, dict) or not isinstance(data.get("key_info"), dict):
+            return None
+        return self._walk_detailed(base, "", data)
+
+    def _walk_detailed(self, base: str, prefix: str, data: dict) -> dict[str, dict[str, Any]]:
+        found: dict[str, dict[str, Any]] = {}
+        info = data.get("key_info") or {}
+        for key in sorted(data.get("keys") or []):
+            if key.endswith("/"):
+                found.update(self._walk_detailed(base, prefix + key,
+                                                 self._data("LIST", f"{base}/detailed-metadata/{prefix}{key}")))
+            else:
+                found[prefix + key] = _kv2_entry(info.get(key) or {})
+        return found
 
     def _walk(self, base: str, prefix: str = "") -> list[str]:
         """Every key under base/prefix, depth first, in sorted order."""
@@ -136,17 +179,28 @@ class ConfigReader:
                 found.append(prefix + key)
         return found
 
+    def _kv2_entries(self, base: str, keys: list[str]) -> dict[str, dict[str, Any]]:
+        """Every key's metadata; one GET each, so a few run at once (a refusal fails the mount)."""
+        if len(keys) < 2:
+            return {key: self._kv2_entry(base, key) for key in keys}
+        with ThreadPoolExecutor(min(METADATA_WORKERS, len(keys)), thread_name_prefix="vault-kv") as pool:
+            return dict(zip(keys, pool.map(lambda key: self._kv2_entry(base, key), keys)))
+
     def _kv2_entry(self, base: str, key: str) -> dict[str, Any]:
-        meta = self._data("GET", f"{base}/metadata/{key}")
-        return {
-            "current_version": meta.get("current_version"),
-            "oldest_version": meta.get("oldest_version"),
-            "max_versions": meta.get("max_versions"),
-            "created_time": meta.get("created_time"),
-            "custom_metadata_keys": sorted((meta.get("custom_metadata") or {}).keys()),
-            "versions": {v: {f: d.get(f) for f in _KV_VERSION_FIELDS}
-                         for v, d in sorted((meta.get("versions") or {}).items(), key=lambda i: int(i[0]))},
-        }
+        return _kv2_entry(self._data("GET", f"{base}/metadata/{key}"))
+
+
+def _kv2_entry(meta: dict) -> dict[str, Any]:
+    """What the record keeps of one secret's metadata: versions and times, custom metadata keys only."""
+    return {
+        "current_version": meta.get("current_version"),
+        "oldest_version": meta.get("oldest_version"),
+        "max_versions": meta.get("max_versions"),
+        "created_time": meta.get("created_time"),
+        "custom_metadata_keys": sorted((meta.get("custom_metadata") or {}).keys()),
+        "versions": {v: {f: d.get(f) for f in _KV_VERSION_FIELDS}
+                     for v, d in sorted((meta.get("versions") or {}).items(), key=lambda i: int(i[0]))},
+    }
 
 
 def _fields(mount: dict) -> dict[str, Any]:
@@ -154,12 +208,50 @@ def _fields(mount: dict) -> dict[str, Any]:
 
 
 def render(document: dict[str, Any]) -> bytes:
-    """The stored form: sorted keys, indented, so a diff shows one changed fact per line."""
-    return json.dumps(document, sort_keys=True, indent=1).encode() + b"\n"
+    """The stored form: sorted keys, indented, so a diff shows one changed fact per line; each KV
+    secret is one line. That line comes from json's C encoder: the indenting encoder is pure
+    Python, and took seconds for 10,000 secrets' versions (measured, docs/benchmarks.md)."""
+    blocks: dict[str, dict] = {}
+    kv = {}
+    for mount, part in (document.get("kv") or {}).items():
+        if isinstance(part, dict) and isinstance(part.get("secrets"), dict) and part["secrets"]:
+            marker = f"\0kv-secrets:{mount}"  # a NUL: no mount path holds one
+            blocks[json.dumps(marker)] = part["secrets"]
+            part = {**part, "secrets": marker}
+        kv[mount] = part
+    text = json.dumps({**document, "kv": kv} if "kv" in document else document, sort_keys=True, indent=1)
+    for quoted, secrets in blocks.items():
+        text = text.replace(quoted, _one_a_line(secrets, depth=3), 1)
+    return text.encode() + b"\n"
+
+
+# one encoder for every line: json.dumps with arguments builds a new one a call, which measured
+# most of printing 20,000 paths; a paths record's entries are all {}
+_ENTRY = json.JSONEncoder(sort_keys=True).encode
+
+
+def _one_a_line(secrets: dict[str, Any], depth: int) -> str:
+    pad = " " * (depth + 1)
+    lines = ",\n".join(f"{pad}{json.dumps(key)}: {_ENTRY(entry) if entry else '{}'}"
+                       for key, entry in sorted(secrets.items()))
+    return "{\n" + lines + "\n" + " " * depth + "}"
+
+
+def recorded_kv_metadata(document: dict[str, Any] | None) -> str:
+    """`versions` when the record holds KV versions (a record from before the option: the entries
+    say so), else `paths`: a restore reads its target the same way, so the two compare."""
+    for kv in ((document or {}).get("kv") or {}).values():
+        if not isinstance(kv, dict):
+            continue
+        if kv.get("metadata") == VERSIONS or any("current_version" in (entry or {})
+                                                 for entry in (kv.get("secrets") or {}).values()):
+            return VERSIONS
+    return PATHS
 
 
 def kv_paths(document: dict[str, Any]) -> dict[str, int | None]:
-    """'<mount><path>' -> its current version (None for KV v1) for every recorded secret."""
+    """'<mount><path>' -> its current version (None for KV v1 and when only paths were recorded)
+    for every recorded secret."""
     paths = {}
     for mount, kv in (document.get("kv") or {}).items():
         for key, entry in ((kv or {}).get("secrets") or {}).items():

@@ -160,9 +160,11 @@ def _first_error(exc: Exception) -> str:
 
 
 @contextlib.contextmanager
-def session(options: VaultOptions, base_dir: str, address: str | None = None) -> Iterator[hvac.Client]:
-    """A logged-in client; a token made by a login is revoked at the end."""
-    client = new_client(options, base_dir, address)
+def session(options: VaultOptions, base_dir: str, address: str | None = None,
+            client: hvac.Client | None = None) -> Iterator[hvac.Client]:
+    """A logged-in client (`client`, logged in, when given); a token made by a login is revoked
+    at the end."""
+    client = client or new_client(options, base_dir, address)
     made = log_in(client, options, base_dir)
     try:
         yield client

@@ -16,23 +16,25 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-from typing import Iterator
-
-import hvac
+from typing import TYPE_CHECKING, Iterator
 
 from dr.exporters.contract import (AnyOf, ArtifactSink, ContentReader, Destination, Discovered, Exporter, NoDestination,
                                    Ordering, Outcome, OutcomeStatus, RestoreOption, RestoreRequest, Rewriter,
                                    RunNeeds)
 from dr.exporters.vault.deploying import run_needs
-from dr.exporters.vault.configuration import ConfigReader, render
-from dr.exporters.vault.connecting import (STREAM_ERRORS, VaultUnavailable, new_client, read_state, session,
-                                           stream)
+from dr.exporters.vault.kinds import CONFIG, SNAPSHOT, TOKEN_KEY, UNSEAL_KEY
 from dr.exporters.vault.kms import KeyRegions, key_regions
-from dr.exporters.vault.options import AwsKmsUnseal, VaultOptions
-from dr.exporters.vault.restoring import CONFIG, SNAPSHOT, TOKEN_KEY, UNSEAL_KEY, Restore
-from dr.exporters.vault.snapshots import CheckedStream
+from dr.exporters.vault.options import AwsKmsUnseal, TokenAuth, VaultOptions
 from dr.exporters.vault.unsealing import any_region_needs, describe, unseal_dependencies
 from dr.model.artifacts import Artifact, Sensitivity
+
+# hvac (and requests, urllib3 under it) is imported by the modules that talk to the Vault, and
+# those only when a backup, discover or restore runs: loading a plan, auditing it or rendering
+# its deployment declares this exporter without them (a measured part of a second on a loaded host).
+if TYPE_CHECKING:
+    import hvac
+
+    from dr.exporters.vault.snapshots import CheckedStream
 
 SNAPSHOT_ID, CONFIG_ID = "raft-snapshot", "configuration"
 SNAPSHOT_PATH = "/v1/sys/storage/raft/snapshot"
@@ -69,6 +71,8 @@ class VaultExporter(Exporter):
 
     # -- discover / export ---------------------------------------------------------------------
     def discover(self) -> Iterator[Discovered]:
+        from dr.exporters.vault.connecting import VaultUnavailable, new_client, read_state
+
         state = read_state(new_client(self.options, self.context.base_dir))  # no token needed
         problem = state.usable()
         if problem:
@@ -77,13 +81,17 @@ class VaultExporter(Exporter):
         yield Discovered(CONFIG, CONFIG_ID, f"OpenBao/Vault {state.version}")
 
     def export(self, sink: ArtifactSink) -> None:
-        problem = read_state(new_client(self.options, self.context.base_dir)).usable()
-        if problem:  # before any login: a sealed Vault is a failed source with this reason
-            raise VaultUnavailable(problem)
-        with session(self.options, self.context.base_dir) as client:
-            state = read_state(client)  # after the login: its own write is in the index
-            if state.usable():
-                raise VaultUnavailable(state.usable())
+        from dr.exporters.vault.connecting import VaultUnavailable, new_client, read_state, session
+
+        client = new_client(self.options, self.context.base_dir)
+        state = read_state(client)
+        if state.usable():  # before any login: a sealed Vault is a failed source with this reason
+            raise VaultUnavailable(state.usable())
+        with session(self.options, self.context.base_dir, client=client):
+            if not isinstance(self.options.auth, TokenAuth):
+                state = read_state(client)  # after the login: its own write is in the index
+                if state.usable():
+                    raise VaultUnavailable(state.usable())
             token = f"raft:{state.cluster_id}:{state.raft_index}"
             self.context.log(f"vault {self.options.address}: raft index {state.raft_index}, "
                              f"unseal {describe(self.options)}")
@@ -118,11 +126,13 @@ class VaultExporter(Exporter):
         return found
 
     def _kv_scope(self) -> str:
-        mounts = json.dumps(self.options.kv_mounts)
-        return hashlib.sha256(mounts.encode()).hexdigest()[:12]
+        scope = json.dumps([self.options.kv_mounts, self.options.kv_metadata])
+        return hashlib.sha256(scope.encode()).hexdigest()[:12]
 
     def _configuration(self, client: hvac.Client) -> io.BytesIO:
-        reader = ConfigReader(client, self.options.kv_mounts)
+        from dr.exporters.vault.configuration import ConfigReader, render
+
+        reader = ConfigReader(client, self.options.kv_mounts, self.options.kv_metadata)
         document = reader.read()
         for problem in reader.problems:
             self.context.finding("warning", "vault-config-unreadable",
@@ -131,6 +141,9 @@ class VaultExporter(Exporter):
         return io.BytesIO(render(document))
 
     def _snapshot(self, client: hvac.Client) -> CheckedStream:
+        from dr.exporters.vault.connecting import STREAM_ERRORS, stream
+        from dr.exporters.vault.snapshots import CheckedStream
+
         response = stream(client, SNAPSHOT_PATH)
         return CheckedStream(response.raw, STREAM_ERRORS, on_close=response.close)
 
@@ -152,5 +165,7 @@ class VaultExporter(Exporter):
                 yield Outcome(artifact.identity, OutcomeStatus.FAILED,
                               "restoring a Vault needs a target: --to https://new-vault")
             return
+        from dr.exporters.vault.restoring import Restore
+
         yield from Restore(self.options, self.context.base_dir, reader, request).run(
             snapshots[0], configs[0] if configs else None)

@@ -16,10 +16,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import boto3
-import botocore.config
-import botocore.exceptions
-
 from dr.exporters.vault.options import AwsKmsUnseal
 
 
@@ -33,6 +29,11 @@ class KeyRegions:
 
 
 def key_regions(unseal: AwsKmsUnseal, timeout: float) -> KeyRegions:
+    # imported here: boto3 takes a noticeable part of a second to import, and only awskms needs it
+    import boto3
+    import botocore.config
+    import botocore.exceptions
+
     config = botocore.config.Config(connect_timeout=timeout, read_timeout=timeout,
                                     retries={"max_attempts": 2, "mode": "standard"})
     try:

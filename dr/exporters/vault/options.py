@@ -106,7 +106,11 @@ class VaultOptions(ExporterOptions):
     namespace: str | None = None  # Vault Enterprise namespaces; OpenBao namespaces
     ca_cert: str | None = None  # a PEM bundle; relative paths resolve against the plan's folder
     tls_skip_verify: bool = False
-    kv_mounts: list[str] | None = None  # KV mounts whose metadata is recorded; default: every KV mount
+    kv_mounts: list[str] | None = None  # KV mounts whose paths are recorded; default: every KV mount
+    # what the record holds of each KV secret: its path (one LIST a folder), or also its versions
+    # and times, which cost the server a read a secret (OpenBao lists them with the folder,
+    # HashiCorp Vault answers one GET a secret): most of a large Vault's backup, so asked for
+    kv_metadata: Literal["paths", "versions"] = "paths"
     timeout_seconds: float = Field(default=60, gt=0)
 
     @field_validator("address")

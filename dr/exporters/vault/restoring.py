@@ -36,17 +36,17 @@ import hvac.exceptions
 
 from dr.exporters.contract import (ContentReader, EncryptionError, IntegrityError, Outcome, OutcomeStatus,
                                    RestoreRequest)
-from dr.exporters.vault.configuration import ConfigReader, empty_problems, kv_paths, summary
+from dr.exporters.vault.configuration import ConfigReader, empty_problems, kv_paths, recorded_kv_metadata, summary
 from dr.exporters.vault.connecting import (VaultAuthFailed, VaultState, VaultUnavailable, log_in, new_client,
                                            read_state, try_token)
+from dr.exporters.vault.kinds import CONFIG, SNAPSHOT, TOKEN_KEY, UNSEAL_KEY
 from dr.exporters.vault.options import ShamirUnseal, VaultOptions
 from dr.exporters.vault.snapshots import CheckedStream, SnapshotDamaged
 from dr.model.artifacts import Artifact
 from dr.model.redaction import redact
 
-TOKEN_KEY = "vault-target-token-file"
-UNSEAL_KEY = "vault-unseal-keys-file"
-SNAPSHOT, CONFIG = "vault-raft-snapshot", "vault-configuration"
+__all__ = ["CONFIG", "SNAPSHOT", "TOKEN_KEY", "UNSEAL_KEY", "Restore"]
+
 
 
 @dataclass
@@ -67,14 +67,18 @@ class Restore:
         record = json.loads(self.reader.read(config)) if config is not None else None
         items = [snapshot.identity] + ([config.identity] if config is not None else [])
         try:
-            target = self._open_target()
+            target = self._open_target(record)
         except (VaultUnavailable, VaultAuthFailed) as exc:
             yield from _all(items, OutcomeStatus.FAILED, redact(str(exc)))
             return
         yield from self._decide(target, snapshot, config, record)
 
     # -- 1 and 2: the target and the comparison ------------------------------------------------
-    def _open_target(self) -> Target:
+    def _reader(self, client: hvac.Client, record: dict | None) -> ConfigReader:
+        """Reads the target as the record was read: its KV versions only if the record holds them."""
+        return ConfigReader(client, self.options.kv_mounts, recorded_kv_metadata(record))
+
+    def _open_target(self, record: dict | None) -> Target:
         client = new_client(self.options, self.base_dir, self.request.to)
         state = read_state(client)
         if state.usable():
@@ -84,8 +88,7 @@ class Restore:
             raise VaultAuthFailed(f"{self.to} accepts neither the target token (--target-token-file or "
                                   "VAULT_TOKEN: a token of the new Vault allowed sudo on "
                                   "sys/storage/raft/snapshot-force) nor the plan's own credential")
-        reader = ConfigReader(client, self.options.kv_mounts)
-        return Target(client, state, reader.read())
+        return Target(client, state, self._reader(client, record).read())
 
     def _authenticate(self, client: hvac.Client) -> bool:
         token = self._target_token()
@@ -237,7 +240,7 @@ class Restore:
             return
         try:
             client = self._client_with_plan_credential()
-            now = summary(ConfigReader(client, self.options.kv_mounts).read())
+            now = summary(self._reader(client, record).read())
             problems = _read_back(client, now, summary(record))
         except (VaultAuthFailed, VaultUnavailable, hvac.exceptions.VaultError) as exc:
             yield Outcome(snapshot.identity, OutcomeStatus.RESTORED,
