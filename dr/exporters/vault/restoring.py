@@ -36,7 +36,8 @@ import hvac.exceptions
 
 from dr.exporters.contract import (ContentReader, EncryptionError, IntegrityError, Outcome, OutcomeStatus,
                                    RestoreRequest)
-from dr.exporters.vault.configuration import ConfigReader, empty_problems, kv_paths, recorded_kv_metadata, summary
+from dr.exporters.vault.configuration import (PATHS, ConfigReader, empty_problems, kv_paths, recorded_kv_metadata,
+                                             summary)
 from dr.exporters.vault.connecting import (VaultAuthFailed, VaultState, VaultUnavailable, log_in, new_client,
                                            read_state, try_token)
 from dr.exporters.vault.kinds import CONFIG, SNAPSHOT, TOKEN_KEY, UNSEAL_KEY
@@ -116,12 +117,18 @@ class Restore:
         now = summary(target.document)
         wanted = summary(record) if record is not None else None
         config_equal = wanted is not None and now["configuration"] == wanted["configuration"]
-        if same_cluster and wanted is not None and now == wanted:
+        # a paths record cannot show that a secret changed since the snapshot: in the snapshot's
+        # own cluster that is never "unchanged" (a DR tool must not skip a rollback it cannot judge)
+        blind = same_cluster and wanted is not None and _paths_only(record)
+        if same_cluster and wanted is not None and now == wanted and not blind:
             reason = (f"{self.to} is the snapshot's cluster and holds its configuration and "
                       f"{len(wanted['kv'])} KV paths at their recorded versions")
             yield from _all(_items(snapshot, config), OutcomeStatus.UNCHANGED, reason)
             return
         occupied = _differences(now, wanted) if same_cluster and wanted else empty_problems(target.document)
+        if blind and not occupied:
+            occupied = [f"its {len(wanted['kv'])} KV secrets, whose versions the record does not hold "
+                        "(kv_metadata: paths), so whether they changed since the snapshot cannot be told"]
         config_outcome = self._config_before(config, config_equal, occupied)
         if occupied and not self.request.overwrite:
             yield Outcome(snapshot.identity, OutcomeStatus.CONFLICT,
@@ -307,6 +314,11 @@ def _readable(client: hvac.Client, path: str, now: dict) -> bool:
     except hvac.exceptions.InvalidPath:
         return False  # deleted or destroyed at its current version: the metadata still says so
     return isinstance(response, dict)
+
+
+def _paths_only(record: dict | None) -> bool:
+    """The record lists KV secrets without their versions (kv_metadata: paths)."""
+    return bool(kv_paths(record or {})) and recorded_kv_metadata(record) == PATHS
 
 
 def _differences(now: dict, wanted: dict | None) -> list[str]:
