@@ -15,6 +15,7 @@ from botocore.auth import S3SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
+from dr.repository.stores.base import StoreError, TransientStoreError
 from dr.repository.stores.s3 import S3Store
 from dr.repository.stores.s3_clients import new_client
 from dr.repository.stores.s3_lean import LeanS3Client
@@ -145,5 +146,49 @@ def test_a_kept_alive_connection_serves_the_next_request(aws_env):
             assert handle.read(2) == body[:2]  # closed half read: that connection is not reused
         assert [store.get("b"), store.exists("c"), store.get("d")] == [body, True, body]
         assert len(store._client._idle) == 1 and len(set(fake.peers)) == 2
+    finally:
+        fake.close()
+
+
+def _self_signed(tmp_path, name: str) -> tuple[str, str]:
+    """(certificate, key) files of a self-signed certificate for 127.0.0.1."""
+    import ipaddress
+    from datetime import datetime, timedelta, timezone
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.now(timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - timedelta(days=1))
+            .not_valid_after(now + timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                           critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    cert_file, key_file = tmp_path / f"{name}.pem", tmp_path / f"{name}.key"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return str(cert_file), str(key_file)
+
+
+def test_https_verifies_against_aws_ca_bundle(aws_env, tmp_path, monkeypatch):
+    # AWS_CA_BUNDLE is botocore's setting for a private CA; the lean client honours it, and a
+    # certificate that does not verify is a permanent error, not one to retry
+    served, other = _self_signed(tmp_path, "served"), _self_signed(tmp_path, "other")
+    fake = FakeS3(lambda method, headers: (200, b"over tls"), tls=served)
+    try:
+        monkeypatch.setenv("AWS_CA_BUNDLE", served[0])
+        assert S3Store("bucket-x", endpoint_url=fake.url).get("k") == b"over tls"
+        monkeypatch.setenv("AWS_CA_BUNDLE", other[0])
+        with pytest.raises(StoreError) as info:
+            S3Store("bucket-x", endpoint_url=fake.url).get("k")
+        assert not isinstance(info.value, TransientStoreError)
+        assert "SSLCertVerificationError" in str(info.value)
     finally:
         fake.close()

@@ -5,6 +5,7 @@ a client sent (paths and headers)."""
 from __future__ import annotations
 
 import http.server
+import ssl
 import threading
 
 
@@ -19,7 +20,8 @@ class FakeS3:
     """A tiny scripted HTTP server for error paths moto cannot produce (5xx, throttling,
     501 on conditional writes, slow responses). respond(method, headers) -> (status, body)."""
 
-    def __init__(self, respond):
+    def __init__(self, respond, tls: tuple[str, str] | None = None):
+        """tls: (certificate file, key file) to serve https."""
         self.requests: list[tuple[str, str]] = []
         self.headers: list[dict[str, str]] = []  # each request's, names lower-case
         self.peers: list[tuple[str, int]] = []  # each request's client address: one per connection
@@ -47,7 +49,11 @@ class FakeS3:
                 pass
 
         self.server = _QuietServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        if tls:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.server.server_port}"
         threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()
 
     def close(self):
