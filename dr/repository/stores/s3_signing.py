@@ -11,7 +11,6 @@ botocore's to resolve.
 
 from __future__ import annotations
 
-import configparser
 import hashlib
 import hmac
 import os
@@ -79,6 +78,8 @@ def _default_profile(env) -> dict | None:
     path = os.path.expanduser(env.get("AWS_CONFIG_FILE") or "~/.aws/config")
     if not os.path.isfile(path):
         return {}
+    import configparser  # only when there is a file: most runs in a pod have none
+
     parser = configparser.RawConfigParser()
     try:
         parser.read(path, encoding="utf-8")
