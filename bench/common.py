@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import resource
 import statistics
 import threading
 import subprocess
@@ -14,6 +15,7 @@ class Run:
     seconds: float
     peak_rss_mb: float
     stdout: str
+    cpu_seconds: float = 0.0  # user + system time of the process and what it waited for
 
 
 def measure(argv: list[str], env: dict | None = None, cwd: str | None = None) -> Run:
@@ -23,6 +25,7 @@ def measure(argv: list[str], env: dict | None = None, cwd: str | None = None) ->
     fork, so a large benchmark process would set a floor under every tool it measures.
     VmHWM belongs to the exec'd program's own address space.
     """
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     peak = [0]
@@ -30,10 +33,12 @@ def measure(argv: list[str], env: dict | None = None, cwd: str | None = None) ->
     sampler.start()
     out, err = proc.communicate()
     seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # only this child was reaped meanwhile
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     sampler.join()
     if proc.returncode != 0:
         raise RuntimeError(f"{argv[0]} exited {proc.returncode}: {err.decode()[-2000:]}")
-    return Run(seconds, peak[0] / 1024, out.decode())
+    return Run(seconds, peak[0] / 1024, out.decode(), cpu)
 
 
 def _sample_hwm(proc: subprocess.Popen, peak: list[int]) -> None:

@@ -20,6 +20,8 @@ from dr import __version__
 from dr.cli.commands import COMMANDS
 from dr.cli.exitcodes import Exit
 
+PYDANTIC_PLUGINS_ENV = "PYDANTIC_DISABLE_PLUGINS"
+
 
 def expected_errors() -> list[tuple[tuple[type[BaseException], ...], Exit, str]]:
     """dr's own errors, most specific first (RepositoryLocked and IntegrityError are
@@ -78,6 +80,10 @@ def main(argv: list[str] | None = None) -> int:
     from dr.model.failure_reports import DEBUG_ENV
 
     argv = sys.argv[1:] if argv is None else list(argv)
+    # dr's plan and option models are not for pydantic plugins to instrument; finding them
+    # makes pydantic import importlib.metadata and read every installed distribution's entry
+    # points at the first model, a cost every run paid (issue 15). An operator's own setting wins.
+    os.environ.setdefault(PYDANTIC_PLUGINS_ENV, "__all__")
     parser = build_parser(argv)
     args, extra = parser.parse_known_args(argv)
     if extra and not getattr(args, "accepts_exporter_options", False):

@@ -9,7 +9,6 @@ import json
 import os
 import sys
 from contextlib import contextmanager
-from traceback import format_exception
 from typing import Any, Iterator
 
 from dr.model.redaction import redact
@@ -40,6 +39,8 @@ class Output:
 
     def traceback(self, exc: BaseException) -> None:
         """The traceback of `exc` on stderr, even under --quiet (it is asked for, or a bug's)."""
+        from traceback import format_exception  # (imports textwrap, linecache...: on errors only)
+
         print(redact("".join(format_exception(exc)).rstrip("\n")), file=sys.stderr, flush=True)
 
     def document(self, data: Any) -> None:

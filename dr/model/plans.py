@@ -11,7 +11,6 @@ import re
 from datetime import timedelta
 from typing import Annotated, Any, Literal
 
-from croniter import croniter
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dr.model.artifacts import Sensitivity
@@ -122,7 +121,11 @@ class SourceSpec(BaseModel):
     @field_validator("schedule")
     @classmethod
     def _cron(cls, value: str | None) -> str | None:
-        if value is not None and not (len(value.split()) == 5 and croniter.is_valid(value)):
+        if value is None:
+            return value
+        from croniter import croniter  # only a plan with schedules pays for importing it
+
+        if not (len(value.split()) == 5 and croniter.is_valid(value)):
             raise ValueError("a 5-field cron expression such as '0 * * * *'")
         return value
 

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import json
 import secrets
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from typing import Iterator
 
 from dr.model.snapshots import Snapshot
 from dr.repository import layout
 from dr.repository.stores.base import ObjectExists, ObjectMissing, Store
+
+
+MANIFEST_READERS = 8  # manifests fetched at once (snapshots())
 
 
 class RepositoryError(Exception):
@@ -127,8 +131,17 @@ class Repository:
                       if layout.is_digest(key[len(layout.SNAPSHOTS):]))
 
     def snapshots(self) -> list[Snapshot]:
-        """Every snapshot, oldest first."""
-        return sorted((self.load_snapshot(i) for i in self.snapshot_ids()), key=lambda s: s.time)
+        """Every snapshot, oldest first. The manifests are fetched several at a time: a backup
+        reads all of them to find each source's parent, one round trip each, and an hourly
+        backup's repository holds many."""
+        ids = self.snapshot_ids()
+        if len(ids) < 2:
+            loaded = [self.load_snapshot(i) for i in ids]
+        else:
+            with ThreadPoolExecutor(max_workers=min(MANIFEST_READERS, len(ids)),
+                                    thread_name_prefix="manifests") as pool:
+                loaded = list(pool.map(self.load_snapshot, ids))
+        return sorted(loaded, key=lambda s: s.time)
 
     def find_snapshot(self, ref: str, source: str | None = None) -> Snapshot:
         """Resolve 'latest' (optionally: latest holding `source`) or a unique id prefix."""

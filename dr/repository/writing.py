@@ -55,6 +55,9 @@ class SnapshotWriter:
         self._in_flight = threading.BoundedSemaphore(workers)
         self._lock = threading.Lock()
         self._known: set[str] | None = None
+        # The blob listing (format.md section 11) is started now, on the upload pool, so that
+        # its round trips overlap the parent snapshot's reads instead of following them.
+        self._listing: Future = self._pool.submit(lambda: {digest for digest, _ in repo.list_blobs()})
         self._pending: dict[str, Future] = {}
         self._catalog = CatalogBuilder()
         # Object Lock (dr.repository.immutability): blobs the snapshot names but this run did
@@ -69,7 +72,7 @@ class SnapshotWriter:
     # -- the blob set ---------------------------------------------------------------------
     def _known_blobs(self) -> set[str]:
         if self._known is None:
-            self._known = {digest for digest, _ in self.repo.list_blobs()}
+            self._known = self._listing.result()
         return self._known
 
     def _upload(self, data: bytes, futures: list[Future]) -> str:

@@ -28,6 +28,7 @@ from dr.exporters.checkpointing.places.retrying import RetryingPlace
 from dr.exporters.checkpointing.places.s3 import S3Place
 from dr.exporters.checkpointing.transfer.transferring import FileJob, Transfer
 from dr.repository.stores.s3 import S3Store
+from dr.repository.stores import s3_lean
 from dr.repository.stores.s3_clients import is_transient
 
 
@@ -185,7 +186,9 @@ def test_a_reset_while_reading_a_body_is_transient_for_stores_and_places():
 def test_places_and_the_repository_store_share_one_client_configuration(s3_place, s3_bucket, moto_endpoint):
     place = s3_place("a")
     store = S3Store(s3_bucket(), region="us-east-1", endpoint_url=moto_endpoint)
-    a, b = place.client.meta.config, store._client.meta.config
+    a, b = place.client.meta.config, store._botocore().meta.config  # (Object Lock calls use it)
     for setting in ("retries", "connect_timeout", "read_timeout", "s3", "request_checksum_calculation"):
         assert getattr(a, setting) == getattr(b, setting), setting
+    lean = store._client  # the store's hot requests: the lean client waits as long as botocore
+    assert (lean._read_timeout, s3_lean.CONNECT_TIMEOUT) == (a.read_timeout, a.connect_timeout)
     assert a.retries["total_max_attempts"] == 1  # retries are the wrappers' job

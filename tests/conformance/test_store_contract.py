@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import http.server
 import os
 import threading
 import time
@@ -27,7 +26,11 @@ from dr.repository.stores.local import LocalStore
 from dr.repository.stores.opening import open_store
 from dr.repository.stores.retrying import RetryingStore
 from dr.repository.stores.s3 import S3Store, from_url
+from dr.repository.stores.s3_clients import new_client
+from dr.repository.stores.s3_lean import LeanS3Client
+from dr.repository.stores.s3_signing import static_setup
 from tests.fixtures_s3 import s3_client
+from tests.harness.fakes3 import FakeS3, error_xml
 
 BACKENDS = ["local", "local-wrapped", "s3-us-east-1", "s3-eu-west-1"]
 
@@ -219,22 +222,37 @@ def test_s3_object_lock_bucket(s3_bucket, moto_endpoint, mode):
     assert head["ObjectLockMode"] == mode
 
 
-def test_s3_put_sends_digests(s3_bucket, moto_endpoint):
+CLIENTS = ["lean", "botocore"]
+
+
+def _store(kind: str, bucket: str, endpoint: str, **kwargs) -> S3Store:
+    """An S3Store on the lean client (what static test credentials get) or on botocore's."""
+    if kind == "botocore":
+        kwargs["client"] = new_client(boto3.session.Session(region_name="us-east-1"), endpoint)
+    store = S3Store(bucket, endpoint_url=endpoint, **kwargs)
+    assert isinstance(store._client, LeanS3Client) is (kind == "lean")
+    return store
+
+
+@pytest.mark.parametrize("kind", CLIENTS)
+def test_s3_put_sends_digests(aws_env, kind):
     # moto does not verify Content-MD5 or checksums (checked: wrong ones are accepted), so
     # this proves the client sends the right ones; AWS rejects a mismatch with BadDigest.
-    store = S3Store(s3_bucket(), endpoint_url=moto_endpoint)
-    sent = []
-    store._client.meta.events.register("before-send.s3.PutObject", lambda request, **_: sent.append(request.headers))
-    data = os.urandom(1000)
-    store.put("k", data)
-    (raw,) = sent
-    headers = {k: v.decode() if isinstance(v, bytes) else v for k, v in raw.items()}
-    assert headers["Content-MD5"] == base64.b64encode(hashlib.md5(data).digest()).decode()
-    assert headers["x-amz-checksum-sha256"] == base64.b64encode(hashlib.sha256(data).digest()).decode()
-    assert headers["If-None-Match"] == "*"
+    fake = FakeS3(lambda method, headers: (200, b""))
+    try:
+        data = os.urandom(1000)
+        _store(kind, "bucket-x", fake.url).put("k", data)
+        (headers,) = fake.headers
+        assert headers["content-md5"] == base64.b64encode(hashlib.md5(data).digest()).decode()
+        assert headers["x-amz-checksum-sha256"] == base64.b64encode(hashlib.sha256(data).digest()).decode()
+        assert headers["if-none-match"] == "*"
+        assert "x-amz-checksum-crc32" not in headers  # only the checksums dr passes
+    finally:
+        fake.close()
 
 
-def test_s3_get_verifies_the_stored_checksum(s3_bucket, moto_endpoint):
+@pytest.mark.parametrize("kind,error", [("lean", "ChecksumMismatch"), ("botocore", "FlexibleChecksumError")])
+def test_s3_get_verifies_the_stored_checksum(s3_bucket, moto_endpoint, kind, error):
     # Store an object whose recorded SHA-256 does not match its bytes (moto accepts that),
     # standing for bytes changed at rest or in transit: the read must fail, not return them.
     bucket = s3_bucket()
@@ -242,8 +260,8 @@ def test_s3_get_verifies_the_stored_checksum(s3_bucket, moto_endpoint):
     s3_client(moto_endpoint).put_object(Bucket=bucket, Key="k", Body=b"bytes",
                                         ChecksumAlgorithm="SHA256", ChecksumSHA256=wrong)
     with pytest.raises(TransientStoreError) as info:
-        S3Store(bucket, endpoint_url=moto_endpoint).get("k")
-    assert "FlexibleChecksumError" in str(info.value)
+        _store(kind, bucket, moto_endpoint).get("k")
+    assert error in str(info.value)
 
 
 def test_s3_prefixes_do_not_overlap(s3_bucket, moto_endpoint):
@@ -281,79 +299,34 @@ def test_s3_from_url(aws_env):
     assert "hunter2" not in str(info.value)
 
 
-class _QuietServer(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request, client_address):
-        pass  # a client that timed out and hung up is the point of some tests
-
-
-class _FakeS3:
-    """A tiny scripted HTTP server for error paths moto cannot produce (5xx, throttling,
-    501 on conditional writes, slow responses). respond(method, headers) -> (status, body)."""
-
-    def __init__(self, respond):
-        self.requests: list[tuple[str, str]] = []
-        outer = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"  # answers botocore's Expect: 100-continue at once
-            def handle_any(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                if length:
-                    self.rfile.read(length)
-                outer.requests.append((self.command, self.path))
-                status, body = respond(self.command, self.headers)
-                self.send_response(status)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(body)
-
-            do_GET = do_PUT = do_HEAD = do_DELETE = handle_any
-
-            def log_message(self, *args):
-                pass
-
-        self.server = _QuietServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
-        threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-
-def _error_xml(code: str, extra: str = "") -> bytes:
-    return f"<?xml version='1.0'?><Error><Code>{code}</Code><Message>m</Message>{extra}</Error>".encode()
-
-
 @pytest.mark.parametrize("status,code,transient", [
     (503, "SlowDown", True), (500, "InternalError", True), (400, "RequestTimeout", True),
     (503, "ServiceUnavailable", True), (403, "AccessDenied", False), (400, "InvalidRequest", False),
 ])
-def test_s3_error_mapping_single_request(aws_env, status, code, transient):
-    fake = _FakeS3(lambda method, headers: (status, _error_xml(code)))
+@pytest.mark.parametrize("kind", CLIENTS)
+def test_s3_error_mapping_single_request(aws_env, status, code, transient, kind):
+    fake = FakeS3(lambda method, headers: (status, error_xml(code)))
     try:
-        store = S3Store("bucket-x", endpoint_url=fake.url)
+        store = _store(kind, "bucket-x", fake.url)
         with pytest.raises(StoreError) as info:
             store.get("some/key")
         assert isinstance(info.value, TransientStoreError) is transient
         assert not isinstance(info.value, ObjectMissing)
         assert "s3://bucket-x/some/key" in str(info.value) and code in str(info.value)
-        assert len(fake.requests) == 1  # botocore does not retry; RetryingStore does
+        assert len(fake.requests) == 1  # the client does not retry; RetryingStore does
     finally:
         fake.close()
 
 
-def test_s3_errors_never_show_credentials(aws_env, monkeypatch):
+@pytest.mark.parametrize("kind", CLIENTS)
+def test_s3_errors_never_show_credentials(aws_env, monkeypatch, kind):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDMARKER1234")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "SECRETMARKER5678")
     extra = "<AWSAccessKeyId>AKIDMARKER1234</AWSAccessKeyId><StringToSign>SECRETMARKER5678</StringToSign>"
-    fake = _FakeS3(lambda method, headers: (403, _error_xml("SignatureDoesNotMatch", extra)))
+    fake = FakeS3(lambda method, headers: (403, error_xml("SignatureDoesNotMatch", extra)))
     try:
         with pytest.raises(StoreError) as info:
-            S3Store("bucket-x", endpoint_url=fake.url).put("k", b"v")
+            _store(kind, "bucket-x", fake.url).put("k", b"v")
         texts, exc = [], info.value
         while exc is not None:
             texts.append(f"{exc} {exc!r}")
@@ -364,16 +337,20 @@ def test_s3_errors_never_show_credentials(aws_env, monkeypatch):
         fake.close()
 
 
-def test_s3_connection_and_read_timeouts_are_transient(aws_env):
-    closed_port = S3Store("bucket-x", endpoint_url="http://127.0.0.1:9")  # discard port: refused
+@pytest.mark.parametrize("kind", CLIENTS)
+def test_s3_connection_and_read_timeouts_are_transient(aws_env, kind):
+    closed_port = _store(kind, "bucket-x", "http://127.0.0.1:9")  # discard port: refused
     with pytest.raises(TransientStoreError):
         closed_port.exists("k")
     slow = threading.Event()
-    fake = _FakeS3(lambda method, headers: (slow.wait(2), (200, b"late"))[1])
+    fake = FakeS3(lambda method, headers: (slow.wait(2), (200, b"late"))[1])
     try:
-        config = botocore.config.Config(retries={"total_max_attempts": 1}, read_timeout=0.3,
-                                        s3={"addressing_style": "path"})
-        client = boto3.session.Session().client("s3", endpoint_url=fake.url, config=config)
+        if kind == "botocore":
+            config = botocore.config.Config(retries={"total_max_attempts": 1}, read_timeout=0.3,
+                                            s3={"addressing_style": "path"})
+            client = boto3.session.Session().client("s3", endpoint_url=fake.url, config=config)
+        else:
+            client = LeanS3Client(static_setup(None, fake.url, None), lambda: None, read_timeout=0.3)
         with pytest.raises(TransientStoreError):
             S3Store("bucket-x", client=client).get("k")
     finally:
@@ -381,20 +358,21 @@ def test_s3_connection_and_read_timeouts_are_transient(aws_env):
         fake.close()
 
 
-def test_s3_falls_back_when_conditional_put_not_implemented(aws_env):
+@pytest.mark.parametrize("kind", CLIENTS)
+def test_s3_falls_back_when_conditional_put_not_implemented(aws_env, kind):
     stored: set[str] = set()
 
     def respond(method, headers):
         if method == "PUT" and headers.get("If-None-Match"):
-            return 501, _error_xml("NotImplemented")
+            return 501, error_xml("NotImplemented")
         if method == "HEAD":
             return (200 if stored else 404), b""
         stored.add("k")
         return 200, b""
 
-    fake = _FakeS3(respond)
+    fake = FakeS3(respond)
     try:
-        store = S3Store("bucket-x", endpoint_url=fake.url)
+        store = _store(kind, "bucket-x", fake.url)
         store.put("k", b"v")
         with pytest.raises(ObjectExists):
             store.put("k", b"v2")

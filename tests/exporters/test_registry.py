@@ -98,3 +98,32 @@ def test_remap_kinds_of_the_installed_exporters_name_who_applies_them():
     kinds = Registry().remap_kinds()
     assert kinds["namespace"] == ["kubernetes"] and kinds["git-remote"] == ["git"]
     assert kinds["bucket"] == ["checkpoints"]
+
+
+def test_the_builtin_table_is_the_packages_entry_points():
+    # BUILTIN lets a run find dr's own exporters without reading every distribution's metadata;
+    # it must say what pyproject.toml installs
+    from importlib.metadata import distribution
+
+    from dr.exporters.registry import BUILTIN, GROUP
+
+    installed = {ep.name: ep.value for ep in distribution("dr").entry_points if ep.group == GROUP}
+    assert BUILTIN == installed
+
+
+def test_a_builtin_exporter_loads_without_reading_the_installed_metadata():
+    import os
+    import subprocess
+    import sys
+
+    code = ("import importlib.metadata\n"
+            "def refuse(**_):\n    raise AssertionError('entry points read')\n"
+            "importlib.metadata.entry_points = refuse\n"
+            "from dr.exporters.registry import Registry\nregistry = Registry()\n"
+            "cls = registry.get('files')\nassert registry.options_model('files') is cls.Options\n"
+            "print(cls.__name__)")
+    env = {**os.environ, "PYDANTIC_DISABLE_PLUGINS": "__all__"}  # as dr's entry point sets it
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert done.stdout.split() == ["FilesExporter"], done.stderr
+    # any other name reads the installed entry points: plugins are still found
+    assert "files" in Registry().names() and Registry().options_model("no-such-exporter") is None

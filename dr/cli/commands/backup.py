@@ -10,8 +10,6 @@ from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
 from dr.cli.metrics import metrics_args, publish
 from dr.cli.output import Output, human_size
-from dr.metrics.samples import backup_samples
-from dr.metrics.schedules import longest_gap_seconds
 
 
 def arguments(p: argparse.ArgumentParser) -> None:
@@ -42,6 +40,9 @@ def run(args: argparse.Namespace, out: Output) -> int:
 
 
 def _samples(plan, documents: list[dict], out: Output, now: float) -> list:
+    from dr.metrics.samples import backup_samples  # only a run that publishes metrics needs them
+    from dr.metrics.schedules import longest_gap_seconds
+
     ran = {s["name"] for d in documents for s in d["sources"]}
     chosen = [s for s in plan.spec.sources if s.name in ran]
     unscheduled = [s.name for s in chosen if not s.schedule]

@@ -22,7 +22,11 @@ Why it looks the way it does:
 - Without s3:ListBucket permission S3 answers 403, not 404, for a missing key; that stays a
   StoreError (exists() cannot tell "missing" from "forbidden" then, and must not guess).
 - Error messages name the bucket and key, the S3 error code and HTTP status, never
-  credentials (which this module never reads; botocore resolves them).
+  credentials (which this module never reads; botocore or s3_signing resolves them).
+- The hot requests (put, get, head, list, delete) go through the lean client (s3_lean.py)
+  when the credentials are static keys in the environment: importing botocore and building
+  its client cost more than an unchanged backup's own work. Object Lock calls, and puts with
+  retention, always go through botocore (`_botocore()`), built on first need.
 """
 
 from __future__ import annotations
@@ -34,9 +38,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import BinaryIO, Iterator
 from urllib.parse import urlsplit
-
-import boto3
-import botocore.exceptions
 
 from dr.model import clock
 from dr.repository.stores.base import (
@@ -56,6 +57,8 @@ from dr.repository.stores.s3_clients import (
     new_client,
     safe_url,
 )
+from dr.repository.stores.s3_lean import LeanS3Client
+from dr.repository.stores.s3_signing import static_setup
 
 
 @dataclass(frozen=True)
@@ -82,7 +85,7 @@ class S3Store(Store):
         self.bucket = bucket
         self._prefix = f"{prefix}/" if prefix else ""
         if client is None:
-            client = new_client(boto3.session.Session(profile_name=profile, region_name=region), endpoint_url)
+            client = _new_client(region, endpoint_url, profile)
         self._client = client
         # Flipped off once if the server answers 501 to If-None-Match (see module docstring).
         self._conditional_put = True
@@ -101,22 +104,21 @@ class S3Store(Store):
             "ChecksumSHA256": base64.b64encode(hashlib.sha256(data).digest()).decode(),
             **self._lock_headers(key),
         }
+        client = self._botocore() if "ObjectLockMode" in digests else self._client
         if self._conditional_put:
             try:
-                self._client.put_object(Bucket=self.bucket, Key=name, Body=data, IfNoneMatch="*", **digests)
+                client.put_object(Bucket=self.bucket, Key=name, Body=data, IfNoneMatch="*", **digests)
                 return
-            except botocore.exceptions.ClientError as exc:
+            except Exception as exc:
                 if error_code(exc) in ("PreconditionFailed", "412"):
                     raise ObjectExists(key) from None
                 if error_code(exc) != "NotImplemented" and http_status(exc) != 501:
                     raise self._error("put", key, exc) from exc
                 self._conditional_put = False
-            except Exception as exc:
-                raise self._error("put", key, exc) from exc
         if self.exists(key):  # fallback: racy, see module docstring
             raise ObjectExists(key)
         try:
-            self._client.put_object(Bucket=self.bucket, Key=name, Body=data, **digests)
+            client.put_object(Bucket=self.bucket, Key=name, Body=data, **digests)
         except Exception as exc:
             raise self._error("put", key, exc) from exc
 
@@ -138,11 +140,9 @@ class S3Store(Store):
         try:
             self._client.head_object(Bucket=self.bucket, Key=name)
             return True
-        except botocore.exceptions.ClientError as exc:
+        except Exception as exc:
             if is_missing(exc):
                 return False
-            raise self._error("head", key, exc) from exc
-        except Exception as exc:
             raise self._error("head", key, exc) from exc
 
     def list(self, prefix: str = "") -> Iterator[tuple[str, int]]:
@@ -164,25 +164,25 @@ class S3Store(Store):
         name = self._full(key)
         try:
             self._client.delete_object(Bucket=self.bucket, Key=name)
-        except botocore.exceptions.ClientError as exc:
+        except Exception as exc:
             if not is_missing(exc):  # S3 answers 204 anyway; others may 404
                 raise self._error("delete", key, exc) from exc
-        except Exception as exc:
-            raise self._error("delete", key, exc) from exc
 
     def close(self) -> None:
         self._client.close()
+
+    def _botocore(self):
+        """The botocore client: the lean client's (built on first need), or the only one."""
+        return self._client.botocore() if isinstance(self._client, LeanS3Client) else self._client
 
     def object_lock_enabled(self) -> bool:
         """Whether the bucket has S3 Object Lock enabled (not part of the store contract: backup
         and prune ask it of a target whose plan sets `immutability`)."""
         try:
-            answer = self._client.get_object_lock_configuration(Bucket=self.bucket)
-        except botocore.exceptions.ClientError as exc:
+            answer = self._botocore().get_object_lock_configuration(Bucket=self.bucket)
+        except Exception as exc:
             if error_code(exc) == "ObjectLockConfigurationNotFoundError":
                 return False
-            raise self._error("get object lock configuration of", "", exc) from exc
-        except Exception as exc:
             raise self._error("get object lock configuration of", "", exc) from exc
         return answer.get("ObjectLockConfiguration", {}).get("ObjectLockEnabled") == "Enabled"
 
@@ -200,7 +200,7 @@ class S3Store(Store):
         """When the object's (or version's) Object Lock retention ends; None without one."""
         extra = {"VersionId": version} if version else {}
         try:
-            head = self._client.head_object(Bucket=self.bucket, Key=self._full(key), **extra)
+            head = self._botocore().head_object(Bucket=self.bucket, Key=self._full(key), **extra)
         except Exception as exc:
             raise self._error("head", key, exc) from exc
         return head.get("ObjectLockRetainUntilDate") if head.get("ObjectLockMode") else None
@@ -210,7 +210,7 @@ class S3Store(Store):
         now. S3 refuses to shorten a retention; an object already locked longer is left so."""
         wanted = self.retention.until()
         try:
-            self._client.put_object_retention(Bucket=self.bucket, Key=self._full(key), Retention={
+            self._botocore().put_object_retention(Bucket=self.bucket, Key=self._full(key), Retention={
                 "Mode": self.retention.mode, "RetainUntilDate": wanted})
         except Exception as exc:
             until = self.retained_until(key)
@@ -220,7 +220,7 @@ class S3Store(Store):
     def versions(self, prefix: str) -> dict[str, list[dict]]:
         """Key -> its versions and delete markers ({"VersionId", "IsLatest", "marker"})."""
         out: dict[str, list[dict]] = {}
-        paginator = self._client.get_paginator("list_object_versions")
+        paginator = self._botocore().get_paginator("list_object_versions")
         try:
             for page in paginator.paginate(Bucket=self.bucket, Prefix=self._prefix + prefix):
                 for kind, items in (("version", page.get("Versions", ())), ("marker", page.get("DeleteMarkers", ()))):
@@ -244,7 +244,7 @@ class S3Store(Store):
             return max(locked)
         for version in versions:
             try:
-                self._client.delete_object(Bucket=self.bucket, Key=self._full(key), VersionId=version["VersionId"])
+                self._botocore().delete_object(Bucket=self.bucket, Key=self._full(key), VersionId=version["VersionId"])
             except Exception as exc:
                 raise self._error("delete", key, exc) from exc
         return None
@@ -252,7 +252,7 @@ class S3Store(Store):
     def hide(self, key: str) -> None:
         """A delete marker: the object leaves every listing; its locked version stays."""
         try:
-            self._client.delete_object(Bucket=self.bucket, Key=self._full(key))
+            self._botocore().delete_object(Bucket=self.bucket, Key=self._full(key))
         except Exception as exc:
             raise self._error("delete", key, exc) from exc
 
@@ -295,6 +295,18 @@ class _Body(io.RawIOBase):
         if not self.closed:
             self._body.close()
         super().close()
+
+
+def _new_client(region: str | None, endpoint_url: str | None, profile: str | None):
+    """The lean client when the setup is static (s3_signing.static_setup), else botocore's."""
+
+    def botocore_client():
+        import boto3  # slow to import: only when botocore is what the store needs
+
+        return new_client(boto3.session.Session(profile_name=profile, region_name=region), endpoint_url)
+
+    setup = static_setup(region, endpoint_url, profile)
+    return LeanS3Client(setup, botocore_client) if setup is not None else botocore_client()
 
 
 def from_url(url: str, region: str | None = None, endpoint_url: str | None = None,

@@ -23,18 +23,18 @@ The error split (is_transient) is what both wrappers retry on: throttling (a thr
 or HTTP 429), timeouts, any 5xx but 501 NotImplemented (which says a feature is missing, not
 that the server is unwell), and connection failures anywhere in a request: while connecting,
 sending the body, waiting for the answer or reading its body (an error body included).
+The lean client's errors (s3_lean.py) are judged by the same rules. botocore is imported
+only to build a client: an exception of its types cannot exist before it was loaded, so
+judging one without botocore loaded means it is not botocore's (the lean path never loads it).
 """
 
 from __future__ import annotations
 
+import sys
 from urllib.parse import urlsplit, urlunsplit
 
-import botocore.config
-import botocore.exceptions
-import urllib3.exceptions
-
-CONNECT_TIMEOUT = 10  # seconds
-READ_TIMEOUT = 60  # seconds without a byte
+# the timeouts are the lean client's too: both clients wait alike
+from dr.repository.stores.s3_lean import CONNECT_TIMEOUT, READ_TIMEOUT, LeanResponseError, LeanTransportError
 
 TRANSIENT_CODES = frozenset({
     "SlowDown", "Throttling", "ThrottlingException", "RequestThrottled", "TooManyRequests",
@@ -42,8 +42,14 @@ TRANSIENT_CODES = frozenset({
     "ConditionalRequestConflict", "OperationAborted",
 })
 MISSING_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
-# Network-level failures: the request may or may not have reached the server.
-TRANSPORT_ERRORS = (
+
+
+def transport_errors() -> tuple[type[BaseException], ...]:
+    """Network-level failures of botocore (loaded): the request may or may not have reached the server."""
+    import botocore.exceptions
+    import urllib3.exceptions
+
+    return (
     botocore.exceptions.ConnectionError,  # EndpointConnectionError, ConnectTimeoutError...
     botocore.exceptions.HTTPClientError,  # ConnectionClosedError, ReadTimeoutError, and what
     #   botocore wraps of any other failure while sending (a reset mid-upload)
@@ -53,11 +59,18 @@ TRANSPORT_ERRORS = (
     urllib3.exceptions.ProtocolError,  # a reset while reading a body, if botocore lets it through
     urllib3.exceptions.ReadTimeoutError,
     ConnectionError,  # ConnectionResetError and friends, from the socket itself
-)
+    )
 
 
-def client_config(max_pool_connections: int = 32) -> botocore.config.Config:
+def _botocore_exceptions():
+    """botocore.exceptions when botocore is loaded, else None (see the module docstring)."""
+    return sys.modules.get("botocore.exceptions")
+
+
+def client_config(max_pool_connections: int = 32):
     """The botocore configuration of every dr S3 client (see the module docstring)."""
+    import botocore.config
+
     return botocore.config.Config(
         retries={"total_max_attempts": 1},
         connect_timeout=CONNECT_TIMEOUT,
@@ -76,15 +89,25 @@ def new_client(session, endpoint_url: str | None = None, max_pool_connections: i
                           config=client_config(max_pool_connections=max_pool_connections))
 
 
+def _client_error(exc: BaseException):
+    """The botocore ClientError `exc` is, or None."""
+    exceptions = _botocore_exceptions()
+    return exc if exceptions is not None and isinstance(exc, exceptions.ClientError) else None
+
+
 def error_code(exc: BaseException) -> str:
-    """S3's error code of a ClientError ('NoSuchKey', 'SlowDown', '404'...); '' for others."""
-    if not isinstance(exc, botocore.exceptions.ClientError):
+    """S3's error code of an error answer ('NoSuchKey', 'SlowDown', '404'...); '' for others."""
+    if isinstance(exc, LeanResponseError):
+        return exc.code
+    if _client_error(exc) is None:
         return ""
     return str(exc.response.get("Error", {}).get("Code", ""))
 
 
 def http_status(exc: BaseException) -> int | None:
-    if not isinstance(exc, botocore.exceptions.ClientError):
+    if isinstance(exc, LeanResponseError):
+        return exc.status
+    if _client_error(exc) is None:
         return None
     return exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
 
@@ -95,22 +118,30 @@ def is_missing(exc: BaseException) -> bool:
 
 def is_transient(exc: BaseException) -> bool:
     """Whether retrying the same request may succeed: throttled, timed out, 5xx, connection lost."""
-    if isinstance(exc, botocore.exceptions.ClientError):
+    if isinstance(exc, LeanResponseError) or _client_error(exc) is not None:
         status = http_status(exc) or 0
         return error_code(exc) in TRANSIENT_CODES or status == 429 or (500 <= status < 600 and status != 501)
+    if isinstance(exc, LeanTransportError):
+        return exc.transient  # false for a certificate that does not verify
+    exceptions = _botocore_exceptions()
+    if exceptions is None:
+        return isinstance(exc, ConnectionError)
     # a certificate that does not verify will not verify on a retry either
-    return isinstance(exc, TRANSPORT_ERRORS) and not isinstance(exc, botocore.exceptions.SSLError)
+    return isinstance(exc, transport_errors()) and not isinstance(exc, exceptions.SSLError)
 
 
 def describe(exc: BaseException) -> str:
-    """'Code (HTTP status) message' for a ClientError, the type's name for anything else.
+    """'Code (HTTP status) message' for an error answer, the type's name for anything else
+    (for the lean client's transport errors: the failed call's).
 
     Only S3's human text is used, never the response's other fields (AWSAccessKeyId,
     StringToSign... which some errors carry).
     """
-    if isinstance(exc, botocore.exceptions.ClientError):
-        text = exc.response.get("Error", {}).get("Message", "")
+    if isinstance(exc, LeanResponseError) or _client_error(exc) is not None:
+        text = exc.message if isinstance(exc, LeanResponseError) else exc.response.get("Error", {}).get("Message", "")
         return f"{error_code(exc)} (HTTP {http_status(exc)}) {text}".rstrip()
+    if isinstance(exc, LeanTransportError):
+        return type(exc.cause).__name__
     return type(exc).__name__
 
 
