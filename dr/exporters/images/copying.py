@@ -11,7 +11,7 @@ Blobs: HEAD before upload; a blob this run already put in another repository of 
 registry is mounted from there (one POST); otherwise it is streamed from the source into the
 destination, hashed on the way (client.HashingReader), in PATCH chunks when large. A blob
 shared by several images is copied once: one lock per (registry, digest), the others wait
-and then mount it. Blobs copy in parallel in a bounded pool; a failed copy is retried from
+(in their image's thread, not on the blob pool) and then mount it. Blobs copy in parallel in a bounded pool; a failed copy is retried from
 its start with backoff (a stream cannot be resumed), a corrupt one is not retried.
 """
 
@@ -176,8 +176,17 @@ class Copier:
         return copied
 
     def copy_tree(self, src: Endpoint, dst: Endpoint, tree: Tree, digest: str) -> Copied:
-        futures = [self._pool.submit(self.ensure_blob, src, dst, d, size) for d, size in tree.blobs.items()]
-        copied_bytes = sum(f.result() for f in futures)
+        """The blobs (largest first: the longest transfer starts soonest), then the manifests.
+
+        A blob another image is transferring into the same registry right now is waited for
+        here, in this image's thread, and then mounted: a pool worker never sits idle behind
+        another's upload while blobs that could move wait in the queue."""
+        mine, theirs = [], []
+        for d, size in sorted(tree.blobs.items(), key=lambda item: -item[1]):
+            (theirs if self._in_flight(dst, d) else mine).append((d, size))
+        futures = [self._pool.submit(self.ensure_blob, src, dst, d, size) for d, size in mine]
+        copied_bytes = sum(self.ensure_blob(src, dst, d, size) for d, size in theirs)
+        copied_bytes += sum(f.result() for f in futures)
         for child in tree.children:
             dst.registry.put_manifest(dst.path, child.digest, child)
         dst.registry.put_manifest(dst.path, tree.top.digest, tree.top)
@@ -241,6 +250,11 @@ class Copier:
     def ensure_blob(self, src: Endpoint, dst: Endpoint, digest: str, size: int) -> int:
         """Make `digest` present in `dst`; the bytes this cost (0 when present or mounted)."""
         return self.place(dst, digest, lambda: src.registry.retrying(lambda: self._stream(src, dst, digest, size)))
+
+    def _in_flight(self, dst: Endpoint, digest: str) -> bool:
+        """Whether a transfer of `digest` into `dst`'s registry is under way (its lock held)."""
+        lock = self._locks.get((dst.registry.base, digest))
+        return lock is not None and lock.locked()
 
     def place(self, dst: Endpoint, digest: str, transfer: Callable[[], int]) -> int:
         """Make `digest` present in `dst`: mounted from where this run put it, found (HEAD), or
