@@ -95,6 +95,7 @@ class Copier:
         self._guard = threading.Lock()
         self._locks: dict[tuple[str, ...], threading.Lock] = {}
         self._present: dict[tuple[str, str], set[str]] = {}
+        self._claimed: set[tuple[str, str]] = set()  # (registry, digest) an image's tree already took on
         self._tags: dict[tuple[str, str], frozenset[str] | None] = {}  # a source repository's tags
 
     def close(self) -> None:
@@ -178,12 +179,15 @@ class Copier:
     def copy_tree(self, src: Endpoint, dst: Endpoint, tree: Tree, digest: str) -> Copied:
         """The blobs (largest first: the longest transfer starts soonest), then the manifests.
 
-        A blob another image is transferring into the same registry right now is waited for
-        here, in this image's thread, and then mounted: a pool worker never sits idle behind
+        A blob another image of this run took on (in the same registry) is waited for here, in
+        this image's thread, and then mounted or found: a pool worker never sits idle behind
         another's upload while blobs that could move wait in the queue."""
         mine, theirs = [], []
-        for d, size in sorted(tree.blobs.items(), key=lambda item: -item[1]):
-            (theirs if self._in_flight(dst, d) else mine).append((d, size))
+        with self._guard:
+            for d, size in sorted(tree.blobs.items(), key=lambda item: -item[1]):
+                key = (dst.registry.base, d)
+                (theirs if key in self._claimed else mine).append((d, size))
+                self._claimed.add(key)
         futures = [self._pool.submit(self.ensure_blob, src, dst, d, size) for d, size in mine]
         copied_bytes = sum(self.ensure_blob(src, dst, d, size) for d, size in theirs)
         copied_bytes += sum(f.result() for f in futures)
@@ -250,11 +254,6 @@ class Copier:
     def ensure_blob(self, src: Endpoint, dst: Endpoint, digest: str, size: int) -> int:
         """Make `digest` present in `dst`; the bytes this cost (0 when present or mounted)."""
         return self.place(dst, digest, lambda: src.registry.retrying(lambda: self._stream(src, dst, digest, size)))
-
-    def _in_flight(self, dst: Endpoint, digest: str) -> bool:
-        """Whether a transfer of `digest` into `dst`'s registry is under way (its lock held)."""
-        lock = self._locks.get((dst.registry.base, digest))
-        return lock is not None and lock.locked()
 
     def place(self, dst: Endpoint, digest: str, transfer: Callable[[], int]) -> int:
         """Make `digest` present in `dst`: mounted from where this run put it, found (HEAD), or
