@@ -11,7 +11,7 @@ Blobs: HEAD before upload; a blob this run already put in another repository of 
 registry is mounted from there (one POST); otherwise it is streamed from the source into the
 destination, hashed on the way (client.HashingReader), in PATCH chunks when large. A blob
 shared by several images is copied once: one lock per (registry, digest), the others wait
-and then mount it. Blobs copy in parallel in a bounded pool; a failed copy is retried from
+(in their image's thread, not on the blob pool) and then mount it. Blobs copy in parallel in a bounded pool; a failed copy is retried from
 its start with backoff (a stream cannot be resumed), a corrupt one is not retried.
 """
 
@@ -95,6 +95,7 @@ class Copier:
         self._guard = threading.Lock()
         self._locks: dict[tuple[str, ...], threading.Lock] = {}
         self._present: dict[tuple[str, str], set[str]] = {}
+        self._claimed: set[tuple[str, str]] = set()  # (registry, digest) an image's tree already took on
         self._tags: dict[tuple[str, str], frozenset[str] | None] = {}  # a source repository's tags
 
     def close(self) -> None:
@@ -176,8 +177,20 @@ class Copier:
         return copied
 
     def copy_tree(self, src: Endpoint, dst: Endpoint, tree: Tree, digest: str) -> Copied:
-        futures = [self._pool.submit(self.ensure_blob, src, dst, d, size) for d, size in tree.blobs.items()]
-        copied_bytes = sum(f.result() for f in futures)
+        """The blobs (largest first: the longest transfer starts soonest), then the manifests.
+
+        A blob another image of this run took on (in the same registry) is waited for here, in
+        this image's thread, and then mounted or found: a pool worker never sits idle behind
+        another's upload while blobs that could move wait in the queue."""
+        mine, theirs = [], []
+        with self._guard:
+            for d, size in sorted(tree.blobs.items(), key=lambda item: -item[1]):
+                key = (dst.registry.base, d)
+                (theirs if key in self._claimed else mine).append((d, size))
+                self._claimed.add(key)
+        futures = [self._pool.submit(self.ensure_blob, src, dst, d, size) for d, size in mine]
+        copied_bytes = sum(self.ensure_blob(src, dst, d, size) for d, size in theirs)
+        copied_bytes += sum(f.result() for f in futures)
         for child in tree.children:
             dst.registry.put_manifest(dst.path, child.digest, child)
         dst.registry.put_manifest(dst.path, tree.top.digest, tree.top)

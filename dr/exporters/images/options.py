@@ -56,7 +56,7 @@ class ImagesOptions(ExporterOptions):
     endpoints: dict[str, str] = {}
     tls_verify: bool = True
     ecr: bool = True
-    parallel_images: int = Field(4, ge=1, le=64)
+    parallel_images: int = Field(8, ge=1, le=64)
     parallel_blobs: int = Field(8, ge=1, le=64)
     chunk_mib: int = Field(32, ge=1, le=1024)
     retries: int = Field(5, ge=0, le=20)
