@@ -18,9 +18,11 @@
    unless --big-gib 0, a second one of --big-gib.
 4. --shard-mb 64,256,1024: across endpoints only, dr vs `rclone copy --checksum` at each shard
    size in turn (a checkpoint of --total-mb in shards of that size, at least one shard), each
-   size printing dr's and rclone's median seconds, their ratio and dr's peak RSS. dr picks its
-   part size per file (one PUT up to 64 MiB, larger files in about eight parts); rclone with
-   its defaults does one PUT below 200 MiB and 5 MiB multipart chunks above.
+   size printing dr's and rclone's median seconds, their ratio and dr's peak RSS, and the
+   median CPU seconds of the tool and of each moto server per run (where the time goes: on
+   shared cores the run that costs the machine less CPU finishes first). dr picks its part
+   size per file (one PUT up to half its 144 MiB budget, larger files in 16 MiB parts);
+   rclone with its defaults does one PUT below 200 MiB and 5 MiB multipart chunks above.
 
 The checkpoint is written by torch.distributed.checkpoint (FileSystemWriter, --shards threads:
 one .distcp file per thread, plus .metadata) from random tensors, then uploaded to the source
@@ -38,6 +40,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import sys
 import tempfile
@@ -103,9 +106,24 @@ def keys(s3, bucket: str, prefix: str) -> dict[str, int]:
     return {o["Key"][len(prefix):]: o["Size"] for p in pages for o in p.get("Contents", [])}
 
 
+def server_cpu(pid: int | None) -> float:
+    """CPU seconds (user + system) a server process has used so far; 0 without a pid."""
+    if pid is None:
+        return 0.0
+    with open(f"/proc/{pid}/stat") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 class Bench:
-    def __init__(self, work: str, a: str, b: str, env: dict) -> None:
+    def __init__(self, work: str, a: str, b: str, env: dict, pids: tuple[int, int] | None = None) -> None:
         self.work, self.a, self.b, self.env = work, a, b, env
+        self.pids = pids or (None, None)  # the two moto servers: their CPU per run (where the time goes)
         self.s3 = {e: boto3.client("s3", endpoint_url=e, region_name="us-east-1") for e in (a, b)}
         self.dr = os.path.join(os.path.dirname(sys.executable), "dr")
         self.aws = awscli()
@@ -115,11 +133,19 @@ class Bench:
         with open(plan, "w") as handle:
             handle.write(PLAN.format(repo=os.path.join(self.work, f"repo-{tag}"), src="src", src_endpoint=self.a,
                                      dst=dst, prefix=tag, dst_endpoint=dst_endpoint))
-        run = measure([self.dr, "backup", "--plan", plan, "--quiet"], env=self.env)
+        run, cpu = self.timed(lambda: measure([self.dr, "backup", "--plan", plan, "--quiet"], env=self.env))
         copied = keys(self.s3[dst_endpoint], dst, f"{tag}/ckpts/bench/step-1/")
         assert "DR-COMPLETE" in copied, f"dr made no complete copy: {sorted(copied)}"
         empty(self.s3[dst_endpoint], dst, f"{tag}/")
-        return {"seconds": run.seconds, "rss_mb": run.peak_rss_mb}
+        return {"seconds": run.seconds, "rss_mb": run.peak_rss_mb, **cpu}
+
+    def timed(self, go):
+        """go()'s result and the CPU seconds it cost: the tool itself and each moto server."""
+        before = (children_cpu(), *map(server_cpu, self.pids))
+        result = go()
+        after = (children_cpu(), *map(server_cpu, self.pids))
+        names = ("tool_cpu", "moto_a_cpu", "moto_b_cpu")
+        return result, {n: round(y - x, 2) for n, x, y in zip(names, before, after)} | {"load": os.getloadavg()[0]}
 
     def rclone(self, tag: str, files: int) -> dict:
         env = {k: v for k, v in self.env.items() if k != "AWS_CA_BUNDLE"}
@@ -129,10 +155,11 @@ class Bench:
                         f"RCLONE_CONFIG_{name}_FORCE_PATH_STYLE": "true",
                         f"RCLONE_CONFIG_{name}_ACCESS_KEY_ID": env["AWS_ACCESS_KEY_ID"],
                         f"RCLONE_CONFIG_{name}_SECRET_ACCESS_KEY": env["AWS_SECRET_ACCESS_KEY"]})
-        run = measure(["rclone", "copy", "--checksum", f"src:src/{CKPT}", f"dst:dst/{tag}"], env=env)
+        run, cpu = self.timed(lambda: measure(["rclone", "copy", "--checksum", f"src:src/{CKPT}", f"dst:dst/{tag}"],
+                                              env=env))
         assert len(keys(self.s3[self.b], "dst", f"{tag}/")) == files
         empty(self.s3[self.b], "dst", f"{tag}/")
-        return {"seconds": run.seconds, "rss_mb": run.peak_rss_mb}
+        return {"seconds": run.seconds, "rss_mb": run.peak_rss_mb, **cpu}
 
     def awscli(self, tag: str, files: int, single_copy: bool) -> dict:
         argv = [self.aws, "--endpoint-url", self.a, "s3", "cp", "--recursive", "--only-show-errors",
@@ -232,11 +259,13 @@ def run_shard_sizes(bench: Bench, work: str, shard_mbs: list[int], total_mb: int
             for name, run in group[r % 2:] + group[:r % 2]:
                 runs[name].append(run(r))
                 print(f"  {shard_mb} MB round {r + 1} {name}: {runs[name][-1]}", flush=True)
-        med = {k: {m: median([x[m] for x in v]) for m in ("seconds", "rss_mb")} for k, v in runs.items()}
+        metrics = ("seconds", "rss_mb", "tool_cpu", "moto_a_cpu", "moto_b_cpu", "load")
+        med = {k: {m: median([x[m] for x in v]) for m in metrics} for k, v in runs.items()}
         rows.append({"shard_mb": shard_mb, "files": files, "bytes": size, "rounds": rounds,
                      "dr_seconds": med["dr"]["seconds"], "rclone_seconds": med["rclone"]["seconds"],
                      "ratio": med["dr"]["seconds"] / med["rclone"]["seconds"], "dr_rss_mb": med["dr"]["rss_mb"],
-                     "dr_rss_max_mb": max(x["rss_mb"] for x in runs["dr"]), "rclone_rss_mb": med["rclone"]["rss_mb"]})
+                     "dr_rss_max_mb": max(x["rss_mb"] for x in runs["dr"]), "rclone_rss_mb": med["rclone"]["rss_mb"],
+                     "cpu": {k: {m: v[m] for m in metrics[2:]} for k, v in med.items()}})
         print(shard_line(rows[-1]), flush=True)
     return rows
 
@@ -244,7 +273,9 @@ def run_shard_sizes(bench: Bench, work: str, shard_mbs: list[int], total_mb: int
 def shard_line(row: dict) -> str:
     return (f"{row['shard_mb']:>5} MB shards x {row['files']} ({row['bytes'] / 1e6:.0f} MB): dr {row['dr_seconds']:.2f} s, "
             f"rclone {row['rclone_seconds']:.2f} s, ratio {row['ratio']:.2f}, dr peak RSS {row['dr_rss_mb']:.0f} MB "
-            f"(max {row['dr_rss_max_mb']:.0f}), rclone {row['rclone_rss_mb']:.0f} MB; medians of {row['rounds']}")
+            f"(max {row['dr_rss_max_mb']:.0f}), rclone {row['rclone_rss_mb']:.0f} MB; medians of {row['rounds']}"
+            + "".join(f"\n      {k}: CPU s tool {c['tool_cpu']:.2f}, moto A {c['moto_a_cpu']:.2f}, moto B {c['moto_b_cpu']:.2f}"
+                      f" (load {c['load']:.1f})" for k, c in row["cpu"].items()))
 
 
 def summarize(results: dict[str, list[dict]], size: int) -> dict:
@@ -281,7 +312,7 @@ def main() -> None:
     try:
         with moto_server() as server_a, moto_server() as server_b:
             a, b = f"http://127.0.0.1:{server_a.port}", f"http://127.0.0.1:{server_b.port}"
-            bench = Bench(work, a, b, env)
+            bench = Bench(work, a, b, env, (server_a.process.pid, server_b.process.pid))
             for endpoint, bucket in ((a, "src"), (b, "dst"), (a, "dst-a")):
                 bench.s3[endpoint].create_bucket(Bucket=bucket)
             if args.shard_mb:

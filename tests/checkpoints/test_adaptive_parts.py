@@ -12,6 +12,7 @@ import warnings
 
 import pytest
 
+from dr.exporters.checkpointing.options import CheckpointsOptions
 from dr.exporters.checkpointing.transfer.transferring import MAX_PARTS, part_size_for
 from tests.checkpoints.test_exporter_helpers import upload_tree
 from tests.cli.planfiles import local_target, write_plan
@@ -23,12 +24,23 @@ MiB, GiB = 1 << 20, 1 << 30
 
 @pytest.mark.parametrize("size, budget, part", [
     (0, 128 * MiB, 1), (10 * MiB, 128 * MiB, 10 * MiB), (64 * MiB, 128 * MiB, 64 * MiB),  # one PUT
-    (64 * MiB + 1, 128 * MiB, 16 * MiB), (256 * MiB, 128 * MiB, 32 * MiB), (GiB, 128 * MiB, 32 * MiB),
-    (GiB, 512 * MiB, 128 * MiB),  # a larger budget: larger parts, still about eight per file
+    (64 * MiB + 1, 128 * MiB, 16 * MiB), (256 * MiB, 128 * MiB, 16 * MiB), (GiB, 128 * MiB, 16 * MiB),
+    (GiB, 512 * MiB, 16 * MiB),  # a larger budget: more parts in flight, not larger ones
+    (200 * MiB, 512 * MiB, 16 * MiB),  # one PUT stops at SINGLE_PUT_MAX (96 MiB) whatever the budget
     (20 * MiB, 16 * MiB, 16 * MiB), (5 * MiB, 16 * MiB, 5 * MiB),  # a small budget halves the threshold
 ])
 def test_the_part_size_follows_the_file_size(size, budget, part):
     assert part_size_for(size, budget) == part
+
+
+def test_at_the_default_budget_a_64_mib_dcp_shard_is_one_put_two_at_a_time():
+    """A "64 MB" DCP shard is 64 MiB of tensors plus its header: one PUT (a multipart upload
+    costs the server more), and two fit the default budget at once."""
+    budget = CheckpointsOptions.model_fields["max_buffer_mib"].default * MiB
+    shard = 64 * MiB + 16 * 1024
+    assert part_size_for(shard, budget) == shard
+    assert 2 * shard <= budget
+    assert part_size_for(budget // 2 + 1, budget) == 16 * MiB
 
 
 def test_parts_stay_within_s3s_count_and_a_fixed_size_is_kept():

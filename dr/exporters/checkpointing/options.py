@@ -18,9 +18,9 @@ a field path, not half-way through a backup.
     milestone:    {step_multiple, marker}: which checkpoints are milestones
     server_side_copy: copy inside the object store when source and copy share an endpoint
     parallel_files: files copied at once (default 4)
-    max_buffer_mib: the memory budget for file bytes in flight (default 128)
-    part_size_mib: unset (default): chosen per file, one PUT up to 64 MiB, larger files in
-                  about eight parts of at most a quarter of max_buffer_mib
+    max_buffer_mib: the memory budget for file bytes in flight (default 144)
+    part_size_mib: unset (default): chosen per file, one PUT up to half of max_buffer_mib
+                  (at most 96 MiB), larger files in 16 MiB parts
                   (transfer/transferring.py, part_size_for); a number fixes the part size
     resume:       {role, requires, parts, runs}: what a checkpoint must hold for its run to
                   continue from it (resuming.py; docs/readiness.md, check 1)
@@ -257,7 +257,7 @@ class CheckpointsOptions(ExporterOptions):
     server_side_copy: bool = True
     parallel_files: int = Field(default=4, ge=1, le=64)
     part_size_mib: int | None = Field(default=None, ge=5, le=5120)
-    max_buffer_mib: int = Field(default=128, ge=16)
+    max_buffer_mib: int = Field(default=144, ge=16)
     shards: Shards | None = None  # none (default): every copy in this process, unsharded
 
     @field_validator("run_pattern")

@@ -8,9 +8,11 @@ Why it is built this way (checkpoints are tens to thousands of GB; a backup host
   them by a shared set of threads while the stream goes on; a reader waits for room in the
   budget BEFORE reading, so file data in memory never exceeds max_buffer, whatever the
   checkpoint's size.
-- The part size follows the file's size (part_size_for): a file up to 64 MiB is one PUT,
-  larger ones about eight parts of at most a quarter of the budget (default 128 MiB). Each
-  request has a fixed cost: against 128 MB shards, 16 MiB parts lost to one PUT per file.
+- The part size follows the file's size (part_size_for): a file up to half the budget
+  (default 144 MiB: a 64 MiB DCP shard plus its header, two at once) is one PUT, larger
+  ones go in 16 MiB parts. Measured at moto (docs/benchmarks.md): a multipart upload costs
+  the server 1.4-1.9x the CPU of one PUT of the same bytes (CompleteMultipartUpload copies
+  every part again), and 32 MiB parts cost it about 25% more than 16 MiB ones.
 - Several files stream at once (parallel_files): small files are latency-bound, large ones
   bandwidth-bound, and a checkpoint is usually a mix of both. Server-side copies, which hold
   no bytes here, run SERVER_SIDE_FILES at once.
@@ -40,20 +42,17 @@ MAX_PARTS = 10_000  # S3's limit per multipart upload
 SERVER_SIDE_FILES = 16
 HASH_PIECE = 8 << 20
 SINGLE_PUT_MAX = 96 << 20  # files up to this go as one PUT (when two fit the buffer budget)
-MIN_PART = 16 << 20
-PARTS_PER_FILE = 8  # a multipart file is cut into about this many parts...
-PARTS_IN_FLIGHT = 4  # ...each no larger than a quarter of the buffer budget
+PART = 16 << 20  # the part size of larger files (more when S3's MAX_PARTS needs it)
 MIB = 1 << 20
 
 
 def part_size_for(size: int, budget: int, fixed: int | None = None) -> int:
     """The part size a file of `size` bytes is copied in; a part size >= the file's size means
-    one PUT. Every request has a cost (a round trip, a server-side bookkeeping step, and for
-    multipart the final assembly), so fewer, larger requests win as long as enough of them
-    are in flight to keep the link busy:
-    - up to SINGLE_PUT_MAX (and half the budget, so two files stream at once): one PUT;
-    - above: about PARTS_PER_FILE parts, at least MIN_PART, at most a quarter of the budget
-      (so PARTS_IN_FLIGHT uploads overlap), in whole MiB;
+    one PUT. A multipart upload costs the server more than one PUT of the same bytes (it
+    stores every part, then assembles them at completion), so:
+    - up to SINGLE_PUT_MAX, and half the budget (two such files stream at once): one PUT;
+    - above: parts of PART (the pool then keeps budget // PART uploads in flight, spread
+      over however few files there are), in whole MiB;
     - never more than S3's MAX_PARTS parts.
     `fixed` (the plan's part_size_mib) replaces the choice, bounded by MAX_PARTS only."""
     floor = -(-size // MAX_PARTS)
@@ -61,8 +60,7 @@ def part_size_for(size: int, budget: int, fixed: int | None = None) -> int:
         return max(fixed, floor)
     if size <= min(SINGLE_PUT_MAX, budget // 2):
         return max(size, 1)
-    part = min(max(MIN_PART, -(-size // PARTS_PER_FILE)), max(MIN_PART, budget // PARTS_IN_FLIGHT))
-    return -(-max(part, floor) // MIB) * MIB
+    return -(-max(PART, floor) // MIB) * MIB
 
 
 class DigestMismatch(Exception):
@@ -90,11 +88,11 @@ class FileDone:
 class Transfer:
     """Copies files from `src` to `dst`; one instance per pair of places, reusable."""
 
-    def __init__(self, src: Place, dst: Place, *, part_size: int | None = None, max_buffer: int = 128 << 20,
+    def __init__(self, src: Place, dst: Place, *, part_size: int | None = None, max_buffer: int = 144 << 20,
                  parallel_files: int = 4, server_side: bool = False) -> None:
         self.src, self.dst, self.part_size, self.max_buffer = src, dst, part_size, max_buffer
         self.server_side = server_side and src.is_s3 and dst.is_s3
-        self.pool = BufferPool(max_buffer, min(part_size or MIN_PART, MIN_PART))
+        self.pool = BufferPool(max_buffer, min(part_size or PART, PART))
         # a server-side copy holds no bytes here and waits on the server: run more at once
         self.parallel_files = max(parallel_files, SERVER_SIDE_FILES) if self.server_side else parallel_files
         self._uploads = ThreadPoolExecutor(self.pool.slots, thread_name_prefix="dr-part")
@@ -153,7 +151,7 @@ class Transfer:
                     self.pool.give(buf)
                     raise SourceChanged(f"{job.src_path}: read {read} bytes, listed {job.size}")
                 digest.update(view)
-                crc = crc32_b64(view)
+                crc = crc32_b64(view) if writer.multipart else ""  # one PUT carries the SHA-256
                 if number in stored and writer.matches(stored[number], view, crc):
                     writer.keep(number, stored[number], crc)
                     self.pool.give(buf)
