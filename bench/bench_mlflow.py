@@ -36,6 +36,8 @@ from tests.mlflow.registries import Rest, tags  # noqa: E402
 from tests.servers import mlflow_server, moto_server  # noqa: E402
 
 BIN = os.path.dirname(sys.executable)
+# timeout_seconds 120, the mlflow client's own default (MLFLOW_HTTP_REQUEST_TIMEOUT) that the peer
+# runs with: at load ~20 a one-worker server stalls some requests past dr's default 30 s
 PLAN = """version: 1
 name: bench-mlflow
 failure_domains:
@@ -45,7 +47,7 @@ protects_against: [site-a]
 targets:
   - {{name: local, url: "{repo}", domain: site-b}}
 sources:
-  - {{name: registry, type: mlflow, tracking_uri: "{url}"}}
+  - {{name: registry, type: mlflow, tracking_uri: "{url}", timeout_seconds: 120}}
 """
 
 
@@ -240,8 +242,10 @@ def main() -> None:
         env["MLFLOW_S3_ENDPOINT_URL"] = endpoint  # the peer's mlflow client reads and writes artifacts there
         try:
             run_sizes(args, work, env, endpoint, s3, summary)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
+        except Exception:
+            print(f"failed; its plans and repositories are kept in {work}", flush=True)
+            raise
+        shutil.rmtree(work, ignore_errors=True)
     report(summary)
 
 
