@@ -18,7 +18,8 @@ dr never imports the `mlflow` package: the REST API is enough, and that package 
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Iterator
 
 from dr.exporters.contract import (ArtifactSink, ContentReader, CopyReport, Destination, Discovered, Exporter,
@@ -30,7 +31,7 @@ from dr.exporters.mlflow.options import MlflowOptions
 from dr.exporters.mlflow.reading import parse
 from dr.exporters.mlflow.requesting import Client, MlflowError
 from dr.exporters.mlflow.restoring import FROM_COPIES, REMAP_PREFIX, ModelRestore
-from dr.exporters.mlflow.runs import SharedRuns
+from dr.exporters.mlflow.runs import SharedRuns, destination_empty
 from dr.model.artifacts import Artifact
 from dr.model.redaction import redact
 
@@ -88,19 +89,27 @@ class MlflowExporter(Exporter):
                 request: RestoreRequest) -> Iterator[Outcome]:
         client = self.client(request.to)
         copies = self._copies(artifacts, reader, request)
-        models = [(a.identity, parse(reader.read(a))) for a in sorted(artifacts, key=lambda a: a.identity)
-                  if a.kind == MODEL]
-        shared = SharedRuns()
+        try:
+            shared = SharedRuns(empty=destination_empty(client))
+        except MlflowError:
+            shared = SharedRuns()  # each model's outcome says what is wrong with the destination
 
-        def one(model: tuple[str, list[dict]]) -> list[Outcome]:
+        def one(name: str, lines: list[dict]) -> list[Outcome]:
             try:
-                return list(ModelRestore(client, model[1], request, copies, shared).run())
+                return list(ModelRestore(client, lines, request, copies, shared).run())
             except MlflowError as exc:  # this model's outcome; the others go on
-                return [Outcome(model[0], OutcomeStatus.FAILED, str(exc))]
-        # models in parallel (the server's latency, not dr, is the limit); outcomes in name order
+                return [Outcome(name, OutcomeStatus.FAILED, str(exc))]
+        # models in parallel (the server's latency, not dr, is the limit); outcomes in name order.
+        # A model's backup is read and parsed when it is submitted, a window of them at a time,
+        # so memory holds a few models, not the whole registry (500 x 10 is ~100 MB parsed).
+        window: deque[Future] = deque()
         with ThreadPoolExecutor(self.options.parallel, thread_name_prefix="dr-mlflow-restore") as pool:
-            for outcomes in pool.map(one, models):
-                yield from outcomes
+            for a in sorted((a for a in artifacts if a.kind == MODEL), key=lambda a: a.identity):
+                window.append(pool.submit(one, a.identity, parse(reader.read(a))))
+                if len(window) >= 2 * self.options.parallel:
+                    yield from window.popleft().result()
+            while window:
+                yield from window.popleft().result()
         for artifact in sorted((a for a in artifacts if a.kind == COPY), key=lambda a: a.identity):
             from dr.exporters.mlflow.copying import restore_outcome
             yield restore_outcome(self, artifact, reader)

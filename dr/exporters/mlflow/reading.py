@@ -22,6 +22,7 @@ import fnmatch
 import hashlib
 import json
 import threading
+from collections import OrderedDict
 from typing import Any
 
 from dr.exporters.mlflow.requesting import Client, MlflowError
@@ -68,22 +69,33 @@ def aliases_of(model: dict) -> dict[str, str]:
 
 
 class Lineage:
-    """Runs, experiments and logged models, fetched once per export and shared by the models."""
+    """Runs, experiments and logged models, fetched once per export and shared by the models.
+
+    Runs are kept for the last RUNS_KEPT asked only: a run is normally asked by the model it
+    belongs to (and by its source's resolution just before), so a registry of any size costs
+    bounded memory (5,000 runs of 50 entries are ~100 MB as dicts); one shared by far-apart
+    models is fetched again."""
+
+    RUNS_KEPT = 2048
 
     def __init__(self, client: Client, metric_history: bool) -> None:
         self.client, self.metric_history = client, metric_history
         self._lock = threading.Lock()
-        self._runs: dict[str, dict] = {}
+        self._runs: OrderedDict[str, dict] = OrderedDict()
         self._experiments: dict[str, dict] = {}
         self._logged: dict[str, dict] = {}
 
     def _cached(self, cache: dict, key: str, fetch) -> dict:
         with self._lock:
             if key in cache:
+                if cache is self._runs:
+                    self._runs.move_to_end(key)
                 return cache[key]
         value = fetch(key)
         with self._lock:
             cache[key] = value
+            if cache is self._runs and len(self._runs) > self.RUNS_KEPT:
+                self._runs.popitem(last=False)
         return value
 
     def run(self, run_id: str) -> dict:

@@ -49,7 +49,10 @@ class Client:
         self.timeout = timeout
         self.session = requests.Session()
         self.session.trust_env = False  # no proxies for the tracking server; auth is ours
-        retry = Retry(total=retries, backoff_factor=0.2, status_forcelist=(429, 502, 503, 504),
+        # read=0: a request whose answer timed out may have been done by the server; sent again,
+        # a model-versions/create would consume the next version number (and runs/create make a
+        # second run). Refused connections and 429/502/503/504 answers are retried.
+        retry = Retry(total=retries, read=0, backoff_factor=0.2, status_forcelist=(429, 502, 503, 504),
                       allowed_methods=None, raise_on_status=False)
         adapter = HTTPAdapter(pool_connections=pool, pool_maxsize=pool, max_retries=retry)
         self.session.mount("http://", adapter)

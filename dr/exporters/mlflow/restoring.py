@@ -80,6 +80,7 @@ class ModelRestore:
         self.experiments = {r["experiment_id"]: r for r in lines if r["record"] == "experiment"}
         self.logged = {r["model_id"]: r for r in lines if r["record"] == "logged-model"}
         self.run_plans: dict[str, RunPlan] = {}
+        self._absent: set[str] = set()  # experiments the destination does not have (planning)
 
     # -- reading the destination --------------------------------------------------------------
     def _target(self) -> tuple[dict | None, dict[int, dict]]:
@@ -105,7 +106,14 @@ class ModelRestore:
             self.run_plans[old] = plan
 
     def _find(self, run: dict) -> str | None:
-        exp = experiment_id(self.client, self.experiments.get(run["info"]["experiment_id"]), self.rewrite, False)
+        if self.shared.empty:
+            return None
+        record = self.experiments.get(run["info"]["experiment_id"])
+        name = (record or {}).get("name") or "Default"
+        exp = None if name in self._absent else experiment_id(self.client, record, self.rewrite, False,
+                                                              self.shared.experiments)
+        if exp is None:
+            self._absent.add(name)  # asked once per model, not once per run
         return find_run(self.client, run, exp)
 
     def _mapped(self) -> dict[str, str]:
@@ -167,7 +175,7 @@ class ModelRestore:
                     plan.new = self.shared.known.get(old)
                     if plan.new is None:
                         exp = experiment_id(self.client, self.experiments.get(run["info"]["experiment_id"]),
-                                            self.rewrite, True)
+                                            self.rewrite, True, self.shared.experiments)
                         plan.new, plan.created = create_run(self.client, run, exp), True
                         self.shared.known[old] = plan.new
             elif plan.differences and self.request.overwrite:

@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from dr.exporters.mlflow.requesting import Client, MlflowError
 
 SOURCE_RUN_TAG = "dr.source_run_id"
+# MLflow's limits for one runs/log-batch: per kind, and for all kinds together
 BATCH = {"params": 100, "metrics": 1000, "tags": 100}
+BATCH_TOTAL = 1000
 
 
 @dataclass
@@ -32,18 +34,44 @@ class SharedRuns:
     """The runs of one restore, shared by the models restored in parallel: a run two models'
     versions share is looked up and created once (one lock per backup run id)."""
 
-    def __init__(self) -> None:
+    def __init__(self, empty: bool = False) -> None:
         self._lock = threading.Lock()
         self._locks: dict[str, threading.Lock] = {}
         self.known: dict[str, str] = {}  # backup run id -> destination run id
+        self.experiments: dict[str, str] = {}  # experiment name -> destination id (found or created)
+        # the destination had no run at all when the restore began: no run can be found there
+        # but those this restore creates (`known`), so none is looked up (a request per run saved)
+        self.empty = empty
 
     def lock(self, old: str) -> threading.Lock:
         with self._lock:
             return self._locks.setdefault(old, threading.Lock())
 
 
-def experiment_id(client: Client, record: dict | None, remap_location, create: bool) -> str | None:
-    """The destination experiment with the backup's name (created when asked and missing)."""
+def destination_empty(client: Client) -> bool:
+    """Whether the destination holds no run at all (only its Default experiment, no run in it)."""
+    found = client.get("/experiments/search", max_results=2, view_type="ALL").get("experiments", [])
+    if len(found) > 1 or any(e["experiment_id"] != "0" for e in found):
+        return False
+    runs = client.post("/runs/search", {"experiment_ids": ["0"], "max_results": 1, "run_view_type": "ALL"})
+    return not runs.get("runs")
+
+
+def experiment_id(client: Client, record: dict | None, remap_location, create: bool,
+                  known: dict[str, str] | None = None) -> str | None:
+    """The destination experiment with the backup's name (created when asked and missing);
+    `known` caches the ids found or created (one lookup per experiment, not per run)."""
+    name = (record or {}).get("name") or "Default"
+    known = {} if known is None else known
+    if name not in known:
+        found = _experiment(client, record, remap_location, create)
+        if found is None:
+            return None
+        known[name] = found
+    return known[name]
+
+
+def _experiment(client: Client, record: dict | None, remap_location, create: bool) -> str | None:
     name = (record or {}).get("name") or "Default"
     try:
         return client.get("/experiments/get-by-name", experiment_name=name)["experiment"]["experiment_id"]
@@ -99,8 +127,9 @@ def create_run(client: Client, run: dict, experiment: str) -> str:
             "user_id": info.get("user_id", ""), "tags": [{"key": k, "value": v} for k, v in sorted(tags.items())]}
     new = client.post("/runs/create", body)["run"]["info"]["run_id"]
     fill_run(client, run, new, params=list(run["params"]))
-    for dataset in run.get("inputs", {}).get("dataset_inputs", []):
-        client.post("/runs/log-inputs", {"run_id": new, "datasets": [dataset]})
+    datasets = run.get("inputs", {}).get("dataset_inputs", [])
+    if datasets:
+        client.post("/runs/log-inputs", {"run_id": new, "datasets": datasets})
     client.post("/runs/update", {"run_id": new, "status": info.get("status", "FINISHED"),
                                  "end_time": info.get("end_time")})
     return new
@@ -114,6 +143,19 @@ def fill_run(client: Client, run: dict, new: str, params: list[str]) -> None:
     items = {"params": [{"key": k, "value": run["params"][k]} for k in params],
              "metrics": [{**m, "step": m.get("step") or 0} for m in metrics],
              "tags": [{"key": k, "value": v} for k, v in sorted(run["tags"].items())]}
+    for batch in batches(items):
+        client.post("/runs/log-batch", {"run_id": new, **batch})
+
+
+def batches(items: dict[str, list[dict]]) -> list[dict[str, list[dict]]]:
+    """The items in as few log-batch bodies as MLflow's limits allow (one for a typical run:
+    a request per run instead of one per kind)."""
+    out: list[dict[str, list[dict]]] = []
+    current: dict[str, list[dict]] = {}
     for kind, values in items.items():
-        for start in range(0, len(values), BATCH[kind]):
-            client.post("/runs/log-batch", {"run_id": new, kind: values[start:start + BATCH[kind]]})
+        for value in values:
+            if len(current.get(kind, [])) >= BATCH[kind] or sum(map(len, current.values())) >= BATCH_TOTAL:
+                out.append(current)
+                current = {}
+            current.setdefault(kind, []).append(value)
+    return out + ([current] if current else [])
