@@ -98,6 +98,10 @@ class Bench:
     def dig(self) -> dict:
         out = os.path.join(self.work, "dig.zone")
         run = measure(["sh", "-c", f"dig @127.0.0.1 -p {self.source.port} {ZONE} AXFR +noall +answer > {out}"])
+        with open(out) as handle:
+            lines = handle.read().splitlines()
+        if len(lines) < self.records or any(line.startswith(";") for line in lines):  # dig exits 0 on a failed transfer
+            raise RuntimeError(f"dig AXFR gave {len(lines)} lines: {lines[-3:]}")
         return {"seconds": run.seconds, "rss_mb": run.peak_rss_mb}
 
     def dr_startup(self) -> dict:
