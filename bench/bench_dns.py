@@ -6,12 +6,14 @@ Peers, on the same zone and the same bind9 servers (Debian, on 127.0.0.1):
   * replay into the same zone, empty, on a second bind9: `nsupdate` of a script of adds (1,000
     per update message, as octoDNS batches), and `octodns-sync --doit` from the dump (YamlProvider
     to octodns-bind's Rfc2136Provider); dr: `dr restore --source dns --to dns://...`.
+  * the bind floor: the same adds as nsupdate's, their UPDATE messages built before the clock
+    starts and sent at once on one connection: bind's own time to apply them (no client is faster).
 Between replays the second server is stopped, its zone file rewritten empty (SOA, NS, glue) and
 its journal removed. Every replay is checked: the zone then holds --records records and more.
 Rounds alternate the order of the tools. Medians and dr/peer ratios are printed (JSON with --json).
 
-Run: .venv/bin/python bench/bench_dns.py [--records 50000] [--rounds 3] (docs/benchmarks.md: 5,000,
-20,000 and 50,000)
+Run: .venv/bin/python bench/bench_dns.py [--records 50000] [--rounds 3] [--no-octodns] (docs/benchmarks.md:
+5,000, 20,000 and 50,000)
 Needs: bind9 and bind9-dnsutils (scripts/install-test-deps), octodns-bind (dr's dependencies).
 """
 
@@ -70,9 +72,9 @@ def count(port: int) -> int:
 
 
 class Bench:
-    def __init__(self, work: str, records: int) -> None:
+    def __init__(self, work: str, records: int, dr: str | None = None) -> None:
         self.work, self.records = work, records
-        self.dr = os.path.join(os.path.dirname(sys.executable), "dr")
+        self.dr = dr or os.path.join(os.path.dirname(sys.executable), "dr")
         self.octodns = os.path.dirname(sys.executable)
         self.source = NamedServer(os.path.join(work, "bind-a"), {ZONE: {"records": SOA + zone_records(records)}}).start()
         self.target = None
@@ -96,6 +98,15 @@ class Bench:
     def dig(self) -> dict:
         out = os.path.join(self.work, "dig.zone")
         run = measure(["sh", "-c", f"dig @127.0.0.1 -p {self.source.port} {ZONE} AXFR +noall +answer > {out}"])
+        with open(out) as handle:
+            lines = handle.read().splitlines()
+        if len(lines) < self.records or any(line.startswith(";") for line in lines):  # dig exits 0 on a failed transfer
+            raise RuntimeError(f"dig AXFR gave {len(lines)} lines: {lines[-3:]}")
+        return {"seconds": run.seconds, "rss_mb": run.peak_rss_mb}
+
+    def dr_startup(self) -> dict:
+        """`dr --help`: the fixed cost of a dr process (interpreter, imports, CLI), in every dr figure."""
+        run = measure([self.dr, "--help"])
         return {"seconds": run.seconds, "rss_mb": run.peak_rss_mb}
 
     def dr_backup(self) -> dict:
@@ -143,6 +154,41 @@ class Bench:
         self.check("dr restore")
         return {"seconds": run.seconds, "rss_mb": run.peak_rss_mb}
 
+    def bind_floor(self) -> dict:
+        """The fastest client there can be: the UPDATE messages of the whole zone built before the
+        clock starts (1,000 records each, as nsupdate sends them), all sent on one connection, the
+        clock stopped at the last answer. What is left is bind applying the updates (its journal
+        and zone tree) plus loopback TCP: the floor under any replay tool."""
+        import socket
+        import time
+
+        import dns.message
+        import dns.update
+
+        port = self.empty_target()
+        messages, update, count = [], None, 0
+        with open(os.path.join(self.work, "dig.zone")) as zone:
+            for line in zone:
+                fields = line.split(None, 4)
+                if not fields or fields[3] in ("SOA", "NS") or fields[0].startswith("ns1."):
+                    continue
+                if count % 1000 == 0:
+                    update = dns.update.UpdateMessage(ZONE)
+                    messages.append(update)
+                count += 1
+                update.add(fields[0], int(fields[1]), fields[3], fields[4].strip())
+        wires = [m.to_wire() for m in messages]
+        started = time.perf_counter()
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            sock.sendall(b"".join(len(w).to_bytes(2, "big") + w for w in wires))
+            reader = sock.makefile("rb")
+            for _ in wires:
+                answer = dns.message.from_wire(reader.read(int.from_bytes(reader.read(2), "big")))
+                assert answer.rcode() == 0, answer
+        seconds = time.perf_counter() - started
+        self.check("bind floor")
+        return {"seconds": seconds, "rss_mb": 0.0}
+
     def octodns_sync(self) -> dict:
         port = self.empty_target()
         run = measure([os.path.join(self.octodns, "octodns-sync"), "--config-file", self.octodns_config(port),
@@ -161,15 +207,23 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=50000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--dr", help="the dr command to measure (default: this venv's; another build's, "
+                        "for a before/after)")
+    parser.add_argument("--no-octodns", action="store_true", help="dr, dig, nsupdate and the bind floor only "
+                        "(octoDNS's peers take most of a run's time)")
     args = parser.parse_args()
     work = tempfile.mkdtemp(prefix="dr-bench-dns-")
-    bench = Bench(work, args.records)
+    bench = Bench(work, args.records, args.dr)
     results: dict[str, list[dict]] = {}
     try:
         for round_ in range(args.rounds):
-            exports = [("dig AXFR", bench.dig), ("dr backup", bench.dr_backup), ("octodns-dump", bench.octodns_dump)]
+            exports = [("dig AXFR", bench.dig), ("dr backup", bench.dr_backup), ("octodns-dump", bench.octodns_dump),
+                       ("dr start-up", bench.dr_startup)]
             replays = [("nsupdate", bench.nsupdate), ("dr restore", bench.dr_restore),
-                       ("octodns-sync", bench.octodns_sync)]
+                       ("octodns-sync", bench.octodns_sync), ("bind floor", bench.bind_floor)]
+            if args.no_octodns:
+                exports, replays = [e for e in exports if not e[0].startswith("octodns")], \
+                    [r for r in replays if not r[0].startswith("octodns")]
             for group in (exports, replays):  # dig and octodns-dump write what the replays read
                 for name, run in (group if round_ % 2 == 0 else list(reversed(group))):
                     results.setdefault(name, []).append(run())
@@ -179,10 +233,11 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
     summary = {name: {"seconds": median([r["seconds"] for r in runs]), "rss_mb": median([r["rss_mb"] for r in runs])}
                for name, runs in results.items()}
-    ratios = {"export dr/dig": summary["dr backup"]["seconds"] / summary["dig AXFR"]["seconds"],
-              "export dr/octodns-dump": summary["dr backup"]["seconds"] / summary["octodns-dump"]["seconds"],
-              "replay dr/nsupdate": summary["dr restore"]["seconds"] / summary["nsupdate"]["seconds"],
-              "replay dr/octodns-sync": summary["dr restore"]["seconds"] / summary["octodns-sync"]["seconds"]}
+    pairs = {"export dr/dig": ("dr backup", "dig AXFR"), "export dr/octodns-dump": ("dr backup", "octodns-dump"),
+             "replay dr/nsupdate": ("dr restore", "nsupdate"), "replay dr/octodns-sync": ("dr restore", "octodns-sync"),
+             "replay bind floor/nsupdate": ("bind floor", "nsupdate")}
+    ratios = {name: summary[a]["seconds"] / summary[b]["seconds"] for name, (a, b) in pairs.items()
+              if a in summary and b in summary}
     if args.json:
         print(json.dumps({"records": args.records, "rounds": args.rounds, "median": summary, "ratios": ratios}, indent=1))
         return

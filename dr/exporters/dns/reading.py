@@ -3,7 +3,7 @@
 Where it sits: the exporter asks for the change token first (cheap: one SOA query, or one listing
 of Route53 record sets) and reads the zone only when the token moved (inside the content callable).
 
-AXFR (transfer.py): one streamed transfer with dnspython, TSIG included, kept as rows of rdata
+AXFR (transfer.py): one streamed transfer (dr's wire reader; dnspython's when TSIG-signed), kept as rows of rdata
 text (the artifact's `rrsets`); no octoDNS record is built (that cost ~25 s of CPU per 50,000
 records, 74x `dig AXFR`'s time). Every type the server holds is kept, modelled by octoDNS or not.
 The SOA serial is the change token, and the serial the transfer itself carried must equal the
@@ -87,8 +87,7 @@ def read_axfr(server: Server, spec: Zone, expected_serial: int, attempts: int) -
 
 def rrset_rows(got: Transferred) -> list[list]:
     """The document's rows, sorted: [relative name, TYPE, ttl, [rdata text, ...]]."""
-    return [[got.relative(fqdn), kind, ttl, sorted(rd.to_text() for rd in rdatas)]
-            for (fqdn, kind), (ttl, rdatas) in sorted(got.rows.items())]
+    return [[got.relative(fqdn), kind, ttl, sorted(texts)] for (fqdn, kind), (ttl, texts) in sorted(got.rows.items())]
 
 
 def _document(zone, origin: str, route53_sets=()) -> ZoneDocument:

@@ -1,11 +1,12 @@
-"""Replaying record sets into a zone by RFC 2136 dynamic updates (dnspython), batched and pipelined.
+"""Replaying record sets into a zone by RFC 2136 dynamic updates, batched and pipelined.
 
 Why not octoDNS's Rfc2136Provider: it reads the zone into octoDNS records to plan (and dr read it
 again to check), sends 1,000 changes per message on a new connection each, and fails the whole
 apply at the first refused message. For 50,000 records that was 22x `nsupdate`'s time. Here:
-  * the destination is read once by AXFR before (the diff) and once after (the read-back), in
-    dnspython's form, compared as rdata text (parsed only where the text differs);
-  * every accepted change goes into UPDATE messages filled up to MAX_WIRE bytes (under the
+  * the destination is read once by AXFR before (the diff) and once after (the read-back), as
+    rdata text (transfer.py), compared as text (parsed by dnspython only where the text differs);
+  * every accepted change is encoded to wire by update_wire.py (no dnspython object per record:
+    the common types directly, the others through dnspython) into UPDATE messages up to MAX_WIRE bytes (under the
     64 KiB of a DNS message over TCP, with room for the header and the TSIG record), each signed
     with the zone's key, up to WINDOW of them in flight on one TCP connection;
   * a refused message changed nothing (an update is all or nothing), so it is split in two and
@@ -18,6 +19,7 @@ apply at the first refused message. For 50,000 records that was 22x `nsupdate`'s
 
 from __future__ import annotations
 
+import functools
 import itertools
 import random
 import socket
@@ -31,11 +33,11 @@ import dns.name
 import dns.rcode
 import dns.rdata
 import dns.rdataclass
-import dns.rdataset
 import dns.rdatatype
-import dns.update
+import dns.tsig
 
 from dr.exporters.contract import Outcome, OutcomeStatus
+from dr.exporters.dns import update_wire
 from dr.exporters.dns.transfer import Server, axfr
 
 MAX_WIRE = 60_000  # bytes of records per message, uncompressed (a TCP DNS message is at most 65,535)
@@ -43,7 +45,7 @@ WINDOW = 4  # messages in flight on the connection: the server applies one while
 NO_BISECT = {dns.rcode.NOTAUTH}  # the key or the zone is refused, not a record: splitting cannot help
 
 
-@dataclass
+@dataclass(slots=True)
 class Want:
     """One record set as the backup (after the cutover map) has it, for one outcome."""
     key: str  # the outcome's item: "FQDN TYPE"
@@ -52,30 +54,35 @@ class Want:
     ttl: int
     texts: list[str]
     cut: str = ""  # " (cutover: OLD -> NEW)" when the cutover map rewrote it
-    rdatas: list = field(default_factory=list)  # parsed, when it must be sent or compared closely
+    wires: list[bytes] = field(default_factory=list)  # the rdata as sent, when it must be sent
 
     def describe(self) -> str:
         return describe(self.kind, self.ttl, self.texts)
 
-    def parse(self, origin: dns.name.Name) -> list:
-        if not self.rdatas:
-            rdtype = dns.rdatatype.from_text(self.kind)
-            self.rdatas = [dns.rdata.from_text(dns.rdataclass.IN, rdtype, t, origin=origin, relativize=False)
-                           for t in self.texts]
-        return self.rdatas
+    def encode(self, origin: dns.name.Name) -> list[bytes]:
+        """The rdata's wire forms (update_wire.py); raises dnspython's errors for an invalid text."""
+        if not self.wires:
+            self.wires = [update_wire.rdata_wire(self.kind, t, origin) for t in self.texts]
+        return self.wires
 
 
 def describe(kind: str, ttl: int, texts) -> str:
     return f"{kind} ttl {ttl} {', '.join(sorted(texts))}"
 
 
+def _parsed(kind: str, texts: list[str], origin: dns.name.Name) -> set:
+    rdtype = dns.rdatatype.from_text(kind)
+    return {dns.rdata.from_text(dns.rdataclass.IN, rdtype, t, origin=origin, relativize=False) for t in texts}
+
+
 def _same(want: Want, have: list | None, origin: dns.name.Name) -> bool:
-    """Whether the zone holds the record set as wanted (TTL and values); text first, rdata if it differs."""
+    """Whether the zone holds the record set as wanted (TTL and values); text first, rdata if it differs
+    (the backup's text may be another spelling of the same value: a case, an escape, a relative name)."""
     if have is None or have[0] != want.ttl:
         return False
-    if sorted(rd.to_text() for rd in have[1]) == sorted(want.texts):
+    if sorted(have[1]) == sorted(want.texts):
         return True
-    return set(want.parse(origin)) == set(have[1])
+    return _parsed(want.kind, want.texts, origin) == _parsed(want.kind, have[1], origin)
 
 
 def replay(wants: list[Want], server: Server, zone: str, label: str, dry_run: bool,
@@ -88,7 +95,7 @@ def replay(wants: list[Want], server: Server, zone: str, label: str, dry_run: bo
         yield from (Outcome(w.key, OutcomeStatus.FAILED, f"reading {label}: {type(exc).__name__}: {exc}")
                     for w in wants)
         return
-    outcomes: dict[str, Outcome] = {}
+    outcomes: dict[str, Outcome | None] = {}  # None: sent, its outcome decided by the read-back (_apply)
     send: list[tuple[Want, bool]] = []
     for want in wants:
         have = present.get((want.name.lower(), want.kind))
@@ -97,21 +104,22 @@ def replay(wants: list[Want], server: Server, zone: str, label: str, dry_run: bo
                 outcomes[want.key] = Outcome(want.key, OutcomeStatus.UNCHANGED, f"already {want.describe()} in "
                                              f"{label}{want.cut}")
                 continue
-            want.parse(origin)
+            want.encode(origin)
         except (dns.exception.DNSException, ValueError) as exc:
             outcomes[want.key] = Outcome(want.key, OutcomeStatus.FAILED, f"not a valid {want.kind} record: {exc}")
             continue
-        was = describe(want.kind, have[0], [rd.to_text() for rd in have[1]]) if have else ""
+        was = describe(want.kind, have[0], have[1]) if have else ""
         if have and not overwrite:
             outcomes[want.key] = Outcome(want.key, OutcomeStatus.CONFLICT, f"{label} has {was}, the backup "
                                          f"{want.describe()}{want.cut}; --overwrite replaces it")
             continue
         verb = f"replace {was} with" if have else "create"
-        outcomes[want.key] = Outcome(want.key, OutcomeStatus.PLANNED, f"would {verb} {want.describe()}{want.cut}")
+        outcomes[want.key] = Outcome(want.key, OutcomeStatus.PLANNED, f"would {verb} {want.describe()}{want.cut}") \
+            if dry_run else None
         send.append((want, bool(have)))
     if send and not dry_run:
         outcomes.update(_apply(send, server, zone, label, origin))
-    yield from outcomes.values()
+    yield from (o for o in outcomes.values() if o is not None)
 
 
 def _apply(send: list[tuple[Want, bool]], server: Server, zone: str, label: str,
@@ -135,7 +143,7 @@ def _apply(send: list[tuple[Want, bool]], server: Server, zone: str, label: str,
             out[want.key] = Outcome(want.key, OutcomeStatus.RESTORED, f"{verb} {want.describe()} in {label} by "
                                     f"RFC 2136 update, read back{want.cut}")
             continue
-        shows = describe(want.kind, have[0], [rd.to_text() for rd in have[1]]) if have else "nothing"
+        shows = describe(want.kind, have[0], have[1]) if have else "nothing"
         why = unanswered.get(want.key, "it accepted the update")
         out[want.key] = Outcome(want.key, OutcomeStatus.FAILED, f"{label}: {why} but shows {shows} there, not "
                                 f"{want.describe()}{unreadable}{want.cut}")
@@ -143,32 +151,37 @@ def _apply(send: list[tuple[Want, bool]], server: Server, zone: str, label: str,
 
 
 # -- batching and the connection -----------------------------------------------------------------
-def _cost(want: Want, replace: bool) -> int:
-    """An upper bound of the record set's bytes in an UPDATE (names uncompressed)."""
-    owner = len(want.name) + 1 + 10  # name, type, class, TTL, rdlength
-    return owner * (len(want.rdatas) + replace) + sum(len(rd.to_wire()) for rd in want.rdatas)
+def _records(want: Want, replace: bool) -> list[bytes]:
+    """The update section's records of one record set: delete it first when it is replaced."""
+    owner, kind = update_wire.name_wire(want.name), _rdtype(want.kind)
+    head = [update_wire.delete_rrset(owner, kind)] if replace else []
+    return head + [update_wire.record(owner, kind, want.ttl, rdata) for rdata in want.wires]
 
 
-def _batches(send: list[tuple[Want, bool]]) -> Iterator[list[tuple[Want, bool]]]:
+@functools.lru_cache(maxsize=None)
+def _rdtype(kind: str) -> int:
+    return dns.rdatatype.from_text(kind)
+
+
+def _batches(send: list[tuple[Want, bool]]) -> Iterator[list[tuple[Want, bool, list[bytes]]]]:
     batch, size = [], 0
     for want, replace in send:
-        cost = _cost(want, replace)
+        records = _records(want, replace)
+        cost = sum(map(len, records))
         if batch and size + cost > MAX_WIRE:
             yield batch
             batch, size = [], 0
-        batch.append((want, replace))
+        batch.append((want, replace, records))
         size += cost
     if batch:
         yield batch
 
 
-def _message(batch: list[tuple[Want, bool]], server: Server, zone: str, message_id: int) -> dns.update.UpdateMessage:
-    update = dns.update.UpdateMessage(zone, keyring=server.keyring, keyname=server.keyname,
-                                      keyalgorithm=server.algorithm, id=message_id)
-    for want, replace in batch:
-        rdataset = dns.rdataset.from_rdata_list(want.ttl, want.rdatas)
-        (update.replace if replace else update.add)(want.name, rdataset)
-    return update
+def _key(server: Server) -> dns.tsig.Key | None:
+    if not server.keyring:
+        return None
+    name = dns.name.from_text(server.keyname)
+    return dns.tsig.Key(name, server.keyring[name], server.algorithm)
 
 
 def _halves(batch: list) -> list[list]:
@@ -179,48 +192,47 @@ def _halves(batch: list) -> list[list]:
 def _send(send: list[tuple[Want, bool]], server: Server, zone: str) -> tuple[dict[str, str], dict[str, str]]:
     """Every batch sent on one connection, WINDOW in flight; (refused: key -> rcode, unanswered: key -> why)."""
     queue = deque(_batches(send))
-    pending: dict[int, tuple[dns.message.Message, list]] = {}
+    pending: dict[int, tuple[bytes, list]] = {}
+    zone_wire, key = dns.name.from_text(zone).to_wire(), _key(server)
     refused: dict[str, str] = {}
     ids = (n & 0xFFFF for n in itertools.count(random.randrange(0x10000)))
     try:
         with socket.create_connection((server.host, server.port), timeout=server.timeout) as sock:
             while queue or pending:
                 while queue and len(pending) < WINDOW:
-                    batch = queue.popleft()
-                    update = _message(batch, server, zone, next(ids))
-                    try:
-                        wire = update.to_wire(max_size=65535)
-                    except dns.exception.TooBig:
+                    batch, message_id = queue.popleft(), next(ids)
+                    wire, mac = update_wire.message(zone_wire, [r for _, _, rs in batch for r in rs], message_id, key)
+                    if len(wire) > 65535:
                         if len(batch) > 1:
                             queue.extendleft(reversed(_halves(batch)))
                         else:
                             refused[batch[0][0].key] = "larger than one DNS message (64 KiB)"
                         continue
                     sock.sendall(len(wire).to_bytes(2, "big") + wire)
-                    pending[update.id] = (update, batch)
-                _answer(sock, pending, queue, refused)
+                    pending[message_id] = (mac, batch)
+                _answer(sock, pending, queue, refused, server)
     except (OSError, dns.exception.DNSException) as exc:
-        lost = [w.key for _, batch in pending.values() for w, _ in batch]
-        lost += [w.key for batch in queue for w, _ in batch]
+        lost = [w.key for _, batch in pending.values() for w, _, _ in batch]
+        lost += [w.key for batch in queue for w, _, _ in batch]
         return refused, {key: f"the connection failed ({type(exc).__name__}: {exc})" for key in lost}
     return refused, {}
 
 
-def _answer(sock: socket.socket, pending: dict, queue: deque, refused: dict[str, str]) -> None:
+def _answer(sock: socket.socket, pending: dict, queue: deque, refused: dict[str, str], server: Server) -> None:
     """Read one answer; a refused batch of several record sets is split and queued again."""
     wire = _read(sock, int.from_bytes(_read(sock, 2), "big"))
     found = pending.pop(int.from_bytes(wire[:2], "big"), None)
     if found is None:
         raise dns.exception.FormError("an answer to no update dr sent")
-    update, batch = found
-    answer = dns.message.from_wire(wire, keyring=update.keyring, request_mac=update.mac)
+    mac, batch = found
+    answer = dns.message.from_wire(wire, keyring=server.keyring, request_mac=mac)
     rcode = answer.rcode()
     if rcode == dns.rcode.NOERROR:
         return
     if len(batch) > 1 and rcode not in NO_BISECT:
         queue.extend(_halves(batch))
         return
-    refused.update({want.key: dns.rcode.to_text(rcode) for want, _ in batch})
+    refused.update({want.key: dns.rcode.to_text(rcode) for want, _, _ in batch})
 
 
 def _read(sock: socket.socket, count: int) -> bytes:

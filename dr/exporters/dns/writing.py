@@ -124,9 +124,10 @@ def _rfc2136_wants(doc: ZoneDocument, dest: Destination, cutover: dict[str, str]
             skipped.append(_apex_ns(dest))
             continue
         new = rewrite_row(row, cutover, doc.zone)
-        moved = [f"{a} -> {b}" for a, b in zip(row_targets(row, doc.zone), row_targets(new, doc.zone)) if a != b]
-        name = fqdn(row[0], dest.zone)
-        wants.append(rfc2136.Want(f"{name} {row[1]}", name, row[1], row[2], list(new[3]), _cut(moved)))
+        moved = [f"{a} -> {b}" for a, b in zip(row_targets(row, doc.zone), row_targets(new, doc.zone))
+                 if a != b] if new is not row else []  # rewrite_row returns the row itself when it changed nothing
+        name = f"{row[0]}.{dest.zone}" if row[0] else dest.zone
+        wants.append(rfc2136.Want(f"{name} {row[1]}", name, row[1], row[2], new[3], _cut(moved)))
     desired = OctoZone(dest.zone, [])
     for name, datas in sorted(doc.records.items()):
         for data in datas:
