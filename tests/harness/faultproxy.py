@@ -1,4 +1,4 @@
-"""A fault-injecting HTTP proxy for S3 tests: a real TCP server in front of a moto server.
+"""A fault-injecting HTTP proxy: a real TCP server in front of a moto (or MLflow) server.
 
 Every request dr sends goes through a real socket to this proxy, which forwards it to the
 upstream server and relays the answer, except that, at `rate` (a seeded RNG decides), it
@@ -12,7 +12,10 @@ injects one of the faults a real object store and network produce:
                      answer without a body is not sent at all): the answer is lost after the
                      work was done (the hardest case for a
                      retry: a put done, its answer lost; an error body cut half-way);
-- "slow":            the answer is held back, then trickled out in pieces.
+- "slow":            the answer is held back, then trickled out in pieces;
+- "pool_exhausted":  MLflow's answer when its database pool had no connection free (HTTP 400
+                     BAD_REQUEST with SQLAlchemy's QueuePool message, MLflow's JSON body), the
+                     request not forwarded. Not in the default set (an MLflow fault, not S3's).
 
 Requests of one connection are sequential (HTTP/1.1 keep-alive); connections are served by
 threads. The RNG is shared under a lock, so the sequence of decisions is fixed by the seed,
@@ -23,6 +26,7 @@ though which request meets which decision depends on the order threads reach it.
 from __future__ import annotations
 
 import http.client
+import json
 import random
 import socket
 import struct
@@ -33,6 +37,7 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 FAULTS = ("slowdown", "reset_request", "reset_response", "slow")
+KNOWN = FAULTS + ("pool_exhausted",)
 _HOP = {"connection", "keep-alive", "transfer-encoding", "expect", "proxy-connection", "te", "upgrade",
         "content-length"}
 SLOWDOWN_BODY = (
@@ -40,6 +45,11 @@ SLOWDOWN_BODY = (
     "<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message>"
     "<RequestId>{id}</RequestId><HostId>{host}</HostId></Error>"
 )
+
+
+# as an MLflow 3 server with SQLAlchemy's default pool words it (seen in a restore at load 20)
+POOL_EXHAUSTED_MESSAGE = ("QueuePool limit of size 5 overflow 10 reached, connection timed out, timeout 30.00 "
+                          "(Background on this error at: https://sqlalche.me/e/21/3o7r)")
 
 
 class _Reset(Exception):
@@ -54,9 +64,9 @@ class FaultProxy:
         host, _, port = upstream.removeprefix("http://").rstrip("/").partition(":")
         self.upstream = (host, int(port or 80))
         self.rate, self.faults, self.slow_seconds = rate, tuple(faults), slow_seconds
-        unknown = set(self.faults) - set(FAULTS)
+        unknown = set(self.faults) - set(KNOWN)
         if unknown:
-            raise ValueError(f"unknown faults {sorted(unknown)}; known: {FAULTS}")
+            raise ValueError(f"unknown faults {sorted(unknown)}; known: {KNOWN}")
         self.counts: Counter = Counter()
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
@@ -70,7 +80,7 @@ class FaultProxy:
 
     @property
     def injected(self) -> int:
-        return sum(self.counts[f] for f in FAULTS)
+        return sum(self.counts[f] for f in KNOWN)
 
     def start(self) -> "FaultProxy":
         self._thread.start()
@@ -124,6 +134,8 @@ class _Handler(BaseHTTPRequestHandler):
             body = self._read_body()
             if fault == "slowdown":
                 return self._slowdown()
+            if fault == "pool_exhausted":
+                return self._pool_exhausted()
             status, reason, headers, data = self._forward(body)
             if fault == "reset_response":
                 if data:  # else (HEAD, an empty 200) the whole answer is lost: nothing is sent
@@ -180,6 +192,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _slowdown(self) -> None:
         body = SLOWDOWN_BODY.format(id=uuid.uuid4().hex[:16].upper(), host=uuid.uuid4().hex).encode()
         self._send(503, "Slow Down", [("Content-Type", "application/xml")], body, announced=len(body))
+
+    def _pool_exhausted(self) -> None:
+        body = json.dumps({"error_code": "BAD_REQUEST", "message": POOL_EXHAUSTED_MESSAGE}).encode()
+        self._send(400, "Bad Request", [("Content-Type", "application/json")], body, announced=len(body))
 
     def _send(self, status: int, reason: str, headers: list[tuple[str, str]], data: bytes, announced: int,
               delay: float = 0.0) -> None:

@@ -10,10 +10,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 import dr.exporters.mlflow.exporting as exporting
+from dr.exporters.contract import OutcomeStatus
 from dr.exporters.mlflow.requesting import MlflowUnreachable
 from tests.checkpoints.test_exporter_helpers import Repo
-from tests.mlflow.registries import Rest, build_registry
-from tests.mlflow.test_roundtrip import exporter
+from tests.harness.faultproxy import FaultProxy
+from tests.mlflow.registries import Rest, build_registry, registry_fingerprint
+from tests.mlflow.test_roundtrip import exporter, outcomes
 from tests.servers import free_port
 
 
@@ -66,3 +68,19 @@ def test_a_model_deleted_during_the_export_is_a_finding(new_mlflow, tmp_path, mo
     assert sorted(backup.by_identity()) == ["churn", "fraud-detector", "ranker"]
     assert backup.codes() == ["mlflow-model-deleted"]
     assert "'doomed' was deleted during the export" in backup.findings[0]["message"]
+
+
+def test_a_server_out_of_database_connections_is_asked_again_and_the_restore_completes(
+        mlflow_source, new_mlflow, tmp_path):
+    """MLflow's 'QueuePool limit ... reached' (HTTP 400) means the request was not done: dr sends it
+    again, model-versions/create included, and the version numbers still come out equal. The
+    answer is injected by a real proxy in front of a real server (tests/harness/faultproxy.py),
+    because exhausting the server's pool on purpose would take minutes of overload."""
+    repo = Repo(tmp_path / "repo")
+    done = repo.backup(exporter({"tracking_uri": mlflow_source["url"], "s3_endpoint_url": mlflow_source["endpoint"]}))
+    to = new_mlflow()
+    with FaultProxy(to, rate=0.25, seed=3, faults=("pool_exhausted",)) as proxy:
+        restored = outcomes(repo, done.artifacts, proxy.url)
+    assert proxy.counts["pool_exhausted"] >= 5, proxy.counts
+    assert {o.status for o in restored.values()} == {OutcomeStatus.RESTORED}, restored
+    assert registry_fingerprint(to) == registry_fingerprint(mlflow_source["url"])

@@ -13,6 +13,7 @@ environment when a client is built and never appear in a message, a record or a 
 from __future__ import annotations
 
 import os
+import time
 from typing import Any, Iterator
 
 import requests
@@ -22,6 +23,12 @@ from urllib3.util.retry import Retry
 from dr.model.redaction import redact
 
 API = "/api/2.0/mlflow"
+# What MLflow answers (HTTP 400 BAD_REQUEST, SQLAlchemy's message) when its database pool had no
+# connection free for the request: it waited, then gave up before doing anything, so sending the
+# request again is safe whatever it was, a model-versions/create included. A busy server (a
+# restore's parallel writes, a loaded machine) answers it now and then.
+POOL_EXHAUSTED = "QueuePool limit"
+POOL_TRIES = 5  # backoff 0.5, 1, 2, 4 s between them
 
 
 class MlflowError(Exception):
@@ -73,16 +80,22 @@ class Client:
              raw: bool = False) -> Any:
         """One request to `path` (under /api/2.0/mlflow unless it starts with /api)."""
         url = self.url + (path if path.startswith("/api") else API + path)
-        self.requests += 1
-        try:
-            answer = self.session.request(method, url, params=params, json=body, timeout=self.timeout,
-                                          stream=raw)
-        except requests.RequestException as exc:
-            raise MlflowUnreachable(f"MLflow server {self.where} unreachable: {type(exc).__name__}: "
-                                    f"{redact(str(exc))[:300]}") from None
-        if answer.status_code >= 400:
-            raise _error(self.where, method, path, answer)
-        return answer if raw else (answer.json() if answer.content else {})
+        attempt = 0
+        while True:
+            self.requests += 1
+            try:
+                answer = self.session.request(method, url, params=params, json=body, timeout=self.timeout,
+                                              stream=raw)
+            except requests.RequestException as exc:
+                raise MlflowUnreachable(f"MLflow server {self.where} unreachable: {type(exc).__name__}: "
+                                        f"{redact(str(exc))[:300]}") from None
+            if answer.status_code < 400:
+                return answer if raw else (answer.json() if answer.content else {})
+            error = _error(self.where, method, path, answer)
+            attempt += 1
+            if POOL_EXHAUSTED not in str(error) or attempt >= POOL_TRIES:
+                raise error
+            time.sleep(0.5 * 2 ** (attempt - 1))
 
     def get(self, path: str, **params: Any) -> dict:
         return self.call("GET", path, params={k: v for k, v in params.items() if v is not None})
