@@ -37,8 +37,8 @@ def _scenarios(found: list[dict[str, Any]]) -> list[str]:
     """Every scenario of every run, in the order the runs listed them."""
     names: dict[str, None] = {}
     for matrix in found:
-        names.update(dict.fromkeys(matrix["scenarios"] or [r["scenario"] for r in matrix["rows"]]))
-        names.update(dict.fromkeys(r["scenario"] for r in matrix["rows"]))
+        names.update(dict.fromkeys(matrix["scenarios"]))
+        names.update(dict.fromkeys(r["scenario"] for r in matrix["rows"]))  # rows of an untagged list
     return list(names)
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from dr.model.plans import Plan, TargetSpec
 from dr.model.recovery.judging import Placements
-from dr.model.recovery.scenarios import is_lost
+from dr.model.recovery.scenarios import lost_at
 from dr.model.recovery.verdicts import BLOCKED, OK, UNKNOWN, Verdict
 
 TARGET, CREDENTIALS, KEY, DR_IMAGE = "target", "credentials", "key", "dr-image"
@@ -97,5 +97,4 @@ def judge_essentials(items: list[Essential], lost: frozenset[str],
 def _verdict(item: Essential, lost: frozenset[str], lost_locations: frozenset[str]) -> Verdict:
     if item.domain is None:
         return UNKNOWN
-    lost_here = is_lost(item.domain, lost) or (item.location is not None and item.location in lost_locations)
-    return BLOCKED if lost_here else OK
+    return BLOCKED if lost_at(item.domain, item.location, lost, lost_locations) else OK

@@ -76,7 +76,12 @@ def is_location_loss(name: str) -> bool:
 
 def placement_lost(placement: Placement, lost: frozenset[str], lost_locations: frozenset[str]) -> bool:
     """Whether a placed reference is lost: its domain is, or the location that placed it is."""
-    return is_lost(placement.domain, lost) or (placement.location is not None and placement.location in lost_locations)
+    return lost_at(placement.domain, placement.location, lost, lost_locations)
+
+
+def lost_at(domain: str | None, location: str | None, lost: frozenset[str], lost_locations: frozenset[str]) -> bool:
+    """The one loss rule, for references and essentials alike."""
+    return is_lost(domain, lost) or (location is not None and location in lost_locations)
 
 
 def scenario(tree: DomainTree, failed: Iterable[str], locations: Iterable[Location] = (),
