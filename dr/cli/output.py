@@ -25,6 +25,13 @@ class Output:
         if not self.as_json:
             print(redact(text), flush=True)
 
+    def say_lines(self, lines: list[str]) -> None:
+        """Many lines of human output in one write: a restore can list 50,000 items, and a
+        flushed print per line cost seconds of its run."""
+        if not self.as_json and lines:
+            sys.stdout.write("".join(redact(line) + "\n" for line in lines))
+            sys.stdout.flush()
+
     def note(self, text: str) -> None:
         """Messages for a person, on stderr, unless --quiet."""
         if not self.quiet:

@@ -65,6 +65,23 @@ def test_restore_dry_run_changes_nothing(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
+def test_quiet_restore_lists_only_what_did_not_go_as_asked(tmp_path, capsys):
+    plan = write_plan(tmp_path / "plan.yaml", local_target(tmp_path / "repo"), files_source("config", [_data(tmp_path)]))
+    assert main(["backup", "--plan", plan, "-q"]) == Exit.OK
+    out = tmp_path / "out"
+    assert main(["restore", "--plan", plan, "--source", "config", "--to", str(out)]) == Exit.OK
+    loud = capsys.readouterr().out
+    assert sum(line.startswith("  restored ") for line in loud.splitlines()) == 7  # each item, without --quiet
+    (out / "cfg" / "f0.yaml").write_text("edited\n")
+    # a conflict is not a success (exit 3, documented), and it is the one line listed
+    assert main(["restore", "--plan", plan, "--source", "config", "--to", str(out), "-q"]) == Exit.PARTIAL
+    quiet = capsys.readouterr().out.splitlines()
+    listed = [line for line in quiet if line.startswith("  ") and "not listed" not in line]
+    assert len(listed) == 1 and "conflict" in listed[0] and "f0.yaml" in listed[0]
+    assert "(6 items restored, unchanged or planned are not listed under --quiet" in "\n".join(quiet)
+    assert quiet[-1].startswith("summary: ") and "1 conflict" in quiet[-1] and "6 unchanged" in quiet[-1]
+
+
 def test_verify_exits_with_the_integrity_code_on_damage(tmp_path, capsys):
     repo = tmp_path / "repo"
     plan = write_plan(tmp_path / "plan.yaml", local_target(repo), files_source("config", [_data(tmp_path)]))

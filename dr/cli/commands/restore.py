@@ -20,7 +20,7 @@ from dr.cli.arguments import CommandSpec, UsageError, identities, open_plan, pla
 from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
 from dr.cli.output import Output
-from dr.exporters.contract import RestoreRequest
+from dr.exporters.contract import OutcomeStatus, RestoreRequest
 from dr.model.plans import NotInPlan
 from dr.model.recovery import UnknownDomain
 from dr.repository.locks import Lock
@@ -89,8 +89,7 @@ def _restore_source(args: argparse.Namespace, out: Output) -> int:
                          identities=keys, target_name=args.target, lock_wait=args.lock_wait)
     verb = "would restore" if args.dry_run else "restored"
     out.say(f"snapshot {result.snapshot.short_id}, source {result.source}: {verb} to {to or '(default)'}")
-    for outcome in result.outcomes:
-        out.say(f"  {outcome.status.value:<9} {outcome.item}" + (f": {outcome.reason}" if outcome.reason else ""))
+    out.say_lines(_outcome_lines(result.outcomes, quiet=out.quiet))
     counts = ", ".join(f"{n} {status}" for status, n in sorted(result.counts().items()))
     out.say(f"summary: {counts or 'nothing to restore'}")
     out.document(result.to_json())
@@ -98,6 +97,19 @@ def _restore_source(args: argparse.Namespace, out: Output) -> int:
         out.note(f"{len(result.failed)} items failed: " + "; ".join(o.item for o in result.failed[:10]))
         return Exit.PARTIAL if len(result.failed) < len(result.outcomes) else Exit.FAILURE
     return Exit.OK
+
+
+# Under --quiet, items that went as asked are counted, not listed: a zone replay lists 50,000.
+_AS_ASKED = {OutcomeStatus.RESTORED, OutcomeStatus.UNCHANGED, OutcomeStatus.PLANNED}
+
+
+def _outcome_lines(outcomes: list, quiet: bool) -> list[str]:
+    shown = [o for o in outcomes if not (quiet and o.status in _AS_ASKED)]
+    lines = [f"  {o.status.value:<9} {o.item}" + (f": {o.reason}" if o.reason else "") for o in shown]
+    if len(shown) < len(outcomes):
+        lines.append(f"  ({len(outcomes) - len(shown)} items restored, unchanged or planned are not listed "
+                     "under --quiet; --json lists every item)")
+    return lines
 
 
 def exporter_options(cls: type, source: str, extra: list[str]) -> dict[str, str]:
