@@ -21,6 +21,7 @@ from dr.model.plans import Plan, SourceSpec, TargetSpec
 from dr.model.snapshots import Snapshot, SourceResult
 from dr.repository.catalogs import read_catalog
 from dr.repository.locks import Lock
+from dr.repository.manifest_cache import ManifestCache
 from dr.repository.repositories import Repository
 from dr.repository import immutability
 from dr.repository.targets import open_target
@@ -142,8 +143,10 @@ def _run_source(plan: Plan, registry: Registry, writer: SnapshotWriter, source: 
 
 
 def _parent_artifacts(repo: Repository, source_names: list[str]) -> dict[str, list[Artifact]]:
-    """Each source's artifacts in the newest snapshot holding it: the base for reuse."""
-    snapshots = repo.snapshots()
+    """Each source's artifacts in the newest snapshot holding it: the base for reuse. The
+    manifests come from the local cache where it holds them (dr.repository.manifest_cache)."""
+    cache = ManifestCache.default()
+    snapshots = repo.snapshots(cache.bind(repo.config.get("id", "")) if cache else None)
     parents: dict[str, list[Artifact]] = {}
     loaded: dict[str, list[Artifact]] = {}
     for name in source_names:

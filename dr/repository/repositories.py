@@ -15,6 +15,7 @@ from typing import Iterator
 
 from dr.model.snapshots import Snapshot
 from dr.repository import layout
+from dr.repository.manifest_cache import ManifestCache
 from dr.repository.stores.base import ObjectExists, ObjectMissing, Store
 
 
@@ -117,30 +118,43 @@ class Repository:
             pass
         return snapshot.id
 
-    def load_snapshot(self, snapshot_id: str) -> Snapshot:
-        try:
-            data = self.store.get(layout.snapshot_key(snapshot_id))
-        except ObjectMissing:
-            raise RepositoryError(f"no snapshot {snapshot_id}") from None
-        if layout.sha256(data) != snapshot_id:
-            raise IntegrityError(f"snapshot {snapshot_id} is damaged: its manifest does not match its id")
+    def load_snapshot(self, snapshot_id: str, cache: ManifestCache | None = None) -> Snapshot:
+        """The manifest from the store, or from `cache` (a local copy verified against the id,
+        like the store's: only a backup's parent search passes one; verify and restore never
+        do, because they must see the store as it is)."""
+        data = cache.get(snapshot_id) if cache is not None else None
+        if data is None:
+            try:
+                data = self.store.get(layout.snapshot_key(snapshot_id))
+            except ObjectMissing:
+                raise RepositoryError(f"no snapshot {snapshot_id}") from None
+            if layout.sha256(data) != snapshot_id:
+                raise IntegrityError(f"snapshot {snapshot_id} is damaged: its manifest does not match its id")
+            if cache is not None:
+                cache.put(snapshot_id, data)
         return Snapshot.from_json(json.loads(data), snapshot_id)
 
     def snapshot_ids(self) -> list[str]:
         return sorted(key[len(layout.SNAPSHOTS):] for key, _ in self.store.list(layout.SNAPSHOTS)
                       if layout.is_digest(key[len(layout.SNAPSHOTS):]))
 
-    def snapshots(self) -> list[Snapshot]:
+    def snapshots(self, cache: ManifestCache | None = None) -> list[Snapshot]:
         """Every snapshot, oldest first. The manifests are fetched several at a time: a backup
         reads all of them to find each source's parent, one round trip each, and an hourly
-        backup's repository holds many."""
+        backup's repository holds many (a backup passes its local `cache`, load_snapshot)."""
         ids = self.snapshot_ids()
+        loaded: list[Snapshot] = []
+        if cache is not None:
+            cache.keep_only(ids)
+            held = {i: cache.get(i) for i in ids}
+            loaded = [Snapshot.from_json(json.loads(data), i) for i, data in held.items() if data is not None]
+            ids = [i for i in ids if held[i] is None]
         if len(ids) < 2:
-            loaded = [self.load_snapshot(i) for i in ids]
+            loaded += [self.load_snapshot(i, cache) for i in ids]
         else:
             with ThreadPoolExecutor(max_workers=min(MANIFEST_READERS, len(ids)),
                                     thread_name_prefix="manifests") as pool:
-                loaded = list(pool.map(self.load_snapshot, ids))
+                loaded += pool.map(lambda i: self.load_snapshot(i, cache), ids)
         return sorted(loaded, key=lambda s: s.time)
 
     def find_snapshot(self, ref: str, source: str | None = None) -> Snapshot:
