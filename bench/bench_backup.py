@@ -2,7 +2,11 @@
 
 Prints, for each tool: first backup time, unchanged second backup time and its CPU time
 (user + system: on a loaded machine wall time is mostly a share of the cores, the CPU time is
-the work), bytes uploaded by each, and peak RSS. Run: .venv/bin/python bench/bench_backup.py [--size-mib 1024] [--rounds 3]
+the work), bytes uploaded by each, and peak RSS. With --history N, each tool first takes N more
+backups in which only a tiny file of its own changed (an hourly CronJob's week is 168), so the
+unchanged backup is measured against a repository that keeps N+1 snapshots; each tool keeps
+its local cache between its runs (restic's cache folder, dr's manifest cache).
+Run: .venv/bin/python bench/bench_backup.py [--size-mib 1024] [--rounds 3] [--history 0]
 Needs: restic (apt), moto server (the test extras). Everything runs on 127.0.0.1.
 """
 
@@ -16,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from typing import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -56,18 +61,39 @@ protects_against: [site-a]
 targets:
   - {{name: s3, url: "s3://{bucket}/repo", domain: site-b, endpoint_url: "{endpoint}", region: us-east-1}}
 sources:
-  - {{name: data, type: files, paths: ["{data}"]}}
+  - {{name: data, type: files, paths: ["{data}", "{churn}"]}}
 """
 
 
-def run_dr(work: str, endpoint: str, s3, data: str, env: dict) -> dict:
+def churned(work: str, name: str) -> tuple[str, Callable[[int], None]]:
+    """A folder of one tiny file that only this tool backs up, and a function changing it."""
+    folder = os.path.join(work, f"churn-{name}")
+    os.makedirs(folder, exist_ok=True)
+
+    def change(n: int) -> None:
+        with open(os.path.join(folder, "hour.txt"), "w") as handle:
+            handle.write(f"backup {n}\n")
+    change(0)
+    return folder, change
+
+
+def history(argv: list[str], change: Callable[[int], None], count: int, env: dict) -> None:
+    for n in range(1, count + 1):
+        change(n)
+        subprocess.run(argv, env=env, check=True, capture_output=True)
+
+
+def run_dr(work: str, endpoint: str, s3, data: str, env: dict, past: int = 0) -> dict:
     bucket = "bench-dr-" + os.urandom(4).hex()
     s3.create_bucket(Bucket=bucket)
     plan = os.path.join(work, f"{bucket}.yaml")
+    churn, change = churned(work, bucket)
     with open(plan, "w") as handle:
-        handle.write(PLAN.format(bucket=bucket, endpoint=endpoint, data=data))
+        handle.write(PLAN.format(bucket=bucket, endpoint=endpoint, data=data, churn=churn))
     dr = os.path.join(os.path.dirname(sys.executable), "dr")
+    env = {**env, "DR_CACHE_DIR": os.path.join(work, f"cache-{bucket}")}
     first = measure([dr, "backup", "--plan", plan, "--json", "--quiet"], env=env)
+    history([dr, "backup", "--plan", plan, "--quiet"], change, past, env)
     after_first = bucket_bytes(s3, bucket)
     second = measure([dr, "backup", "--plan", plan, "--json", "--quiet"], env=env)
     stats = json.loads(second.stdout)["results"][0]["stats"]
@@ -77,16 +103,18 @@ def run_dr(work: str, endpoint: str, s3, data: str, env: dict) -> dict:
             "uploaded_second_total": bucket_bytes(s3, bucket) - after_first}
 
 
-def run_restic(work: str, endpoint: str, s3, data: str, env: dict) -> dict:
+def run_restic(work: str, endpoint: str, s3, data: str, env: dict, past: int = 0) -> dict:
     bucket = "bench-restic-" + os.urandom(4).hex()
     s3.create_bucket(Bucket=bucket)
     env = {**env, "RESTIC_REPOSITORY": f"s3:{endpoint}/{bucket}/repo", "RESTIC_PASSWORD": "bench",
            "RESTIC_CACHE_DIR": os.path.join(work, f"cache-{bucket}")}
     subprocess.run(["restic", "init"], env=env, check=True, capture_output=True)
     before = bucket_bytes(s3, bucket)
-    first = measure(["restic", "backup", "--json", "-q", data], env=env)
+    churn, change = churned(work, bucket)
+    first = measure(["restic", "backup", "--json", "-q", data, churn], env=env)
+    history(["restic", "backup", "-q", data, churn], change, past, env)
     after_first = bucket_bytes(s3, bucket)
-    second = measure(["restic", "backup", "--json", data], env=env)
+    second = measure(["restic", "backup", "--json", data, churn], env=env)
     summary = [json.loads(l) for l in second.stdout.splitlines() if '"summary"' in l][-1]
     return {"first_s": first.seconds, "second_s": second.seconds, "second_cpu_s": second.cpu_seconds,
             "first_rss_mb": first.peak_rss_mb, "second_rss_mb": second.peak_rss_mb,
@@ -99,6 +127,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--size-mib", type=int, default=1024)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--history", type=int, default=0, metavar="N",
+                        help="N more backups (a tiny file changed) before the unchanged one")
     args = parser.parse_args()
     env = {**os.environ, "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
            "AWS_DEFAULT_REGION": "us-east-1"}
@@ -110,7 +140,8 @@ def main() -> None:
     try:
         data = os.path.join(work, "data")
         files, total = make_tree(data, args.size_mib << 20)
-        print(f"data: {files} files, {total / 2**20:.0f} MiB (1 KiB to 64 MiB)")
+        print(f"data: {files} files, {total / 2**20:.0f} MiB (1 KiB to 64 MiB); history: {args.history} "
+              f"backups before the unchanged one; load {os.getloadavg()}", flush=True)
         results: dict[str, list[dict]] = {"dr": [], "restic": []}
         with moto_server() as server:
             endpoint = f"http://127.0.0.1:{server.port}"
@@ -119,7 +150,7 @@ def main() -> None:
                 # alternate the order so neither tool always gets the warm page cache
                 order = [("dr", run_dr), ("restic", run_restic)]
                 for name, run in order if round_no % 2 == 0 else reversed(order):
-                    results[name].append(run(work, endpoint, s3, data, env))
+                    results[name].append(run(work, endpoint, s3, data, env, args.history))
                     print(f"round {round_no + 1} {name}: {results[name][-1]}", flush=True)
         report(results)
     finally:
