@@ -59,3 +59,43 @@ def test_a_second_local_copier_of_the_same_file_is_refused(tmp_path):
             place.writer("f", 8, 4)
     finally:
         first.abort()
+
+
+def test_s3_reads_go_straight_into_the_buffer_and_a_body_cut_midway_is_transient(s3_bucket, moto_endpoint):
+    """S3Reader reads the socket into the caller's buffer (places/s3.py, _socket_response), not
+    through urllib3's copies. A real moto server behind the fault proxy: a whole read matches
+    and hands its connection back; an answer reset part-way is a TransientPlaceError (retried by
+    RetryingPlace), never a crash or a short read taken as the end."""
+    import os
+
+    from dr.exporters.checkpointing.places.contract import TransientPlaceError
+    from dr.exporters.checkpointing.places.s3 import S3Reader
+    from tests.harness.faultproxy import FaultProxy
+
+    bucket = s3_bucket()
+    data = os.urandom(3 << 20)
+    S3Place(bucket, "r", endpoint_url=moto_endpoint, region="us-east-1").put("f.bin", data)
+    with FaultProxy(moto_endpoint, rate=0.0) as clean:
+        place = S3Place(bucket, "r", endpoint_url=clean.url, region="us-east-1")
+        for _ in range(2):
+            reader = S3Reader(place, "f.bin")
+            assert reader._socket is not None  # the direct path is the one under test
+            buffer = bytearray(len(data) + 10)
+            assert reader.readinto(memoryview(buffer)) == len(data) and bytes(buffer[:len(data)]) == data
+            assert reader._body is None  # read to its end: the connection went back to the pool
+            reader.close()
+        assert clean.counts["requests"] == 2
+    with FaultProxy(moto_endpoint, rate=1.0, faults=("reset_response",), seed=3) as cutting:
+        place = S3Place(bucket, "r", endpoint_url=cutting.url, region="us-east-1")
+        cut = 0
+        for _ in range(4):
+            try:
+                reader = S3Reader(place, "f.bin")
+            except TransientPlaceError:
+                cut += 1  # reset before the headers were whole
+                continue
+            with pytest.raises(TransientPlaceError):
+                reader.readinto(memoryview(bytearray(len(data))))
+            reader.close()
+            cut += 1
+        assert cut == 4 and cutting.counts["reset_response"] == 4

@@ -22,6 +22,7 @@ the offset it reached.
 from __future__ import annotations
 
 import base64
+import http.client
 import threading
 import zlib
 from contextlib import contextmanager
@@ -266,22 +267,54 @@ class S3Reader:
     def __init__(self, place: S3Place, path: str, offset: int = 0) -> None:
         self._where = place.url_of(path)
         self._body = place._open(path, offset)
+        self._socket = _socket_response(self._body)
 
     def readinto(self, view: memoryview) -> int:
         """Fill `view`; fewer bytes only at the end of the object."""
         got = 0
         with s3_errors(self._where):
             while got < len(view) and self._body is not None:
-                n = self._body.readinto(view[got:got + READ_SLICE])
+                n = self._read_slice(view[got:got + READ_SLICE])
                 if n == 0:
                     break
                 got += n
         return got
 
+    def _read_slice(self, view: memoryview) -> int:
+        if self._socket is None:
+            return self._body.readinto(view)
+        try:
+            n = self._socket.readinto(view)
+        except (http.client.IncompleteRead, TimeoutError) as exc:  # cut or stalled mid-body
+            raise TransientPlaceError(f"{self._where}: {type(exc).__name__}") from None
+        if n == 0 or self._socket.isclosed():
+            self._body._raw_stream.release_conn()  # read to its end: the connection is reusable
+            self._socket = None
+            self._body = None
+        return n
+
     def close(self) -> None:
         if self._body is not None:
-            self._body.close()
+            self._body.close()  # before its end: the connection is dropped, never reused
             self._body = None
+            self._socket = None
+
+
+def _socket_response(body) -> http.client.HTTPResponse | None:
+    """The standard library's response under botocore's StreamingBody and urllib3's response,
+    to read into the caller's buffers directly. Through urllib3, every slice was read into a
+    new bytes object and copied again: 0.26 s of CPU per 256 MiB against 0.09 s directly
+    (measured against moto), a large part of what a copy of 64 MB shards costs dr (issue 16).
+    Only for a plain body: no content decoding and no checksum-validating wrapper (the
+    repository's client validates none: response_checksum_validation when_required), else
+    None and the reads go through botocore as before."""
+    raw = getattr(body, "_raw_stream", None)
+    response = getattr(raw, "_fp", None)
+    if type(body).__name__ != "StreamingBody" or not isinstance(response, http.client.HTTPResponse):
+        return None
+    if raw.headers.get("content-encoding") or response.chunked or response.length is None:
+        return None
+    return response
 
 
 @contextmanager
