@@ -38,3 +38,34 @@ def test_a_run_over_every_limit_is_logged_whole_by_a_real_server(new_mlflow):
     assert {m["key"]: m["value"] for m in data["metrics"]} == {k: m["value"] for k, m in record["metrics"].items()}
     tags = {t["key"]: t["value"] for t in data["tags"]}
     assert {k: tags.get(k) for k in record["tags"]} == record["tags"]
+
+
+class _Recording(Client):
+    """The real client against a real server, keeping each request's path and body to read
+    back what was sent (the server's answers are its own)."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self.sent: list[tuple[str, dict]] = []
+
+    def call(self, method, path, *, params=None, body=None, raw=False):
+        self.sent.append((path, body or {}))
+        return super().call(method, path, params=params, body=body, raw=raw)
+
+
+def test_a_created_run_gets_its_tags_once_with_runs_create_not_again_in_log_batch(new_mlflow):
+    from dr.exporters.mlflow.runs import SOURCE_RUN_TAG, create_run
+
+    url = new_mlflow()
+    client = _Recording(url)
+    record = {**run_record(params=20, metrics=20, tags=10), "run_id": "0123abcd" * 4,
+              "info": {"start_time": 1_700_000_000_000, "end_time": 1_700_000_100_000, "status": "FINISHED",
+                       "run_name": "r"}}
+    new = create_run(client, record, "0")
+    batches_sent = [body for path, body in client.sent if path == "/runs/log-batch"]
+    assert len(batches_sent) == 1 and not batches_sent[0].get("tags")
+    assert len(batches_sent[0]["params"]) == 20 and len(batches_sent[0]["metrics"]) == 20
+    data = Rest(url).get("/runs/get", run_id=new)["run"]["data"]
+    tags = {t["key"]: t["value"] for t in data["tags"]}
+    assert {k: tags.get(k) for k in record["tags"]} == record["tags"] and tags[SOURCE_RUN_TAG] == record["run_id"]
+    assert len(data["params"]) == 20 and len(data["metrics"]) == 20

@@ -126,7 +126,7 @@ def create_run(client: Client, run: dict, experiment: str) -> str:
     body = {"experiment_id": experiment, "start_time": info.get("start_time"), "run_name": info.get("run_name", ""),
             "user_id": info.get("user_id", ""), "tags": [{"key": k, "value": v} for k, v in sorted(tags.items())]}
     new = client.post("/runs/create", body)["run"]["info"]["run_id"]
-    fill_run(client, run, new, params=list(run["params"]))
+    fill_run(client, run, new, params=list(run["params"]), tags=False)  # runs/create set them
     datasets = run.get("inputs", {}).get("dataset_inputs", [])
     if datasets:
         client.post("/runs/log-inputs", {"run_id": new, "datasets": datasets})
@@ -135,14 +135,15 @@ def create_run(client: Client, run: dict, experiment: str) -> str:
     return new
 
 
-def fill_run(client: Client, run: dict, new: str, params: list[str]) -> None:
-    """Log params (only those named: MLflow refuses to change one), metrics and tags."""
+def fill_run(client: Client, run: dict, new: str, params: list[str], tags: bool = True) -> None:
+    """Log params (only those named: MLflow refuses to change one), metrics and, unless the run
+    was just created with them (each tag logged twice was server work for nothing), tags."""
     history = run.get("metric_history")
     metrics = ([{"key": k, **p} for k, points in sorted(history.items()) for p in points] if history else
                [{"key": k, **m} for k, m in sorted(run["metrics"].items())])
     items = {"params": [{"key": k, "value": run["params"][k]} for k in params],
              "metrics": [{**m, "step": m.get("step") or 0} for m in metrics],
-             "tags": [{"key": k, "value": v} for k, v in sorted(run["tags"].items())]}
+             "tags": [{"key": k, "value": v} for k, v in sorted(run["tags"].items())] if tags else []}
     for batch in batches(items):
         client.post("/runs/log-batch", {"run_id": new, **batch})
 
