@@ -145,8 +145,7 @@ def _run_source(plan: Plan, registry: Registry, writer: SnapshotWriter, source: 
 def _parent_artifacts(repo: Repository, source_names: list[str]) -> dict[str, list[Artifact]]:
     """Each source's artifacts in the newest snapshot holding it: the base for reuse. The
     manifests come from the local cache where it holds them (dr.repository.manifest_cache)."""
-    cache = ManifestCache.default()
-    snapshots = repo.snapshots(cache.bind(repo.config.get("id", "")) if cache else None)
+    snapshots = repo.snapshots(ManifestCache.default(repo.config.get("id", "")))
     parents: dict[str, list[Artifact]] = {}
     loaded: dict[str, list[Artifact]] = {}
     for name in source_names:

@@ -26,25 +26,23 @@ MAX_MANIFEST_BYTES = 16 << 20  # a manifest is ~0.5 KiB a source; a planted gian
 
 
 class ManifestCache:
-    def __init__(self, root: str):
-        self.root = root
-        self._folder: str | None = None
+    """The cached manifests of one repository, in a folder named by its config's random id
+    (never its URL, which may carry a host or bucket name)."""
+
+    def __init__(self, root: str, repository_id: str):
+        self._folder = os.path.join(root, repository_id, "snapshots")
 
     @classmethod
-    def default(cls) -> "ManifestCache | None":
+    def default(cls, repository_id: str) -> "ManifestCache | None":
+        """The cache where the environment puts it; None when it is off, or for a config
+        whose id is not the 32 hex characters format.md section 6 gives it."""
         chosen = os.environ.get(ENV)
-        if chosen == OFF:
+        if chosen == OFF or not _REPOSITORY_ID.match(repository_id):
             return None
         if not chosen:
             base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
             chosen = os.path.join(base, "dr")
-        return cls(chosen)
-
-    def bind(self, repository_id: str) -> "ManifestCache":
-        """Use the folder of this repository (its config's random id, never its URL)."""
-        if _REPOSITORY_ID.match(repository_id or ""):
-            self._folder = os.path.join(self.root, repository_id, "snapshots")
-        return self
+        return cls(chosen, repository_id)
 
     def get(self, snapshot_id: str) -> bytes | None:
         path = self._path(snapshot_id)
@@ -75,8 +73,6 @@ class ManifestCache:
 
     def keep_only(self, snapshot_ids: list[str]) -> None:
         """Forget cached manifests of snapshots the repository no longer holds (pruned)."""
-        if self._folder is None:
-            return
         try:
             names = os.listdir(self._folder)
         except OSError:
@@ -87,7 +83,7 @@ class ManifestCache:
                 self._drop(os.path.join(self._folder, name))
 
     def _path(self, snapshot_id: str) -> str | None:
-        if self._folder is None or not layout.is_digest(snapshot_id):
+        if not layout.is_digest(snapshot_id):
             return None
         return os.path.join(self._folder, snapshot_id)
 

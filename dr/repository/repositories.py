@@ -118,21 +118,18 @@ class Repository:
             pass
         return snapshot.id
 
-    def load_snapshot(self, snapshot_id: str, cache: ManifestCache | None = None) -> Snapshot:
-        """The manifest from the store, or from `cache` (a local copy verified against the id,
-        like the store's: only a backup's parent search passes one; verify and restore never
-        do, because they must see the store as it is)."""
-        data = cache.get(snapshot_id) if cache is not None else None
-        if data is None:
-            try:
-                data = self.store.get(layout.snapshot_key(snapshot_id))
-            except ObjectMissing:
-                raise RepositoryError(f"no snapshot {snapshot_id}") from None
-            if layout.sha256(data) != snapshot_id:
-                raise IntegrityError(f"snapshot {snapshot_id} is damaged: its manifest does not match its id")
-            if cache is not None:
-                cache.put(snapshot_id, data)
-        return Snapshot.from_json(json.loads(data), snapshot_id)
+    def load_snapshot(self, snapshot_id: str) -> Snapshot:
+        return Snapshot.from_json(json.loads(self._manifest(snapshot_id)), snapshot_id)
+
+    def _manifest(self, snapshot_id: str) -> bytes:
+        """A manifest's bytes from the store, checked against its id."""
+        try:
+            data = self.store.get(layout.snapshot_key(snapshot_id))
+        except ObjectMissing:
+            raise RepositoryError(f"no snapshot {snapshot_id}") from None
+        if layout.sha256(data) != snapshot_id:
+            raise IntegrityError(f"snapshot {snapshot_id} is damaged: its manifest does not match its id")
+        return data
 
     def snapshot_ids(self) -> list[str]:
         return sorted(key[len(layout.SNAPSHOTS):] for key, _ in self.store.list(layout.SNAPSHOTS)
@@ -141,20 +138,25 @@ class Repository:
     def snapshots(self, cache: ManifestCache | None = None) -> list[Snapshot]:
         """Every snapshot, oldest first. The manifests are fetched several at a time: a backup
         reads all of them to find each source's parent, one round trip each, and an hourly
-        backup's repository holds many (a backup passes its local `cache`, load_snapshot)."""
+        backup's repository holds many. Only a backup's parent search passes its local `cache`
+        (checked against the ids like the store): verify and restore must see the store as it is."""
         ids = self.snapshot_ids()
-        loaded: list[Snapshot] = []
+        held: dict[str, bytes | None] = dict.fromkeys(ids)
         if cache is not None:
             cache.keep_only(ids)
             held = {i: cache.get(i) for i in ids}
-            loaded = [Snapshot.from_json(json.loads(data), i) for i, data in held.items() if data is not None]
-            ids = [i for i in ids if held[i] is None]
-        if len(ids) < 2:
-            loaded += [self.load_snapshot(i, cache) for i in ids]
+        missing = [i for i in ids if held[i] is None]
+        if len(missing) < 2:
+            fetched = [self._manifest(i) for i in missing]
         else:
-            with ThreadPoolExecutor(max_workers=min(MANIFEST_READERS, len(ids)),
+            with ThreadPoolExecutor(max_workers=min(MANIFEST_READERS, len(missing)),
                                     thread_name_prefix="manifests") as pool:
-                loaded += pool.map(lambda i: self.load_snapshot(i, cache), ids)
+                fetched = list(pool.map(self._manifest, missing))
+        for snapshot_id, data in zip(missing, fetched):
+            held[snapshot_id] = data
+            if cache is not None:
+                cache.put(snapshot_id, data)
+        loaded = [Snapshot.from_json(json.loads(data), i) for i, data in held.items()]
         return sorted(loaded, key=lambda s: s.time)
 
     def find_snapshot(self, ref: str, source: str | None = None) -> Snapshot:

@@ -34,7 +34,7 @@ def _opened(root: str) -> tuple[Repository, CountingStore]:
 
 
 def _cache(tmp_path, repo: Repository) -> ManifestCache:
-    return ManifestCache(str(tmp_path / "cache")).bind(repo.config["id"])
+    return ManifestCache(str(tmp_path / "cache"), repo.config["id"])
 
 
 def test_second_parent_search_reads_no_manifest_from_the_store(tmp_path, capsys):
@@ -97,9 +97,19 @@ def test_an_unwritable_cache_costs_only_the_reads_it_would_save(tmp_path, capsys
     assert blocked.read_text().startswith("a file")
 
 
+def test_without_dr_cache_dir_the_cache_is_under_xdg_cache_home(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("DR_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    _, root = _repository_with_snapshots(tmp_path, 2)
+    repo, _ = _opened(root)
+    oldest = repo.snapshots()[0].id
+    assert os.listdir(tmp_path / "xdg" / "dr" / repo.config["id"] / "snapshots") == [oldest]
+
+
 def test_off_writes_nothing(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("DR_CACHE_DIR", "off")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.chdir(tmp_path)  # "off" taken for a folder would appear here
     _repository_with_snapshots(tmp_path, 2)
-    assert ManifestCache.default() is None
-    assert not (tmp_path / "xdg").exists()
+    assert ManifestCache.default("0" * 32) is None
+    assert not (tmp_path / "xdg").exists() and not (tmp_path / "off").exists()

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Iterator
 
 import boto3
 import botocore.exceptions
+import botocore.response
 import urllib3.exceptions
 import urllib3.response
 
@@ -312,7 +313,7 @@ def _socket_response(body) -> http.client.HTTPResponse | None:
     raw = getattr(body, "_raw_stream", None)
     # exactly urllib3's response over the standard library's: anything wrapped around either
     # (a checksum validator, a test's fault injector) must see every read, so it keeps them
-    if type(body).__name__ != "StreamingBody" or type(raw) is not urllib3.response.HTTPResponse:
+    if type(body) is not botocore.response.StreamingBody or type(raw) is not urllib3.response.HTTPResponse:
         return None
     response = getattr(raw, "_fp", None)
     if not isinstance(response, http.client.HTTPResponse):
