@@ -183,7 +183,9 @@ def step(what: str, run):
     return run
 
 
-def round_(work: str, url: str, source_shape: dict, env: dict, endpoint: str, s3, peer: bool) -> dict:
+def round_(work: str, url: str, source_shape: dict, env: dict, endpoint: str, s3, peer: bool, args) -> dict:
+    if args.peer_only:
+        return {**peer_round(work, url, source_shape, env, endpoint, s3, kept := {}, args), "kept": kept}
     repo, plan = tempfile.mkdtemp(prefix="repo-", dir=work), os.path.join(work, f"plan-{time.time_ns()}.yaml")
     with open(plan, "w") as handle:
         handle.write(PLAN.format(repo=repo, url=url))
@@ -201,24 +203,31 @@ def round_(work: str, url: str, source_shape: dict, env: dict, endpoint: str, s3
     finally:
         a.stop()
     if peer:
-        out |= peer_round(work, url, source_shape, env, endpoint, s3, kept)
+        out |= peer_round(work, url, source_shape, env, endpoint, s3, kept, args)
     return {**out, "kept": kept}
 
 
-def peer_round(work: str, url: str, source_shape: dict, env: dict, endpoint: str, s3, kept: dict) -> dict:
+def peer_round(work: str, url: str, source_shape: dict, env: dict, endpoint: str, s3, kept: dict, args) -> dict:
     out = tempfile.mkdtemp(prefix="peer-", dir=work)
-    export = step("peer export-models", measure([os.path.join(BIN, "export-models"), "--models", "all",
-                                                 "--output-dir", out], env={**env, "MLFLOW_TRACKING_URI": url}))
+    threads = ["--use-threads", "True"] if args.peer_export_threads else []
+    export = step("peer export-models" + (" (threads)" if threads else ""),
+                  measure([os.path.join(BIN, "export-models"), "--models", "all", "--output-dir", out, *threads],
+                          env={**env, "MLFLOW_TRACKING_URI": url}))
     b = started(work, "peer-dest", endpoint, s3)
     try:
         b_url = f"http://127.0.0.1:{b.port}"
         imported = step("peer import-models", measure([os.path.join(BIN, "import-models"), "--input-dir", out],
-                                                      env={**env, "MLFLOW_TRACKING_URI": b_url}))
-        kept["peer"] = agreement(source_shape, shape(b_url))
+                                                      env={**env, "MLFLOW_TRACKING_URI": b_url},
+                                                      timeout=args.peer_import_cap))
+        kept["peer"] = agreement(source_shape, landed := shape(b_url))
     finally:
         b.stop()
-    return {"peer_export_s": export.seconds, "peer_import_s": imported.seconds,
-            "peer_export_rss_mb": export.peak_rss_mb, "peer_import_rss_mb": imported.peak_rss_mb}
+    result = {"peer_export_s": export.seconds, "peer_import_s": imported.seconds,
+              "peer_export_rss_mb": export.peak_rss_mb, "peer_import_rss_mb": imported.peak_rss_mb}
+    if imported.timed_out:  # its time is then a lower bound: the whole import takes longer
+        result |= {"peer_import_stopped": 1.0, "peer_import_models_done": float(len(landed)),
+                   "peer_import_versions_done": float(sum(len(v[0]) for v in landed.values()))}
+    return result
 
 
 def main() -> None:
@@ -229,6 +238,13 @@ def main() -> None:
                         help="how the source registry is written (see build())")
     parser.add_argument("--peer-max", type=int, default=None,
                         help="run the peer only at sizes of at most this many versions (dr alone above)")
+    parser.add_argument("--peer-only", action="store_true",
+                        help="run the peer alone (to compare with dr's figures from another run of the same size)")
+    parser.add_argument("--peer-export-threads", action="store_true",
+                        help="export-models --use-threads True (only to prepare the import faster; its export "
+                             "time is then not the peer's default)")
+    parser.add_argument("--peer-import-cap", type=float, default=None,
+                        help="stop import-models after this many seconds; its time is then a lower bound")
     args = parser.parse_args()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "AWS_"))}
     env.update({"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", "AWS_ACCESS_KEY_ID": "bench",
@@ -263,7 +279,7 @@ def run_sizes(args, work: str, env: dict, endpoint: str, s3, summary: dict) -> N
             rounds = []
             for r in range(args.rounds):
                 peer = args.peer_max is None or len([n for v in source_shape.values() for n in v[0]]) <= args.peer_max
-                rounds.append(round_(work, url, source_shape, env, endpoint, s3, peer))
+                rounds.append(round_(work, url, source_shape, env, endpoint, s3, peer, args))
                 print(f"{size} round {r + 1}: {json.dumps(rounds[-1])}", flush=True)
         finally:
             source.stop()
@@ -275,12 +291,16 @@ def report(summary: dict) -> None:
     print("\nmedians (seconds, MB); load average at the end:", os.getloadavg())
     print(json.dumps(summary, indent=2))
     for size, m in summary.items():
-        said = f"{size}: unchanged/first {m['dr_unchanged_s'] / m['dr_export_s']:.3f}"
-        if "peer_export_s" in m:
+        said = f"{size}:"
+        if "dr_export_s" in m:
+            said += f" unchanged/first {m['dr_unchanged_s'] / m['dr_export_s']:.3f}"
+        if "peer_export_s" in m and "dr_export_s" in m:
             said += (f", export dr/peer {m['dr_export_s'] / m['peer_export_s']:.2f}, "
                      f"restore dr/peer {m['dr_restore_s'] / m['peer_import_s']:.2f}")
+        if m.get("peer_import_stopped"):
+            said += (f" peer import stopped after {m['peer_import_s']:.0f} s with "
+                     f"{m['peer_import_versions_done']:.0f} versions in; its whole import takes longer")
         print(said)
-
 
 if __name__ == "__main__":
     main()

@@ -16,14 +16,17 @@ class Run:
     peak_rss_mb: float
     stdout: str
     cpu_seconds: float = 0.0  # user + system time of the process and what it waited for
+    timed_out: bool = False  # stopped after measure()'s timeout: `seconds` is a lower bound
 
 
-def measure(argv: list[str], env: dict | None = None, cwd: str | None = None) -> Run:
+def measure(argv: list[str], env: dict | None = None, cwd: str | None = None,
+            timeout: float | None = None) -> Run:
     """Run argv; wall time and its peak RSS (VmHWM of the process, polled until it exits).
 
     wait4's ru_maxrss is not used: on Linux a child's maxrss starts at the parent's RSS at
     fork, so a large benchmark process would set a floor under every tool it measures.
-    VmHWM belongs to the exec'd program's own address space.
+    VmHWM belongs to the exec'd program's own address space. With `timeout`, a command still
+    running then is killed and reported with timed_out (its time is a lower bound of the whole).
     """
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
@@ -31,7 +34,13 @@ def measure(argv: list[str], env: dict | None = None, cwd: str | None = None) ->
     peak = [0]
     sampler = threading.Thread(target=_sample_hwm, args=(proc, peak), daemon=True)
     sampler.start()
-    out, err = proc.communicate()
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        sampler.join()
+        return Run(time.perf_counter() - started, peak[0] / 1024, out.decode(), 0.0, timed_out=True)
     seconds = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)  # only this child was reaped meanwhile
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
