@@ -81,3 +81,20 @@ def test_an_s3_backup_with_static_keys_imports_no_botocore(tmp_path, aws_env, s3
     seen = _probe(PROBE.format(heavy=HEAVY + S3_UNUSED), plan, env=dict(os.environ))
     assert seen["codes"] == [0, 0]
     assert seen["heavy"] == []
+
+
+def test_a_checkpoint_backup_between_local_disks_imports_no_s3_client(tmp_path):
+    """Checkpoints on a shared filesystem copied to another mount: the checkpoints exporter's S3
+    places load boto3, botocore and urllib3 only when a plan has an S3 place (~0.3 s of every
+    start otherwise, `dr audit` of such a plan included), and dr reads DCP's index without torch."""
+    from tests.checkpoints.test_exporter_helpers import save_steps
+
+    save_steps(tmp_path / "runs", "llama", [100], single_file_per_rank=False)
+    source = (f"  - name: training\n    type: checkpoints\n    roots: [\"{tmp_path / 'runs'}\"]\n"
+              f"    dr_copy: \"{tmp_path / 'dr-copy'}\"\n    settle_seconds: 0\n")
+    plan = write_plan(tmp_path / "plan.yaml", local_target(tmp_path / "repo"), source)
+    seen = _probe(PROBE.format(heavy=HEAVY + S3_UNUSED + ("torch",)), plan)
+    assert seen["codes"] == [0, 0]
+    assert seen["heavy"] == []
+    assert "dr.exporters.checkpoints" in seen["exporters"]
+    assert (tmp_path / "dr-copy").is_dir()  # the copy was made: the exporter ran, not just loaded

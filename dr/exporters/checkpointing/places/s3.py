@@ -28,12 +28,6 @@ import zlib
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Iterator
 
-import boto3
-import botocore.exceptions
-import botocore.response
-import urllib3.exceptions
-import urllib3.response
-
 from dr.exporters.checkpointing.formats.dcp_metadata import check_relative_path
 from dr.exporters.checkpointing.formats.tree import FileStat
 from dr.exporters.checkpointing.places.contract import (PermanentPlaceError, Place, PlaceError, PlaceMissing,
@@ -42,15 +36,33 @@ from dr.repository.stores.s3_clients import (TRANSIENT_CODES, describe, error_co
                                              new_client)
 
 if TYPE_CHECKING:
+    import boto3
+
     from dr.exporters.checkpointing.places.s3writing import S3Writer
 
 READ_SLICE = 1 << 20  # bytes per socket read into a caller's buffer
 COPY_OBJECT_LIMIT = 5 << 30  # S3's largest CopyObject; above it, UploadPartCopy
 CHANGED = ("PreconditionFailed", "412")  # an If-Match or If-None-Match condition failed
-# What a request can raise besides a PlaceError: the service's answer, botocore's and
-# urllib3's transport errors, and the socket's own.
-_NATIVE = (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError, urllib3.exceptions.HTTPError,
-           OSError)
+
+
+# boto3, botocore and urllib3 are imported where an S3 place first needs them, not with this
+# module: the checkpoints exporter loads it to validate a plan, and a plan whose checkpoints are
+# all on local disks (or a `dr audit` of any plan) would pay ~0.3 s of every start for them.
+def _native() -> tuple[type[BaseException], ...]:
+    """What a request can raise besides a PlaceError: the service's answer, botocore's and
+    urllib3's transport errors, and the socket's own."""
+    import botocore.exceptions
+    import urllib3.exceptions
+
+    return (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError, urllib3.exceptions.HTTPError,
+            OSError)
+
+
+def _client_error() -> type[BaseException]:
+    """botocore's ClientError (the service answered with an error)."""
+    import botocore.exceptions
+
+    return botocore.exceptions.ClientError
 
 
 class Sessions:
@@ -65,6 +77,8 @@ class Sessions:
         self._lock = threading.Lock()
 
     def client(self, profile: str | None, region: str | None, endpoint_url: str | None):
+        import boto3
+
         with self._lock:
             key = (profile, region)
             if key not in self._sessions:
@@ -136,7 +150,7 @@ class S3Place(Place):
                 response = self.client.get_object(Bucket=self.bucket, Key=self.key(path),
                                                   Range=f"bytes={start}-{start + length - 1}", **self._if_match(path))
                 return response["Body"].read()
-            except botocore.exceptions.ClientError as exc:
+            except _client_error() as exc:
                 if error_code(exc) == "InvalidRange":
                     return b""
                 raise
@@ -162,7 +176,7 @@ class S3Place(Place):
             try:
                 return self.client.get_object(Bucket=self.bucket, Key=self.key(path), **extra,
                                               **self._if_match(path))["Body"]
-            except botocore.exceptions.ClientError as exc:
+            except _client_error() as exc:
                 if error_code(exc) == "InvalidRange":
                     return None
                 raise
@@ -172,7 +186,7 @@ class S3Place(Place):
         with s3_errors(self.url_of(path)):
             try:
                 return self.client.get_object(Bucket=self.bucket, Key=self.key(path))["Body"].read()
-            except botocore.exceptions.ClientError as exc:
+            except _client_error() as exc:
                 if is_missing(exc):
                     return None
                 raise
@@ -182,7 +196,7 @@ class S3Place(Place):
         with s3_errors(self.url_of(path)):
             try:
                 h = self.client.head_object(Bucket=self.bucket, Key=self.key(path), ChecksumMode="ENABLED")
-            except botocore.exceptions.ClientError as exc:
+            except _client_error() as exc:
                 if is_missing(exc):
                     return None
                 raise
@@ -196,7 +210,7 @@ class S3Place(Place):
             try:
                 self.client.put_object(Bucket=self.bucket, Key=self.key(path), Body=data, **checksum, **extra)
                 return True
-            except botocore.exceptions.ClientError as exc:
+            except _client_error() as exc:
                 if create_only and error_code(exc) in CHANGED:
                     return False
                 raise
@@ -205,7 +219,7 @@ class S3Place(Place):
         with s3_errors(self.url_of(path)):
             try:
                 self.client.delete_object(Bucket=self.bucket, Key=self.key(path))
-            except botocore.exceptions.ClientError as exc:
+            except _client_error() as exc:
                 if not is_missing(exc):
                     raise
 
@@ -240,7 +254,7 @@ class S3Place(Place):
             try:
                 self.client.abort_multipart_upload(Bucket=self.bucket, Key=self.key(upload.path),
                                                    UploadId=upload.upload_id)
-            except botocore.exceptions.ClientError as exc:
+            except _client_error() as exc:
                 if error_code(exc) not in ("NoSuchUpload", "404"):
                     raise
 
@@ -310,6 +324,9 @@ def _socket_response(body) -> http.client.HTTPResponse | None:
     Only for a plain body: no content decoding and no checksum-validating wrapper (the
     repository's client validates none: response_checksum_validation when_required), else
     None and the reads go through botocore as before."""
+    import botocore.response
+    import urllib3.response
+
     raw = getattr(body, "_raw_stream", None)
     # exactly urllib3's response over the standard library's: anything wrapped around either
     # (a checksum validator, a test's fault injector) must see every read, so it keeps them
@@ -330,8 +347,10 @@ def s3_errors(where: str) -> Iterator[None]:
         yield
     except PlaceError:
         raise
-    except _NATIVE as exc:
-        raise place_error(exc, where) from exc
+    except Exception as exc:
+        if isinstance(exc, _native()):
+            raise place_error(exc, where) from exc
+        raise
 
 
 def place_error(exc: BaseException, where: str) -> PlaceError:
