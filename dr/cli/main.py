@@ -109,11 +109,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _plan_error(exc, out) -> int:
+    from dr.cli.output import emit
     from dr.model.redaction import redact
 
     out.error(f"the plan is not valid ({len(exc.problems)} problem{'s' * (len(exc.problems) != 1)}):")
     for problem in exc.problems:
-        print(f"  {redact(str(problem))}", file=sys.stderr)
+        emit(sys.stderr, f"  {redact(str(problem))}\n")
     out.document({"error": "plan", "problems": [str(p) for p in exc.problems]})
     return Exit.USAGE
 

@@ -1,6 +1,11 @@
 """Printing: human text or --json on stdout, messages on stderr, progress only on a terminal.
 
 Everything printed passes through redact(): no credential reaches a terminal or a log.
+
+A reader that goes away (`dr snapshots | head -3`, a log shipper that died) is not dr's
+failure: the rest of that stream's output goes to /dev/null and the command finishes its work
+and exits with its own status. Stopping there instead would leave a restore or a backup half
+done for the sake of lines nobody reads.
 """
 
 from __future__ import annotations
@@ -23,36 +28,35 @@ class Output:
     def say(self, text: str = "") -> None:
         """Human output (suppressed under --json; the JSON document carries the facts)."""
         if not self.as_json:
-            print(redact(text), flush=True)
+            emit(sys.stdout, redact(text) + "\n")
 
     def say_lines(self, lines: list[str]) -> None:
         """Many lines of human output in one write: a restore can list 50,000 items, and a
         flushed print per line cost seconds of its run."""
         if not self.as_json and lines:
-            sys.stdout.write("".join(redact(line) + "\n" for line in lines))
-            sys.stdout.flush()
+            emit(sys.stdout, "".join(redact(line) + "\n" for line in lines))
 
     def note(self, text: str) -> None:
         """Messages for a person, on stderr, unless --quiet."""
         if not self.quiet:
-            print(redact(text), file=sys.stderr, flush=True)
+            emit(sys.stderr, redact(text) + "\n")
 
     def warn(self, text: str) -> None:
         """A warning on stderr, even under --quiet: cron runs quiet, and this must still be seen."""
-        print(f"warning: {redact(text)}", file=sys.stderr, flush=True)
+        emit(sys.stderr, f"warning: {redact(text)}\n")
 
     def error(self, text: str) -> None:
-        print(f"dr: {redact(text)}", file=sys.stderr, flush=True)
+        emit(sys.stderr, f"dr: {redact(text)}\n")
 
     def traceback(self, exc: BaseException) -> None:
         """The traceback of `exc` on stderr, even under --quiet (it is asked for, or a bug's)."""
         from traceback import format_exception  # (imports textwrap, linecache...: on errors only)
 
-        print(redact("".join(format_exception(exc)).rstrip("\n")), file=sys.stderr, flush=True)
+        emit(sys.stderr, redact("".join(format_exception(exc)).rstrip("\n")) + "\n")
 
     def document(self, data: Any) -> None:
         if self.as_json:
-            print(redact(json.dumps(data, indent=2, sort_keys=True, default=str)), flush=True)
+            emit(sys.stdout, redact(json.dumps(data, indent=2, sort_keys=True, default=str)) + "\n")
 
     @contextmanager
     def progress(self, description: str, total: int | None = None, unit: str = "B") -> Iterator:
@@ -83,5 +87,23 @@ def deliver(out: Output, text: str, path: str | None, what: str) -> None:
         write_atomically(path, text)
         out.note(f"{what} written to {path}")
     else:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        emit(sys.stdout, text)
+
+
+def emit(stream, text: str) -> None:
+    """Write and flush; when the reader is gone, the rest goes to /dev/null (module docstring)."""
+    try:
+        stream.write(text)
+        stream.flush()
+    except BrokenPipeError:
+        _discard(stream)
+
+
+def _discard(stream) -> None:
+    """Point the stream's descriptor at /dev/null, so what is still buffered and every later
+    write succeed without reaching anyone."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, stream.fileno())
+    finally:
+        os.close(devnull)

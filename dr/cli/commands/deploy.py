@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 
 from dr.cli.arguments import CommandSpec, UsageError, open_plan, plan_arg
 from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
-from dr.cli.output import Output
+from dr.cli.output import Output, emit
 from dr.deploy import RenderError, render
 from dr.deploy.helm import chart
 from dr.deploy.rendering import DEFAULT_NAMESPACE
@@ -47,7 +48,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
     elif args.json:
         document["manifest"] = yaml_stream(rendering, name)
     else:
-        print(yaml_stream(rendering, name), end="")
+        emit(sys.stdout, yaml_stream(rendering, name))
     document["written"] = args.output
     _report(out, rendering, args.output)
     out.document(document)
