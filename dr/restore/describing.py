@@ -67,9 +67,10 @@ def step_lines(step: Step, total: int) -> list[str]:
 
 def estimate_lines(estimate: RtoEstimate) -> list[str]:
     lines = [f"RTO estimate: {estimate.describe_total()} (throughput: {estimate.throughput_basis})"]
+    width = max((len(part.label) for part in estimate.parts), default=0)  # the column fits the longest
     for part in estimate.parts:
         shown = "unknown" if part.seconds is None else show(part.seconds)
-        lines.append(f"  {part.label:<30} {shown:>9}  {part.basis}")
+        lines.append(f"  {part.label:<{width}} {shown:>9}  {part.basis}")
     lines += [redact(f"  finding: {finding}") for finding in estimate.findings]
     return lines
 
