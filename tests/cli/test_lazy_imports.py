@@ -98,3 +98,16 @@ def test_a_checkpoint_backup_between_local_disks_imports_no_s3_client(tmp_path):
     assert seen["heavy"] == []
     assert "dr.exporters.checkpoints" in seen["exporters"]
     assert (tmp_path / "dr-copy").is_dir()  # the copy was made: the exporter ran, not just loaded
+
+
+def test_validating_aws_sources_loads_no_aws_client():
+    """Plan validation (every command, `dr audit` of a pull request's plan in CI) loads each
+    exporter its plan names for the options model; the AWS exporters import boto3 only when
+    they first call AWS."""
+    code = ("import sys, json\nfrom dr.exporters.registry import Registry\nregistry = Registry()\n"
+            "models = [registry.options_model(n).__name__ for n in ('certificates', 'secretsmanager', 'checkpoints')]\n"
+            "print(json.dumps({'models': models, 'heavy': sorted(m for m in ('boto3', 'botocore', 'urllib3') "
+            "if m in sys.modules)}))")
+    seen = _probe(code)
+    assert len(seen["models"]) == 3
+    assert seen["heavy"] == []

@@ -12,15 +12,18 @@ from __future__ import annotations
 import secrets
 from typing import Any, Iterator
 
-import boto3
-import botocore.config
-import botocore.exceptions
-
 from dr.exporters.certificates.options import CertificatesOptions
 from dr.exporters.certificates.parsing import plain_private_key
 
 KEY_TYPES = ["RSA_1024", "RSA_2048", "RSA_3072", "RSA_4096", "EC_prime256v1", "EC_secp384r1", "EC_secp521r1"]
-ERRORS = (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError)
+
+
+def errors() -> tuple[type[BaseException], ...]:
+    """What an ACM call raises. boto3 and botocore are imported on first use, not with the
+    exporter: validating a plan (`dr audit`, `dr plugins`) need not pay ~0.3 s for them."""
+    import botocore.exceptions
+
+    return (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError)
 
 
 class AcmUnavailable(Exception):
@@ -28,6 +31,9 @@ class AcmUnavailable(Exception):
 
 
 def client(options: CertificatesOptions, region: str):
+    import boto3
+    import botocore.config
+
     config = botocore.config.Config(connect_timeout=options.timeout_seconds, read_timeout=options.timeout_seconds,
                                     retries={"max_attempts": 3, "mode": "standard"})
     return boto3.session.Session().client("acm", region_name=region, endpoint_url=options.endpoint_url,
@@ -35,7 +41,7 @@ def client(options: CertificatesOptions, region: str):
 
 
 def reason(exc: Exception) -> str:
-    if isinstance(exc, botocore.exceptions.ClientError):
+    if isinstance(exc, errors()[0]):
         error = exc.response.get("Error", {})
         return f"{error.get('Code', 'ClientError')}: {error.get('Message', '')}".strip()
     return f"{type(exc).__name__}: {exc}"
@@ -48,14 +54,14 @@ def certificate_arns(acm) -> list[str]:
         for page in acm.get_paginator("list_certificates").paginate(Includes={"keyTypes": KEY_TYPES}):
             arns += [c["CertificateArn"] for c in page.get("CertificateSummaryList", [])]
         return sorted(arns)
-    except ERRORS as exc:
+    except errors() as exc:
         raise AcmUnavailable(reason(exc)) from None
 
 
 def describe(acm, arn: str) -> dict[str, Any]:
     try:
         return acm.describe_certificate(CertificateArn=arn)["Certificate"]
-    except ERRORS as exc:
+    except errors() as exc:
         raise AcmUnavailable(f"{arn}: {reason(exc)}") from None
 
 
@@ -63,7 +69,7 @@ def pem(acm, arn: str) -> tuple[str, str]:
     """(the certificate, its chain) as PEM; a certificate still pending validation has none."""
     try:
         answer = acm.get_certificate(CertificateArn=arn)
-    except ERRORS as exc:
+    except errors() as exc:
         raise AcmUnavailable(f"{arn}: {reason(exc)}") from None
     return answer.get("Certificate", ""), answer.get("CertificateChain", "")
 
@@ -73,7 +79,7 @@ def export_private(acm, arn: str) -> bytes:
     passphrase = secrets.token_urlsafe(24).encode()
     try:
         answer = acm.export_certificate(CertificateArn=arn, Passphrase=passphrase)
-    except ERRORS as exc:
+    except errors() as exc:
         raise AcmUnavailable(f"{arn}: {reason(exc)}") from None
     return plain_private_key(answer["PrivateKey"], passphrase)
 
@@ -93,5 +99,5 @@ def import_certificate(acm, certificate: str, chain: str, key: bytes, arn: str |
         arguments["CertificateArn"] = arn
     try:
         return acm.import_certificate(**arguments)["CertificateArn"]
-    except ERRORS as exc:
+    except errors() as exc:
         raise AcmUnavailable(reason(exc)) from None

@@ -22,13 +22,11 @@ import io
 import json
 from typing import Iterator
 
-import botocore.exceptions
-
 from dr.exporters.contract import (AWS_CREDENTIALS, AnyOf, ArtifactSink, ContentReader, Destination, Discovered, Exporter,
                                    Ordering, Outcome, OutcomeStatus, RestoreRequest, Rewriter, RunNeeds)
 from dr.exporters.secretsmanager.listing import (DEFAULT_KEY, SecretsManagerOptions, SecretsManagerUnavailable,
-                                                 client, current_version, encode_value, metadata, read_value,
-                                                 region_of, render, selected, value_arguments)
+                                                 aws_errors, client, client_error, current_version, encode_value,
+                                                 metadata, read_value, region_of, render, selected, value_arguments)
 from dr.exporters.secretsmanager.placing import any_region_needs, dependencies, provided
 from dr.model.artifacts import Artifact, Sensitivity
 
@@ -136,7 +134,7 @@ class SecretsManagerExporter(Exporter):
                 sm.create_secret(Name=name, **value_arguments(stored), **self._creation(record, reader, region))
             if _current(sm, name)[1] != stored:
                 return Outcome(item, OutcomeStatus.FAILED, f"{where} does not read back the backed-up value")
-        except (SecretsManagerUnavailable, botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError) as exc:
+        except (SecretsManagerUnavailable, *aws_errors()) as exc:
             return Outcome(item, OutcomeStatus.FAILED, f"{where}: {type(exc).__name__}: {exc}")
         done = "put the backed-up value as the current version" if exists else "created it with the backed-up value"
         return Outcome(item, OutcomeStatus.RESTORED, f"{where}: {done}; it reads back equal")
@@ -158,13 +156,13 @@ def _current(sm, name: str) -> tuple[bool, bytes | None]:
     """(whether the secret exists, its current value as stored JSON or None)."""
     try:
         sm.describe_secret(SecretId=name)
-    except botocore.exceptions.ClientError as exc:
+    except client_error() as exc:
         if exc.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
             return False, None
         raise
     try:
         return True, encode_value(sm.get_secret_value(SecretId=name))
-    except botocore.exceptions.ClientError as exc:
+    except client_error() as exc:
         if exc.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
             return True, None  # a secret without a current value
         raise

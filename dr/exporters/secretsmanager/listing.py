@@ -14,9 +14,6 @@ import json
 from datetime import datetime
 from typing import Any, Iterator
 
-import boto3
-import botocore.config
-import botocore.exceptions
 from pydantic import Field
 
 from dr.exporters.contract import ExporterOptions
@@ -38,7 +35,25 @@ class SecretsManagerUnavailable(Exception):
     """Listing or reading secrets failed (credentials, permissions, the endpoint)."""
 
 
+def client_error() -> type[BaseException]:
+    """botocore's ClientError. boto3 and botocore are imported on first use, not with the
+    exporter: validating a plan (`dr audit`, `dr plugins`) need not pay ~0.3 s for them."""
+    import botocore.exceptions
+
+    return botocore.exceptions.ClientError
+
+
+def aws_errors() -> tuple[type[BaseException], ...]:
+    """What a Secrets Manager call raises: the service's answer or botocore's own error."""
+    import botocore.exceptions
+
+    return (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError)
+
+
 def client(options: SecretsManagerOptions, region: str | None = None):
+    import boto3
+    import botocore.config
+
     config = botocore.config.Config(connect_timeout=options.timeout_seconds, read_timeout=options.timeout_seconds,
                                     retries={"max_attempts": 3, "mode": "standard"})
     return boto3.session.Session().client("secretsmanager", region_name=region or options.region,
@@ -58,9 +73,9 @@ def selected(sm, options: SecretsManagerOptions) -> Iterator[dict[str, Any]]:
                       if not options.name_prefix or s["Name"].startswith(options.name_prefix)]
         for entry in sorted(found, key=lambda s: s["Name"]):
             yield sm.describe_secret(SecretId=entry["ARN"])
-    except botocore.exceptions.ClientError as exc:
-        raise SecretsManagerUnavailable(_reason(exc)) from None
-    except botocore.exceptions.BotoCoreError as exc:
+    except aws_errors() as exc:
+        if isinstance(exc, client_error()):
+            raise SecretsManagerUnavailable(_reason(exc)) from None
         raise SecretsManagerUnavailable(f"{type(exc).__name__}: {exc}") from None
 
 
@@ -96,7 +111,7 @@ def read_value(sm, secret_id: str, version_id: str) -> bytes:
     """One version's value as the stored JSON: {"SecretString": ...} or {"SecretBinary": base64}."""
     try:
         answer = sm.get_secret_value(SecretId=secret_id, VersionId=version_id)
-    except botocore.exceptions.ClientError as exc:
+    except client_error() as exc:
         raise SecretsManagerUnavailable(_reason(exc)) from None
     return encode_value(answer)
 
@@ -115,7 +130,8 @@ def value_arguments(stored: bytes) -> dict[str, Any]:
     return {"SecretString": data["SecretString"]}
 
 
-def _reason(exc: botocore.exceptions.ClientError) -> str:
+def _reason(exc) -> str:
+    """Code and message of a botocore ClientError."""
     error = exc.response.get("Error", {})
     return f"{error.get('Code', 'ClientError')}: {error.get('Message', '')}".strip()
 
