@@ -91,3 +91,80 @@ def _own_layer(registries, path: str) -> str:
     client = registries.source.client()
     manifest = json.loads(client.get_manifest(path, "1.0").body)
     return manifest["layers"][-1]["digest"]
+
+
+
+class _HostileRegistry:
+    """A registry that serves a 64 MiB manifest, with or without a Content-Length. Not a real
+    registry: real ones refuse such a manifest on push (distribution 2.8 answers
+    MANIFEST_INVALID), so only a hostile or broken server serves one, and this stands for it.
+    It counts the bytes it managed to send before dr hung up."""
+
+    SIZE = 64 << 20
+
+    def __init__(self, declare_length: bool):
+        import http.server
+        import threading
+
+        outer = self
+        self.sent = 0
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _answer(self, with_body: bool):
+                self.send_response(200)
+                if self.path.startswith("/v2/team/huge/manifests/"):
+                    self.send_header("Content-Type", "application/vnd.oci.image.manifest.v1+json")
+                    self.send_header("Docker-Content-Digest", "sha256:" + "0" * 64)
+                    if declare_length:
+                        self.send_header("Content-Length", str(outer.SIZE))
+                    self.end_headers()
+                    if with_body:
+                        self._pad()
+                else:
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+
+            def _pad(self):
+                piece = b" " * (1 << 20)
+                try:
+                    for _ in range(outer.SIZE >> 20):
+                        self.wfile.write(piece)
+                        outer.sent += len(piece)
+                except OSError:
+                    pass  # dr hung up
+
+            def do_HEAD(self):
+                self._answer(False)
+
+            def do_GET(self):
+                self._answer(True)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.host = f"127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_manifest_over_the_metadata_limit_is_refused_and_the_rest_copy(tmp_path, registries, images):
+    """A registry serving a manifest of 64 MiB: dr refuses it once past 4 MiB (ORAS's and Pulp's
+    limit for manifests) without holding the rest, whether the size is declared up front or
+    not; the finding names the image, and the other images still copy."""
+    for declared in (True, False):
+        hostile = _HostileRegistry(declare_length=declared)
+        try:
+            huge = f"{hostile.host}/team/huge:1"
+            plan = plan_with(tmp_path, {"to": [f"{registries.dr.url}/limits"], "retries": 1,
+                                        "images": [huge, images.api]})
+            result, records, _ = backup(plan)
+        finally:
+            hostile.close()
+        assert list(records) == [images.api]
+        [message] = [f["message"] for f in source_result(result).findings if f["message"].startswith(huge)]
+        assert "over the 4 MiB" in message, message
+        assert hostile.sent < 32 << 20  # dr stopped reading long before the end

@@ -37,6 +37,11 @@ MANIFEST_TYPES = ("application/vnd.oci.image.manifest.v1+json",
 ACCEPT = ", ".join(INDEX_TYPES + MANIFEST_TYPES)
 TEMPORARY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 READ_SIZE = 1 << 20
+# Manifests, indexes and list pages are held whole; blobs never are (they stream). 4 MiB is the
+# limit ORAS and Pulp apply to such metadata, and what the distribution spec asks registries to
+# accept at least: a larger answer is refused, so a hostile or broken registry cannot make dr
+# hold an unbounded body.
+METADATA_LIMIT = 4 << 20
 _CHALLENGE = re.compile(r'(\w+)="([^"]*)"')
 
 
@@ -241,8 +246,8 @@ class Registry:
         registry's Docker-Content-Digest header."""
         def get():
             response = self.send("GET", f"/v2/{path}/manifests/{reference}", _pull(path),
-                                 headers={"Accept": ACCEPT})
-            return response.content, response.headers
+                                 headers={"Accept": ACCEPT}, stream=True)
+            return bounded_body(response, f"{self.host}/{path}:{reference}: the manifest"), response.headers
         body, headers = self.retrying(get)
         digest = sha256(body)
         claimed = reference if reference.startswith("sha256:") else headers.get("Docker-Content-Digest", digest)
@@ -324,8 +329,9 @@ class Registry:
         found: list[str] = []
         while url:
             def get(url=url):
-                response = self.send("GET", url, scope)
-                return response.json().get(key) or [], response.links.get("next", {}).get("url", "")
+                response = self.send("GET", url, scope, stream=True)
+                body = json.loads(bounded_body(response, f"{self.host}: the list {url.split('?')[0]}"))
+                return body.get(key) or [], response.links.get("next", {}).get("url", "")
             page, url = self.retrying(get)
             found += page
         return found
@@ -342,15 +348,33 @@ class Registry:
         def get():
             try:
                 response = self.send("GET", f"/v2/{path}/referrers/{digest}", _pull(path),
-                                     headers={"Accept": INDEX_TYPES[0]})
+                                     headers={"Accept": INDEX_TYPES[0]}, stream=True)
             except NotFound as exc:
                 self.no_referrers_api = "_UNKNOWN" not in str(exc)  # NAME_/MANIFEST_UNKNOWN: the API is there
                 return None
             if "json" not in response.headers.get("Content-Type", ""):
                 response.close()
                 return None
-            return response.json().get("manifests") or []
+            listed = json.loads(bounded_body(response, f"{self.host}/{path}: the referrers of {digest}"))
+            return listed.get("manifests") or []
         return self.retrying(get)
+
+
+def bounded_body(response: requests.Response, what: str, limit: int = METADATA_LIMIT) -> bytes:
+    """The whole body of a streamed response, refused (RegistryError) once it passes `limit`."""
+    declared = response.headers.get("Content-Length", "")
+    if declared.isdigit() and int(declared) > limit:
+        response.close()
+        raise RegistryError(f"{what} is {int(declared):,} bytes, over the {limit >> 20} MiB dr accepts "
+                            "for manifests and lists")
+    parts, size = [], 0
+    for chunk in response.iter_content(64 << 10):
+        size += len(chunk)
+        if size > limit:
+            response.close()
+            raise RegistryError(f"{what} is over the {limit >> 20} MiB dr accepts for manifests and lists")
+        parts.append(chunk)
+    return b"".join(parts)
 
 
 def _pull(path: str) -> str:
