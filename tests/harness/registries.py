@@ -33,7 +33,8 @@ from pathlib import Path
 
 import requests
 
-from dr.exporters.images.client import HashingReader, Manifest, Registry, sha256
+from dr.exporters.images.client import Manifest, Registry, sha256
+from dr.exporters.images.streams import HashingReader
 from tests.servers import ServerProcess
 
 with warnings.catch_warnings():

@@ -102,7 +102,7 @@ class _HostileRegistry:
 
     SIZE = 64 << 20
 
-    def __init__(self, declare_length: bool):
+    def __init__(self, declare_length: bool, status: int = 200):
         import http.server
         import threading
 
@@ -114,8 +114,9 @@ class _HostileRegistry:
                 pass
 
             def _answer(self, with_body: bool):
-                self.send_response(200)
-                if self.path.startswith("/v2/team/huge/manifests/"):
+                huge = self.path.startswith("/v2/team/huge/manifests/")
+                self.send_response(status if huge and with_body else 200)  # the tag's HEAD succeeds
+                if huge:
                     self.send_header("Content-Type", "application/vnd.oci.image.manifest.v1+json")
                     self.send_header("Docker-Content-Digest", "sha256:" + "0" * 64)
                     if declare_length:
@@ -151,20 +152,33 @@ class _HostileRegistry:
         self.server.server_close()
 
 
+def _huge_image_message(tmp_path, registries, images, hostile: _HostileRegistry) -> str:
+    """Back up the hostile registry's image beside a real one; the real one must copy, and the
+    hostile one's finding (its message) is returned."""
+    try:
+        huge = f"{hostile.host}/team/huge:1"
+        plan = plan_with(tmp_path, {"to": [f"{registries.dr.url}/limits"], "retries": 1,
+                                    "images": [huge, images.api]})
+        result, records, _ = backup(plan)
+    finally:
+        hostile.close()
+    assert list(records) == [images.api]
+    [message] = [f["message"] for f in source_result(result).findings if f["message"].startswith(huge)]
+    assert hostile.sent < 32 << 20  # dr stopped reading long before the end
+    return message
+
+
 def test_a_manifest_over_the_metadata_limit_is_refused_and_the_rest_copy(tmp_path, registries, images):
     """A registry serving a manifest of 64 MiB: dr refuses it once past 4 MiB (ORAS's and Pulp's
     limit for manifests) without holding the rest, whether the size is declared up front or
     not; the finding names the image, and the other images still copy."""
     for declared in (True, False):
-        hostile = _HostileRegistry(declare_length=declared)
-        try:
-            huge = f"{hostile.host}/team/huge:1"
-            plan = plan_with(tmp_path, {"to": [f"{registries.dr.url}/limits"], "retries": 1,
-                                        "images": [huge, images.api]})
-            result, records, _ = backup(plan)
-        finally:
-            hostile.close()
-        assert list(records) == [images.api]
-        [message] = [f["message"] for f in source_result(result).findings if f["message"].startswith(huge)]
+        message = _huge_image_message(tmp_path, registries, images, _HostileRegistry(declare_length=declared))
         assert "over the 4 MiB" in message, message
-        assert hostile.sent < 32 << 20  # dr stopped reading long before the end
+
+
+def test_a_huge_error_answer_is_not_held_either(tmp_path, registries, images):
+    """The same 64 MiB, as the body of an HTTP 400 answer: dr reads it within the same bound
+    (for the OCI error codes), and the image still fails with the status named."""
+    message = _huge_image_message(tmp_path, registries, images, _HostileRegistry(declare_length=False, status=400))
+    assert "HTTP 400" in message, message

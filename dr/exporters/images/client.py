@@ -22,13 +22,15 @@ import json
 import re
 import time
 from dataclasses import dataclass
-from typing import BinaryIO, Callable, Iterator
+from typing import Callable
 from urllib.parse import urljoin
 
 import requests
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt
 
 from dr.exporters.images.auth import Credential
+from dr.exporters.images.errors import DigestMismatch, NotFound, RegistryError, TemporaryError, Unauthorized
+from dr.exporters.images.streams import READ_SIZE, HashingReader, Piece
 
 INDEX_TYPES = ("application/vnd.oci.image.index.v1+json",
                "application/vnd.docker.distribution.manifest.list.v2+json")
@@ -36,35 +38,12 @@ MANIFEST_TYPES = ("application/vnd.oci.image.manifest.v1+json",
                   "application/vnd.docker.distribution.manifest.v2+json")
 ACCEPT = ", ".join(INDEX_TYPES + MANIFEST_TYPES)
 TEMPORARY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
-READ_SIZE = 1 << 20
 # Manifests, indexes and list pages are held whole; blobs never are (they stream). 4 MiB is the
 # limit ORAS and Pulp apply to such metadata, and what the distribution spec asks registries to
 # accept at least: a larger answer is refused, so a hostile or broken registry cannot make dr
 # hold an unbounded body.
 METADATA_LIMIT = 4 << 20
 _CHALLENGE = re.compile(r'(\w+)="([^"]*)"')
-
-
-class RegistryError(Exception):
-    """Permanent: retrying the same request gives the same answer."""
-
-
-class NotFound(RegistryError):
-    pass
-
-
-class Unauthorized(RegistryError):
-    pass
-
-
-class DigestMismatch(RegistryError):
-    """A registry served bytes that do not hash to the digest they were asked for."""
-
-
-class TemporaryError(RegistryError):
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
 
 
 @dataclass(frozen=True)
@@ -294,7 +273,7 @@ class Registry:
             return urljoin(self.base, response.headers["Location"])
         return self.retrying(post)
 
-    def upload_blob(self, path: str, digest: str, body: "HashingReader", size: int, chunk: int) -> None:
+    def upload_blob(self, path: str, digest: str, body: HashingReader, size: int, chunk: int) -> None:
         """Stream `size` bytes from `body` into the repository: one PUT when small, PATCHes of
         `chunk` bytes then a closing PUT when large. Not retried here (the body is a stream)."""
         location = self.start_upload(path)
@@ -393,73 +372,10 @@ def _media_type(body: bytes) -> str:
 
 
 def _error_detail(response: requests.Response) -> str:
+    """The OCI error codes of an error answer, read within the same bound as any other body."""
     try:
-        errors = response.json().get("errors") or []
-    except ValueError:
+        errors = json.loads(bounded_body(response, "an error answer")).get("errors") or []
+    except (ValueError, AttributeError, RegistryError):
         return ""
     codes = [str(e.get("code", "")) for e in errors if isinstance(e, dict)]
     return f" ({', '.join(c for c in codes if c)})" if any(codes) else ""
-
-
-class HashingReader:
-    """A file-like view of a blob download that hashes and counts every byte it hands out.
-
-    `finish()` (called when the upload ends) and the read that reaches the expected size raise
-    DigestMismatch when the bytes do not match: a corrupt source is refused, with the reference
-    named, before the destination commits the upload (the destination also checks the digest).
-    """
-
-    def __init__(self, stream: BinaryIO | Iterator[bytes], digest: str, size: int, name: str) -> None:
-        self._stream, self.digest, self.size, self.name = stream, digest, size, name
-        self._hash = hashlib.sha256()
-        self.read_bytes = 0
-
-    def read(self, n: int = -1) -> bytes:
-        want = self.size - self.read_bytes if n is None or n < 0 else min(n, self.size - self.read_bytes)
-        data = self._stream.read(want) if want > 0 else b""
-        self._hash.update(data)
-        self.read_bytes += len(data)
-        if want > 0 and not data:
-            raise DigestMismatch(f"{self.name}: the registry sent {self.read_bytes} of {self.size} bytes")
-        if self.read_bytes == self.size:
-            self._verify()
-        return data
-
-    def _verify(self) -> None:
-        got = "sha256:" + self._hash.hexdigest()
-        if got != self.digest:
-            raise DigestMismatch(f"{self.name}: the registry served bytes whose digest is {got}, "
-                                 f"not {self.digest}; refused")
-
-    def close(self) -> None:
-        close = getattr(self._stream, "close", None)
-        if close is not None:
-            close()
-
-    def finish(self) -> None:
-        if self.read_bytes != self.size:
-            raise DigestMismatch(f"{self.name}: {self.read_bytes} of {self.size} bytes were read")
-        self._verify()
-        extra = self._stream.read(1)
-        if extra:
-            raise DigestMismatch(f"{self.name}: the registry sent more than the {self.size} bytes "
-                                 "its descriptor states")
-
-
-class Piece:
-    """`length` bytes of a reader, file-like with a length, so requests sends a Content-Length
-    and streams it without buffering."""
-
-    def __init__(self, reader: HashingReader, length: int) -> None:
-        self._reader, self._left = reader, length
-
-    def __len__(self) -> int:
-        return self._left
-
-    def read(self, n: int = -1) -> bytes:
-        if self._left <= 0:
-            return b""
-        n = self._left if n is None or n < 0 else min(n, self._left)
-        data = self._reader.read(min(n, READ_SIZE))
-        self._left -= len(data)
-        return data

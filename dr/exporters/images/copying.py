@@ -26,7 +26,8 @@ from typing import Callable
 import requests
 import urllib3
 
-from dr.exporters.images.client import HashingReader, Manifest, Registry, RegistryError, TemporaryError, sha256
+from dr.exporters.images.client import Manifest, Registry, RegistryError, TemporaryError, sha256
+from dr.exporters.images.streams import HashingReader
 from dr.exporters.images.references import backup_tag, cosign_tags
 
 LAYER_KEYS = ("config", "layers", "blobs")

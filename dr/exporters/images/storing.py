@@ -29,7 +29,8 @@ import requests
 import urllib3
 
 from dr.exporters.contract import ArtifactSink
-from dr.exporters.images.client import HashingReader, Manifest, TemporaryError
+from dr.exporters.images.client import Manifest, TemporaryError
+from dr.exporters.images.streams import HashingReader
 from dr.exporters.images.copying import Endpoint, Tree
 
 if TYPE_CHECKING:
