@@ -83,3 +83,16 @@ def test_checkpoint_copies_made_outside_the_repository_count_as_moved():
     assert measured_throughput([copying])[0] == pytest.approx(100 << 20)
     assert measured_throughput([copying, only_copies])[0] == pytest.approx(100 << 20)
     assert "moved" in measured_throughput([only_copies])[1]
+
+
+def test_the_estimate_table_keeps_its_figures_in_one_column():
+    """Every part's figure starts where the others' do, the longest label included
+    ('propagation (cached answers expire)' once pushed its figure out of line)."""
+    from dr.restore.describing import estimate_lines
+    from dr.restore.estimating import Part, RtoEstimate
+
+    parts = [Part(name, label, 1.5 if i % 2 else None, "basis") for i, (name, label, *_) in enumerate(PARTS)]
+    lines = estimate_lines(RtoEstimate(parts=parts, throughput_basis="none"))[1:]
+    figures = {line.index("unknown") + len("unknown") if "unknown" in line.split("  basis")[0]
+               else line.index("1.5s") + len("1.5s") for line in lines}
+    assert len(lines) == len(PARTS) and len(figures) == 1  # right-aligned: every figure ends in one column
