@@ -352,3 +352,24 @@ def test_unreadable_unseal_key_is_a_finding_and_the_configured_region_is_kept(
         "https://kms.us-east-1.amazonaws.com/mrk-does-not-exist"]
     [finding] = [f for f in done.findings if f["code"] == "vault-unseal-key-unreadable"]
     assert finding["severity"] == "warning" and "NotFoundException" in finding["message"]
+
+
+def test_record_lists_every_folder_and_policy_read_a_few_at_once(harness, openbao_source, tmp_path, age_keys):
+    """Folders of one depth and the policies are read concurrently: the record must still hold
+    each path once, in sorted order, and each policy's own text (names chosen so that a depth-
+    first and a by-level walk would order them differently if the result were not sorted)."""
+    _, recipient = age_keys
+    root = openbao_source.client()
+    planted = ["walk/a", "walk/a-b", "walk/a/x/y", "walk/a/x/z", "walk/a0", "walk/z/1", "walk/b/c/d/e"]
+    for path in planted:
+        root.secrets.kv.v2.create_or_update_secret(path, secret={"k": path}, mount_point="secret")
+    policies = {f"walk-{n:02d}": f'path "walk/{n:02d}/*" {{ capabilities = ["read"] }}' for n in range(12)}
+    for name, text in policies.items():
+        root.sys.create_or_update_policy(name, text)
+    done = backup(harness, options(openbao_source, tmp_path), tmp_path, recipient)
+    text = _plain(harness, done.by_identity()[CONFIG]).decode()
+    record = json.loads(text)
+    paths = [p for p in record["kv"]["secret/"]["secrets"] if p.startswith("walk/")]
+    assert paths == sorted(planted)
+    assert {name: record["policies"][name] for name in policies} == policies
+    assert text.index('"walk/a-b"') < text.index('"walk/a/x/y"') < text.index('"walk/a0"')

@@ -37,8 +37,9 @@ _BUILTIN_AUTH = {"token/"}
 _BUILTIN_POLICIES = {"default", "root"}
 _KV_VERSION_FIELDS = ("created_time", "deletion_time", "destroyed")
 _IGNORED = (hvac.exceptions.InvalidPath, hvac.exceptions.UnsupportedOperation)
-# Concurrent metadata reads with `kv_metadata: versions`: within requests' default pool of 10
-# keep-alive connections, and few enough not to crowd a small Vault.
+# Concurrent reads (a folder's listings, policies, with `kv_metadata: versions` every secret's
+# metadata): within requests' default pool of 10 keep-alive connections, and few enough not to
+# crowd a small Vault. One at a time, a record's cost is its requests times the round trip.
 METADATA_WORKERS = 8
 PATHS, VERSIONS = "paths", "versions"
 
@@ -58,6 +59,10 @@ class ConfigReader:
 
     # -- the document ----------------------------------------------------------------------------
     def read(self) -> dict[str, Any]:
+        with ThreadPoolExecutor(METADATA_WORKERS, thread_name_prefix="vault-read") as self._pool:
+            return self._document()
+
+    def _document(self) -> dict[str, Any]:
         mounts = self._part("mounts", lambda: self._data("GET", "sys/mounts"))
         auth = self._part("auth", lambda: self._data("GET", "sys/auth"))
         mounts = mounts if isinstance(mounts, dict) and "unreadable" not in mounts else {}
@@ -105,9 +110,16 @@ class ConfigReader:
         return sorted(self._data("LIST", path).get("keys") or [])
 
     # -- parts -----------------------------------------------------------------------------------
+    def _map(self, read: Callable[[str], Any], items: list[str]) -> list[Any]:
+        """read(item) for every item, in order; a few at once (an error is the first one's)."""
+        if len(items) < 2:
+            return [read(item) for item in items]
+        return list(self._pool.map(read, items))
+
     def _policies(self) -> dict[str, str]:
-        return {name: self._data("GET", f"sys/policies/acl/{name}").get("policy", "")
-                for name in self._keys("sys/policies/acl")}
+        names = self._keys("sys/policies/acl")
+        return dict(zip(names, self._map(lambda name: self._data("GET", f"sys/policies/acl/{name}").get(
+            "policy", ""), names)))
 
     def _auth_roles(self, path: str, kind: str) -> dict[str, Any]:
         if kind not in ("approle", "kubernetes"):
@@ -169,22 +181,22 @@ class ConfigReader:
                 found[prefix + key] = _kv2_entry(info.get(key) or {})
         return found
 
-    def _walk(self, base: str, prefix: str = "") -> list[str]:
-        """Every key under base/prefix, depth first, in sorted order."""
-        found = []
-        for key in self._keys(f"{base}/{prefix}" if prefix else base):
-            if key.endswith("/"):
-                found += self._walk(base, prefix + key)
-            else:
-                found.append(prefix + key)
-        return found
+    def _walk(self, base: str) -> list[str]:
+        """Every key under base, sorted; the folders of one depth listed a few at once."""
+        found: list[str] = []
+        folders = [""]
+        while folders:
+            listings = self._map(lambda prefix: self._keys(f"{base}/{prefix}" if prefix else base), folders)
+            deeper = []
+            for prefix, keys in zip(folders, listings):
+                for key in keys:
+                    (deeper if key.endswith("/") else found).append(prefix + key)
+            folders = deeper
+        return sorted(found)
 
     def _kv2_entries(self, base: str, keys: list[str]) -> dict[str, dict[str, Any]]:
         """Every key's metadata; one GET each, so a few run at once (a refusal fails the mount)."""
-        if len(keys) < 2:
-            return {key: self._kv2_entry(base, key) for key in keys}
-        with ThreadPoolExecutor(min(METADATA_WORKERS, len(keys)), thread_name_prefix="vault-kv") as pool:
-            return dict(zip(keys, pool.map(lambda key: self._kv2_entry(base, key), keys)))
+        return dict(zip(keys, self._map(lambda key: self._kv2_entry(base, key), keys)))
 
     def _kv2_entry(self, base: str, key: str) -> dict[str, Any]:
         return _kv2_entry(self._data("GET", f"{base}/metadata/{key}"))

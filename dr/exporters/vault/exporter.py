@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Iterator
 
 from dr.exporters.contract import (AnyOf, ArtifactSink, ContentReader, Destination, Discovered, Exporter, NoDestination,
@@ -97,15 +98,25 @@ class VaultExporter(Exporter):
                              f"unseal {describe(self.options)}")
             meta = {"cluster_id": state.cluster_id, "raft_index": state.raft_index, "version": state.version,
                     "unseal": self.options.unseal.type}
-            sink.write(CONFIG, CONFIG_ID, lambda: self._configuration(client),
-                       sensitivity=self.context.sensitivity or Sensitivity.INTERNAL, meta=dict(meta),
-                       change_token=f"{token}:{self._kv_scope()}")
             regions = self._key_regions()
             # the key's regions are part of what is recorded: a new replica makes a new record
             kms = f":kms={','.join(regions.regions)}" if regions is not None and regions.replicas else ""
-            sink.write(SNAPSHOT, SNAPSHOT_ID, lambda: self._snapshot(client), sensitivity=Sensitivity.SECRET,
-                       dependencies=unseal_dependencies(self.options, regions),
-                       meta={**meta, "provides": [self.options.address]}, change_token=token + kms)
+            # The snapshot goes first, and when it is read the configuration record is read beside
+            # it: both wait mostly on the server (its snapshot's first byte, then one request a
+            # part and a folder). Inside the session, so an AppRole token outlives both reads.
+            with ThreadPoolExecutor(1, thread_name_prefix="vault-config") as beside:
+                record: list[Future] = []
+
+                def snapshot() -> CheckedStream:
+                    record.append(beside.submit(self._read_configuration, client))
+                    return self._snapshot(client)
+
+                sink.write(SNAPSHOT, SNAPSHOT_ID, snapshot, sensitivity=Sensitivity.SECRET,
+                           dependencies=unseal_dependencies(self.options, regions),
+                           meta={**meta, "provides": [self.options.address]}, change_token=token + kms)
+                sink.write(CONFIG, CONFIG_ID, lambda: self._configuration(client, record),
+                           sensitivity=self.context.sensitivity or Sensitivity.INTERNAL, meta=dict(meta),
+                           change_token=f"{token}:{self._kv_scope()}")
 
     def _key_regions(self) -> KeyRegions | None:
         """An awskms key's replica regions (one DescribeKey); None for other unseals."""
@@ -129,16 +140,22 @@ class VaultExporter(Exporter):
         scope = json.dumps([self.options.kv_mounts, self.options.kv_metadata])
         return hashlib.sha256(scope.encode()).hexdigest()[:12]
 
-    def _configuration(self, client: hvac.Client) -> io.BytesIO:
+    def _configuration(self, client: hvac.Client, started: list[Future]) -> io.BytesIO:
+        """The record: read beside the snapshot when that was read, else now (an unchanged
+        snapshot, a record whose scope changed); its unreadable parts become findings here."""
+        document, problems = started[0].result() if started else self._read_configuration(client)
+        for problem in problems:
+            self.context.finding("warning", "vault-config-unreadable",
+                                 f"{self.options.address}: {problem}; the configuration record lacks it",
+                                 address=self.options.address)
+        return io.BytesIO(document)
+
+    def _read_configuration(self, client: hvac.Client) -> tuple[bytes, list[str]]:
         from dr.exporters.vault.configuration import ConfigReader, render
 
         reader = ConfigReader(client, self.options.kv_mounts, self.options.kv_metadata)
         document = reader.read()
-        for problem in reader.problems:
-            self.context.finding("warning", "vault-config-unreadable",
-                                 f"{self.options.address}: {problem}; the configuration record lacks it",
-                                 address=self.options.address)
-        return io.BytesIO(render(document))
+        return render(document), reader.problems
 
     def _snapshot(self, client: hvac.Client) -> CheckedStream:
         from dr.exporters.vault.connecting import STREAM_ERRORS, stream
