@@ -1,11 +1,13 @@
 """`dr verify`: check snapshots, artifacts and blobs (dr.repository.checking.check), then the copies
-exporters keep outside the repository (dr.restore.copies); exit 6 on a problem."""
+exporters keep outside the repository (dr.restore.copies); exit 6 on a problem. `--images` checks
+the image copies alone, by digest, for a quick look at the DR registries without reading the rest
+of the repository."""
 
 from __future__ import annotations
 
 import argparse
 
-from dr.cli.arguments import CommandSpec, identities, open_plan, plan_and_target_args
+from dr.cli.arguments import CommandSpec, UsageError, identities, open_plan, plan_and_target_args
 from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
 from dr.cli.metrics import metrics_args, publish
@@ -22,7 +24,11 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--snapshot", metavar="ID", help="only this snapshot (id prefix or 'latest')")
     p.add_argument("--read-data", action="store_true", help="download every blob and check its digest, "
                    "reassemble every artifact as a restore would, and hash every file of the copies "
-                   "exporters keep outside the repository (checkpoint DR copies)")
+                   "exporters keep outside the repository (checkpoint DR copies, images in DR registries)")
+    p.add_argument("--images", action="store_true", help="only the copies of the plan's images sources, by "
+                   "digest: each DR registry copy's tags, manifests (hashed) and blobs (present with their "
+                   "sizes; hashed with --read-data), and image blobs kept in the repository; the rest of the "
+                   "repository is not checked")
     p.add_argument("--identity", metavar="FILE", help="age identity file: also decrypt secret artifacts and "
                    "check them as a restore would (default: the file named by the plan's identity_env)")
     metrics_args(p)
@@ -34,6 +40,8 @@ def run(args: argparse.Namespace, out: Output) -> int:
     repo = open_target(plan, target)
     repo.open()
     keys = identities(args, plan)
+    if args.images:
+        return _images_only(args, out, plan, registry, repo, keys, target.name)
     with Lock(repo, exclusive=False, command="dr verify").acquire():  # one shared lock for both checks
         with out.progress("verify") as advance:
             ids = [repo.find_snapshot(args.snapshot).id] if args.snapshot else None
@@ -54,12 +62,30 @@ def run(args: argparse.Namespace, out: Output) -> int:
     return Exit.OK if not problems else Exit.INTEGRITY
 
 
+def _images_only(args: argparse.Namespace, out: Output, plan, registry, repo, keys, target: str) -> int:
+    names = {s.name for s in plan.spec.sources if s.type == "images"}
+    if not names:
+        raise UsageError(f"--images: {args.plan} has no source of type images; drop --images to verify everything")
+    with Lock(repo, exclusive=False, command="dr verify --images").acquire():
+        outside = check_outside_copies(plan, registry, repo, snapshot_ref=args.snapshot, read_data=args.read_data,
+                                       identities=keys, sources=names)
+    missing = sorted(names - {c.source for c in outside})
+    if missing:  # said, not skipped silently
+        out.warn(f"no snapshot holds {', '.join(missing)}: nothing of it to verify")
+    problems = _say_copies(outside, out, args.read_data)
+    out.say("no problems found" if not problems else f"{problems} problems found")
+    out.document({"scope": "images", "ok": not problems, "outside_copies": [c.to_json() for c in outside],
+                  "not_in_any_snapshot": missing})
+    publish(args, out, lambda now: verify_samples(plan.name, target, problems, args.read_data, now))
+    return Exit.OK if not problems else Exit.INTEGRITY
+
+
 def _say_copies(outside, out: Output, read_data: bool) -> int:
     """Print each source's outside copies; return how many problems they have."""
     problems = 0
     for found in outside:
         bad = [r for r in found.reports if not r.ok]
-        how = "every file hashed" if read_data else "marker, manifest and sizes (add --read-data to hash)"
+        how = "every byte hashed" if read_data else "manifests and sizes checked (add --read-data to hash every byte)"
         out.say(f"{found.source}: {len(found.reports)} copies outside the repository (snapshot {found.snapshot}), "
                 f"{len(bad)} damaged; {how}")
         for report in bad:

@@ -3,7 +3,7 @@ repository (`store`), or both.
 
 Where it sits: dr.backup runs it after the plan's other sources (it `reads_plan_dependencies`:
 the images their pod templates, Helm releases and scanners recorded) and calls export();
-dr.restore calls restore() with the image records; `dr verify --images` calls verify().
+dr.restore calls restore() with the image records; `dr verify` (and `dr verify --images`, the image copies alone) calls verify().
   references  image references, patterns, where a copy goes, backup and cosign tags
   auth        credentials: docker config.json, credential helpers, ECR
   client      the OCI distribution API on requests: auth, retries, streaming, digest checks

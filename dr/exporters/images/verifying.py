@@ -1,4 +1,4 @@
-"""Checking DR registry copies by digest: what `dr verify --images` asks of this exporter.
+"""Checking DR registry copies by digest: what `dr verify` (and `dr verify --images`) asks of this exporter.
 
 For each recorded copy: the tag (and backup tag) still names the copy's digest; every
 recorded manifest is fetched and hashed; every recorded blob is present with its recorded size
