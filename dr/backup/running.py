@@ -82,8 +82,7 @@ def _backup_target(plan: Plan, registry: Registry, target: TargetSpec, sources: 
     repo = open_target(plan, target)
     immutability.prepare(plan, target, repo)  # before the first write
     repo.init()
-    lock = Lock(repo, exclusive=True, command=f"dr backup --plan {plan.name}").acquire(lock_wait)
-    with lock:
+    with Lock(repo, exclusive=True, command=f"dr backup --plan {plan.name}").acquire(lock_wait) as lock:
         on_reused = (lambda digests, run: immutability.extend(repo, digests, run)) if target.immutability else None
         writer = SnapshotWriter(repo, plan.spec.encryption.recipients, on_progress=on_progress,
                                 on_reused=on_reused)

@@ -13,6 +13,7 @@ class Exit(IntEnum):
     INTEGRITY = 6  # stored data is damaged or missing (verify or restore refused it)
     RPO_BREACH = 7  # dr status: a source or training run is older than its RPO objective
     INTERRUPTED = 130  # interrupted (Ctrl-C / SIGINT); nothing half-written is visible
+    TERMINATED = 143  # SIGTERM (a Job's deadline, a node drain): stopped as for Ctrl-C, its lock released
 
 
 MEANINGS = {
@@ -25,4 +26,5 @@ MEANINGS = {
     Exit.INTEGRITY: "damaged or missing data in the repository",
     Exit.RPO_BREACH: "an RPO objective is breached (dr status)",
     Exit.INTERRUPTED: "interrupted; nothing half-written is visible",
+    Exit.TERMINATED: "terminated by SIGTERM (a Job's deadline, a node drain): stopped as for Ctrl-C, its lock released",
 }

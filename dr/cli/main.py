@@ -19,6 +19,7 @@ import sys
 from dr import __version__
 from dr.cli.commands import COMMANDS
 from dr.cli.exitcodes import Exit
+from dr.cli.stopping import Terminated, sigterm_unwinds
 
 PYDANTIC_PLUGINS_ENV = "PYDANTIC_DISABLE_PLUGINS"
 
@@ -93,7 +94,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.debug:  # the library reads it too: a failed source's traceback (dr.model.failure_reports)
         os.environ[DEBUG_ENV] = "1"
     try:
-        return int(args.handler(args, out))
+        with sigterm_unwinds():
+            return int(args.handler(args, out))
+    except Terminated:
+        out.error("terminated (SIGTERM: a Job's deadline, a node drain or a deleted pod); this run's lock is "
+                  "released and nothing half-written is visible; run the same command again to continue")
+        return Exit.TERMINATED
     except KeyboardInterrupt:
         out.error("interrupted; nothing half-written is visible (a snapshot's manifest and a restore "
                   "step's journal record are written last); run the same command again to continue")

@@ -92,12 +92,30 @@ class Lock:
         self._refresher: threading.Thread | None = None
 
     def acquire(self, wait_seconds: float = 0.0) -> "Lock":
+        try:
+            return self._acquire(wait_seconds)
+        except BaseException:
+            # Ctrl-C or SIGTERM (dr.cli.stopping) after the lock object was written but before
+            # the caller's `with` owns it: take it back, or it stays until it is stale (30 min)
+            self._abandon()
+            raise
+
+    def _abandon(self) -> None:
+        key, self.key = self.key, ""
+        if key:
+            try:
+                self.repo.store.delete(key)
+            except Exception:  # noqa: BLE001  (already failing: the original error is the one to show)
+                pass
+
+    def _acquire(self, wait_seconds: float) -> "Lock":
         deadline = time.monotonic() + wait_seconds
         collisions = 0
         while True:
             conflicts = self._conflicts()
             if not conflicts:
-                self.key = self._write()
+                self.key = self._new_key()  # known before it is written: an interrupt can delete it
+                self._write(self.key)
                 conflicts = self._conflicts()
                 if not conflicts:
                     self._start_refresher()
@@ -129,14 +147,16 @@ class Lock:
                 out.append(info)
         return out
 
-    def _write(self) -> str:
-        key = layout.lock_key(f"{int(time.time() * 1000):015d}-{secrets.token_hex(8)}")
+    @staticmethod
+    def _new_key() -> str:
+        return layout.lock_key(f"{int(time.time() * 1000):015d}-{secrets.token_hex(8)}")
+
+    def _write(self, key: str) -> None:
         body = {"hostname": socket.gethostname(), "pid": os.getpid(),
                 "process_start": _process_start(os.getpid()), "time": time.time(),
                 "exclusive": self.exclusive, "command": self.command,
                 "written": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
         self.repo.store.put(key, json.dumps(body, sort_keys=True).encode())
-        return key
 
     def _start_refresher(self) -> None:
         self._refresher = threading.Thread(target=self._refresh_loop, name="lock-refresh", daemon=True)
@@ -145,7 +165,9 @@ class Lock:
     def _refresh_loop(self) -> None:
         while not self._stop.wait(REFRESH_EVERY):
             try:
-                old, self.key = self.key, self._write()
+                new = self._new_key()
+                self._write(new)
+                old, self.key = self.key, new
                 self.repo.store.delete(old)
             except Exception as exc:  # keep trying: a dead refresher lets the lock go stale
                 self.warnings.append(f"lock refresh failed, will retry: {exc}")

@@ -55,3 +55,20 @@ def key_pair(tmp_path) -> tuple[str, str]:
     with open(path, "w") as handle:
         handle.write(identity + "\n")
     return path, recipient
+
+
+def random_tree(root, files: int, sizes) -> str:
+    """`root/data` holding `files` files of random bytes in 6 folders; sizes(i) is file i's size."""
+    data = os.path.join(str(root), "data")
+    for i in range(files):
+        path = os.path.join(data, f"d{i % 6}", f"f{i}.bin")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as handle:
+            handle.write(os.urandom(sizes(i)))
+    return data
+
+
+def blob_count(repo_root) -> int:
+    """Blobs stored so far in a local repository."""
+    blobs = os.path.join(str(repo_root), "blobs")
+    return sum(len(names) for _, _, names in os.walk(blobs)) if os.path.isdir(blobs) else 0

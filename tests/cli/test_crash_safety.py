@@ -14,24 +14,13 @@ import time
 from dr.repository import checking, pruning
 from dr.repository.repositories import Repository
 from dr.repository.stores.local import LocalStore
-from tests.cli.planfiles import files_source, local_target, write_plan
+from tests.cli.planfiles import blob_count, files_source, local_target, random_tree, write_plan
 
 DR = [sys.executable, "-m", "dr.cli.main"]
 
 
 def _tree(root) -> str:
-    data = os.path.join(str(root), "data")
-    for i in range(120):
-        path = os.path.join(data, f"d{i % 6}", f"f{i}.bin")
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "wb") as handle:
-            handle.write(os.urandom(256 << 10 if i % 10 else 3 << 20))
-    return data
-
-
-def _blob_count(repo_root) -> int:
-    blobs = os.path.join(str(repo_root), "blobs")
-    return sum(len(files) for _, _, files in os.walk(blobs)) if os.path.isdir(blobs) else 0
+    return random_tree(root, 120, lambda i: 256 << 10 if i % 10 else 3 << 20)
 
 
 def _kill_after_blobs(plan: str, repo_root, threshold: int) -> None:
@@ -39,7 +28,7 @@ def _kill_after_blobs(plan: str, repo_root, threshold: int) -> None:
     child = subprocess.Popen(DR + ["backup", "--plan", plan, "--quiet"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
-    while child.poll() is None and _blob_count(repo_root) < threshold and time.monotonic() < deadline:
+    while child.poll() is None and blob_count(repo_root) < threshold and time.monotonic() < deadline:
         time.sleep(0.002)
     child.send_signal(signal.SIGKILL)
     child.wait()
@@ -58,7 +47,7 @@ def test_sigkill_at_any_point_leaves_a_consistent_repository(tmp_path):
             continue  # killed before the repository existed: nothing to judge
         repo.open()
         ids = repo.snapshot_ids()
-        killed_partway += not ids and _blob_count(root) > 0
+        killed_partway += not ids and blob_count(root) > 0
         # either no snapshot, or a complete one: never a partial one
         report = checking.check(repo, read_data=True)
         assert report.ok, report.problems

@@ -93,3 +93,25 @@ def test_a_lock_from_another_host_is_stale_only_when_old(repo):
     repo.store.put(layout.lock_key("old"), json.dumps({**body, "time": time.time() - 3600}).encode())
     with Lock(repo, exclusive=True, command="me").acquire() as lock:
         assert lock.warnings
+
+
+@pytest.mark.parametrize("interrupt", [KeyboardInterrupt, SystemExit])
+def test_an_interrupt_while_acquiring_takes_the_written_lock_back(repo, monkeypatch, interrupt):
+    """Ctrl-C or SIGTERM (dr.cli.stopping raises a KeyboardInterrupt) right after the lock object
+    is written, before acquire() returns it to a `with`: the object must not stay behind."""
+    lock = Lock(repo, exclusive=True, command="dr backup --plan a")
+    checks = iter([[], interrupt])  # the check before writing passes; the one after it is interrupted
+
+    def conflicts():
+        answer = next(checks)
+        if isinstance(answer, type):
+            assert [i.command for i in read_locks(repo)] == ["dr backup --plan a"]  # written by now
+            raise answer()
+        return answer
+
+    monkeypatch.setattr(lock, "_conflicts", conflicts)
+    with pytest.raises(interrupt):
+        lock.acquire()
+    assert read_locks(repo) == [] and lock.key == ""
+    with Lock(repo, exclusive=True, command="dr backup --plan b").acquire():  # not locked out
+        pass
