@@ -10,6 +10,9 @@ at each size and in alternating order each round:
     OpenBao one `LIST detailed-metadata` a folder), and with `kv_metadata: versions` and a
     token denied `detailed-metadata`, which reads as HashiCorp Vault must (one
     `GET metadata/<path>` a secret, 8 at a time; at sizes up to --per-get-max);
+  * dr unchanged: the default plan again, right after, on the repository that run wrote: the
+    Vault has not changed, so dr reads only its state, and the time is dr's fixed cost (process
+    start, plan, repository, state reads), whatever the Vault's size;
   * peer: `bao operator raft snapshot save FILE` then `age -r RECIPIENT -o FILE.age FILE` (the
     same recipient), timed together.
 Medians and the dr/peer ratio are printed per size (JSON with --json).
@@ -44,6 +47,10 @@ SOURCES = """  - name: platform-vault
 ENCRYPTION = 'encryption:\n  recipients: ["{recipient}"]\n'
 DR, DR_VERSIONS, DR_PER_GET, PEER = ("dr backup (paths)", "dr, kv_metadata: versions",
                                      "dr, versions by GET a secret", "bao snapshot save + age")
+# the same plan run again on the repository the paths run just wrote: nothing changed, so it reads
+# nothing but the Vault's state (two unauthenticated GETs and a token lookup). What it takes is
+# dr's fixed cost, which no Vault size changes.
+DR_UNCHANGED = "dr unchanged (fixed cost)"
 KV_VERSIONS = "    kv_metadata: versions\n"
 # everything but OpenBao's detailed listing: the metadata is then read as from HashiCorp Vault
 NO_DETAILED_LISTING = """
@@ -66,9 +73,10 @@ def fill(bao: OpenBao, start: int, stop: int, threads: int = 16) -> None:
         list(pool.map(write, chunks))
 
 
-def run_dr(work: str, plan_text: str) -> dict:
+def run_dr(work: str, plan_text: str, fresh: bool = True) -> dict:
     repo, plan = os.path.join(work, "repo"), os.path.join(work, "plan.yaml")
-    shutil.rmtree(repo, ignore_errors=True)
+    if fresh:
+        shutil.rmtree(repo, ignore_errors=True)
     with open(plan, "w") as handle:
         handle.write(plan_text.replace("@REPO@", repo))
     run = measure([venv_tool("dr"), "backup", "--plan", plan, "--quiet"])
@@ -91,12 +99,15 @@ def bench_size(work: str, bao: OpenBao, plans: dict[str, str], recipient: str, r
                per_get: bool) -> dict:
     """dr as configured by default (paths), with versions, (per_get) with versions read one GET
     a secret; the peer."""
-    names = [DR, PEER, DR_VERSIONS] + ([DR_PER_GET] if per_get else [])
+    names = [DR, DR_UNCHANGED, PEER, DR_VERSIONS] + ([DR_PER_GET] if per_get else [])
     results: dict[str, list[dict]] = {name: [] for name in names}
     order = [(name, (lambda: run_peer(work, bao, recipient)) if name == PEER else
+              (lambda: run_dr(work, plans[DR], fresh=False)) if name == DR_UNCHANGED else
               (lambda name=name: run_dr(work, plans[name]))) for name in names]
     for round_ in range(rounds):
-        for name, run in (order if round_ % 2 == 0 else order[::-1]):
+        # alternating, but the unchanged run always right after the paths run it repeats
+        pairs = [order[:2]] + [[step] for step in order[2:]]
+        for name, run in [step for pair in (pairs if round_ % 2 == 0 else pairs[::-1]) for step in pair]:
             results[name].append(run())
             print(f"  round {round_ + 1} {name}: {results[name][-1]['seconds']:.2f} s "
                   f"(load {os.getloadavg()[0]:.2f})", file=sys.stderr)
