@@ -8,6 +8,9 @@ Peers, on the same zone and the same bind9 servers (Debian, on 127.0.0.1):
     to octodns-bind's Rfc2136Provider); dr: `dr restore --source dns --to dns://...`.
   * the bind floor: the same adds as nsupdate's, their UPDATE messages built before the clock
     starts and sent at once on one connection: bind's own time to apply them (no client is faster).
+  * dr's fixed cost: `dr backup` of a plan whose dns source is a zone of three records on the
+    same server (process start, plan, repository, one SOA query and a tiny transfer): what every
+    dr export pays before its first record, against dig's whole run.
 Between replays the second server is stopped, its zone file rewritten empty (SOA, NS, glue) and
 its journal removed. Every replay is checked: the zone then holds --records records and more.
 Rounds alternate the order of the tools. Medians and dr/peer ratios are printed (JSON with --json).
@@ -32,6 +35,7 @@ from bench.common import measure, median, two_site_plan  # noqa: E402
 from tests.servers import NamedServer  # noqa: E402
 
 ZONE = "bench.test"
+EMPTY_ZONE = "empty.bench.test"
 SOA = "@ IN SOA ns1 hostmaster 1 3600 600 86400 300\n@ IN NS ns1\nns1 IN A 127.0.0.1\n"
 SOURCES = """  - name: dns
     type: dns
@@ -76,11 +80,17 @@ class Bench:
         self.work, self.records = work, records
         self.dr = dr or os.path.join(os.path.dirname(sys.executable), "dr")
         self.octodns = os.path.dirname(sys.executable)
-        self.source = NamedServer(os.path.join(work, "bind-a"), {ZONE: {"records": SOA + zone_records(records)}}).start()
+        self.source = NamedServer(os.path.join(work, "bind-a"), {ZONE: {"records": SOA + zone_records(records)},
+                                                                 EMPTY_ZONE: {"records": SOA}}).start()
         self.target = None
-        self.plan = os.path.join(work, "plan.yaml")
-        with open(self.plan, "w") as handle:
-            handle.write(two_site_plan("bench-dns", os.path.join(work, "repo"), SOURCES.format(zone=ZONE, port=self.source.port)))
+        self.plan, self.empty_plan = (self._plan(zone, name) for zone, name in ((ZONE, "plan"), (EMPTY_ZONE, "empty")))
+
+    def _plan(self, zone: str, name: str) -> str:
+        path = os.path.join(self.work, f"{name}.yaml")
+        with open(path, "w") as handle:
+            handle.write(two_site_plan("bench-dns", os.path.join(self.work, f"repo-{name}"),
+                                       SOURCES.format(zone=zone, port=self.source.port)))
+        return path
 
     def empty_target(self) -> int:
         if self.target:
@@ -109,9 +119,10 @@ class Bench:
         run = measure([self.dr, "--help"])
         return {"seconds": run.seconds, "rss_mb": run.peak_rss_mb}
 
-    def dr_backup(self) -> dict:
-        shutil.rmtree(os.path.join(self.work, "repo"), ignore_errors=True)
-        run = measure([self.dr, "backup", "--plan", self.plan, "--quiet"])
+    def dr_backup(self, empty: bool = False) -> dict:
+        name, plan = ("empty", self.empty_plan) if empty else ("plan", self.plan)
+        shutil.rmtree(os.path.join(self.work, f"repo-{name}"), ignore_errors=True)
+        run = measure([self.dr, "backup", "--plan", plan, "--quiet"])
         return {"seconds": run.seconds, "rss_mb": run.peak_rss_mb}
 
     def octodns_config(self, target_port: int = 53) -> str:
@@ -218,7 +229,8 @@ def main() -> None:
     try:
         for round_ in range(args.rounds):
             exports = [("dig AXFR", bench.dig), ("dr backup", bench.dr_backup), ("octodns-dump", bench.octodns_dump),
-                       ("dr start-up", bench.dr_startup)]
+                       ("dr start-up", bench.dr_startup),
+                       ("dr fixed cost", lambda: bench.dr_backup(empty=True))]
             replays = [("nsupdate", bench.nsupdate), ("dr restore", bench.dr_restore),
                        ("octodns-sync", bench.octodns_sync), ("bind floor", bench.bind_floor)]
             if args.no_octodns:
@@ -235,7 +247,8 @@ def main() -> None:
                for name, runs in results.items()}
     pairs = {"export dr/dig": ("dr backup", "dig AXFR"), "export dr/octodns-dump": ("dr backup", "octodns-dump"),
              "replay dr/nsupdate": ("dr restore", "nsupdate"), "replay dr/octodns-sync": ("dr restore", "octodns-sync"),
-             "replay bind floor/nsupdate": ("bind floor", "nsupdate")}
+             "replay bind floor/nsupdate": ("bind floor", "nsupdate"),
+             "export dr fixed cost/dig": ("dr fixed cost", "dig AXFR")}
     ratios = {name: summary[a]["seconds"] / summary[b]["seconds"] for name, (a, b) in pairs.items()
               if a in summary and b in summary}
     if args.json:
