@@ -128,16 +128,20 @@ class Bench:
         self.dr = os.path.join(os.path.dirname(sys.executable), "dr")
         self.aws = awscli()
 
-    def dr_copy(self, dst_endpoint: str, dst: str, tag: str) -> dict:
+    def dr_copy(self, dst_endpoint: str, dst: str, tag: str, again: bool = False) -> dict:
+        """One `dr backup` copying the checkpoint; `again`: then the same backup once more, timed
+        as `unchanged_seconds` (the copy is there: dr's fixed cost, its listings and checks)."""
         plan = os.path.join(self.work, f"plan-{tag}.yaml")
         with open(plan, "w") as handle:
             handle.write(PLAN.format(repo=os.path.join(self.work, f"repo-{tag}"), src="src", src_endpoint=self.a,
                                      dst=dst, prefix=tag, dst_endpoint=dst_endpoint))
-        run, cpu = self.timed(lambda: measure([self.dr, "backup", "--plan", plan, "--quiet"], env=self.env))
+        argv = [self.dr, "backup", "--plan", plan, "--quiet"]
+        run, cpu = self.timed(lambda: measure(argv, env=self.env))
         copied = keys(self.s3[dst_endpoint], dst, f"{tag}/ckpts/bench/step-1/")
         assert "DR-COMPLETE" in copied, f"dr made no complete copy: {sorted(copied)}"
+        unchanged = {"unchanged_seconds": measure(argv, env=self.env).seconds} if again else {}
         empty(self.s3[dst_endpoint], dst, f"{tag}/")
-        return {"seconds": run.seconds, "rss_mb": run.peak_rss_mb, **cpu}
+        return {"seconds": run.seconds, "rss_mb": run.peak_rss_mb, **cpu, **unchanged}
 
     def timed(self, go):
         """go()'s result and the CPU seconds it cost: the tool itself and each moto server."""
@@ -252,7 +256,7 @@ def run_shard_sizes(bench: Bench, work: str, shard_mbs: list[int], total_mb: int
     for shard_mb in shard_mbs:
         shards = max(1, total_mb // shard_mb)
         files, size = stage(bench, work, shard_mb * shards / 1024, shards)
-        group = [("dr", lambda r: bench.dr_copy(bench.b, "dst", f"dr-{shard_mb}-{r}")),
+        group = [("dr", lambda r: bench.dr_copy(bench.b, "dst", f"dr-{shard_mb}-{r}", again=True)),
                  ("rclone", lambda r: bench.rclone(f"rclone-{shard_mb}-{r}", files))]
         runs: dict[str, list[dict]] = {"dr": [], "rclone": []}
         for r in range(rounds):
@@ -263,6 +267,7 @@ def run_shard_sizes(bench: Bench, work: str, shard_mbs: list[int], total_mb: int
         med = {k: {m: median([x[m] for x in v]) for m in metrics} for k, v in runs.items()}
         rows.append({"shard_mb": shard_mb, "files": files, "bytes": size, "rounds": rounds,
                      "dr_seconds": med["dr"]["seconds"], "rclone_seconds": med["rclone"]["seconds"],
+                     "dr_unchanged_seconds": median([x["unchanged_seconds"] for x in runs["dr"]]),
                      "ratio": med["dr"]["seconds"] / med["rclone"]["seconds"], "dr_rss_mb": med["dr"]["rss_mb"],
                      "dr_rss_max_mb": max(x["rss_mb"] for x in runs["dr"]), "rclone_rss_mb": med["rclone"]["rss_mb"],
                      "cpu": {k: {m: v[m] for m in metrics[2:]} for k, v in med.items()}})
@@ -274,6 +279,8 @@ def shard_line(row: dict) -> str:
     return (f"{row['shard_mb']:>5} MB shards x {row['files']} ({row['bytes'] / 1e6:.0f} MB): dr {row['dr_seconds']:.2f} s, "
             f"rclone {row['rclone_seconds']:.2f} s, ratio {row['ratio']:.2f}, dr peak RSS {row['dr_rss_mb']:.0f} MB "
             f"(max {row['dr_rss_max_mb']:.0f}), rclone {row['rclone_rss_mb']:.0f} MB; medians of {row['rounds']}"
+            f"\n      dr unchanged (the copy there: its fixed cost) {row['dr_unchanged_seconds']:.2f} s, "
+            f"dr minus that {row['dr_seconds'] - row['dr_unchanged_seconds']:.2f} s"
             + "".join(f"\n      {k}: CPU s tool {c['tool_cpu']:.2f}, moto A {c['moto_a_cpu']:.2f}, moto B {c['moto_b_cpu']:.2f}"
                       f" (load {c['load']:.1f})" for k, c in row["cpu"].items()))
 
