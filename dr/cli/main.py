@@ -19,7 +19,6 @@ import sys
 from dr import __version__
 from dr.cli.commands import COMMANDS
 from dr.cli.exitcodes import Exit
-from dr.cli.stopping import Terminated, sigterm_unwinds
 
 PYDANTIC_PLUGINS_ENV = "PYDANTIC_DISABLE_PLUGINS"
 
@@ -78,6 +77,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from dr.cli.output import Output
+    from dr.cli.stopping import Terminated, sigterm_unwinds
     from dr.model.failure_reports import DEBUG_ENV
 
     argv = sys.argv[1:] if argv is None else list(argv)
