@@ -104,9 +104,9 @@ def bench_size(work: str, bao: OpenBao, plans: dict[str, str], recipient: str, r
     order = [(name, (lambda: run_peer(work, bao, recipient)) if name == PEER else
               (lambda: run_dr(work, plans[DR], fresh=False)) if name == DR_UNCHANGED else
               (lambda name=name: run_dr(work, plans[name]))) for name in names]
+    # alternating, but the unchanged run always right after the paths run it repeats
+    pairs = [order[:2]] + [[step] for step in order[2:]]
     for round_ in range(rounds):
-        # alternating, but the unchanged run always right after the paths run it repeats
-        pairs = [order[:2]] + [[step] for step in order[2:]]
         for name, run in [step for pair in (pairs if round_ % 2 == 0 else pairs[::-1]) for step in pair]:
             results[name].append(run())
             print(f"  round {round_ + 1} {name}: {results[name][-1]['seconds']:.2f} s "

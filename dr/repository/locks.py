@@ -96,17 +96,13 @@ class Lock:
             return self._acquire(wait_seconds)
         except BaseException:
             # Ctrl-C or SIGTERM (dr.cli.stopping) after the lock object was written but before
-            # the caller's `with` owns it: take it back, or it stays until it is stale (30 min)
-            self._abandon()
-            raise
-
-    def _abandon(self) -> None:
-        key, self.key = self.key, ""
-        if key:
+            # the caller's `with` owns it: take it back (and stop its refresher, if started), or
+            # it stays until it is stale (30 min)
             try:
-                self.repo.store.delete(key)
+                self.release()
             except Exception:  # noqa: BLE001  (already failing: the original error is the one to show)
                 pass
+            raise
 
     def _acquire(self, wait_seconds: float) -> "Lock":
         deadline = time.monotonic() + wait_seconds

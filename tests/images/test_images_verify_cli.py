@@ -78,5 +78,16 @@ def test_verify_images_says_which_images_source_no_snapshot_holds(tmp_path, caps
                                     "images": [images.api]}])
     assert main(["backup", "--plan", plan, "--source", "config", "--quiet"]) == Exit.OK
     code, document, err = _verify(capsys, plan)
-    assert code == Exit.OK and document["not_in_any_snapshot"] == ["images"]
-    assert "no snapshot holds images" in err
+    assert code == Exit.OK and document["nothing_to_verify"] == ["images"]
+    assert "images: no image copy recorded in any snapshot" in err
+
+
+def test_verify_images_writes_no_whole_verify_metrics(tmp_path, capsys, registries, images):
+    """dr_verify_last_run_timestamp_seconds of a partial check would satisfy an alert on the full one."""
+    plan = _plan(tmp_path, [{"name": "images", "type": "images", "to": [f"{registries.dr.url}/metrics"],
+                             "images": [images.api]}])
+    assert main(["backup", "--plan", plan, "--quiet"]) == Exit.OK
+    capsys.readouterr()
+    metrics = tmp_path / "verify.prom"
+    assert main(["verify", "--plan", plan, "--images", "--metrics-file", str(metrics)]) == Exit.USAGE
+    assert "no dr_verify_* metrics" in capsys.readouterr().err and not metrics.exists()

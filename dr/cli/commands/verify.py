@@ -28,7 +28,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--images", action="store_true", help="only the copies of the plan's images sources, by "
                    "digest: each DR registry copy's tags, manifests (hashed) and blobs (present with their "
                    "sizes; hashed with --read-data), and image blobs kept in the repository; the rest of the "
-                   "repository is not checked")
+                   "repository is not checked, and no dr_verify_* metrics are written")
     p.add_argument("--identity", metavar="FILE", help="age identity file: also decrypt secret artifacts and "
                    "check them as a restore would (default: the file named by the plan's identity_env)")
     metrics_args(p)
@@ -41,7 +41,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
     repo.open()
     keys = identities(args, plan)
     if args.images:
-        return _images_only(args, out, plan, registry, repo, keys, target.name)
+        return _images_only(args, out, plan, registry, repo, keys)
     with Lock(repo, exclusive=False, command="dr verify").acquire():  # one shared lock for both checks
         with out.progress("verify") as advance:
             ids = [repo.find_snapshot(args.snapshot).id] if args.snapshot else None
@@ -56,28 +56,32 @@ def run(args: argparse.Namespace, out: Output) -> int:
     for note in report.notes:
         out.note(note)
     problems = len(report.problems) + _say_copies(outside, out, args.read_data)
-    out.say("no problems found" if not problems else f"{problems} problems found")
-    out.document({**report.to_json(), "ok": not problems, "outside_copies": [c.to_json() for c in outside]})
     publish(args, out, lambda now: verify_samples(plan.name, target.name, problems, args.read_data, now))
+    return _ended(out, problems, {**report.to_json(), "outside_copies": [c.to_json() for c in outside]})
+
+
+def _ended(out: Output, problems: int, document: dict) -> int:
+    out.say("no problems found" if not problems else f"{problems} problems found")
+    out.document({**document, "ok": not problems})
     return Exit.OK if not problems else Exit.INTEGRITY
 
 
-def _images_only(args: argparse.Namespace, out: Output, plan, registry, repo, keys, target: str) -> int:
+def _images_only(args: argparse.Namespace, out: Output, plan, registry, repo, keys) -> int:
     names = {s.name for s in plan.spec.sources if s.type == "images"}
     if not names:
         raise UsageError(f"--images: {args.plan} has no source of type images; drop --images to verify everything")
+    if args.metrics_file or args.pushgateway:  # dr_verify_* say the whole repository was checked
+        raise UsageError("--images checks a part of what dr verify checks, so it writes no dr_verify_* metrics: "
+                         "drop --metrics-file/--pushgateway, or --images")
     with Lock(repo, exclusive=False, command="dr verify --images").acquire():
         outside = check_outside_copies(plan, registry, repo, snapshot_ref=args.snapshot, read_data=args.read_data,
                                        identities=keys, sources=names)
-    missing = sorted(names - {c.source for c in outside})
-    if missing:  # said, not skipped silently
-        out.warn(f"no snapshot holds {', '.join(missing)}: nothing of it to verify")
+    unchecked = sorted(names - {c.source for c in outside})
+    if unchecked:  # said, not skipped silently
+        out.warn(f"{', '.join(unchecked)}: no image copy recorded in any snapshot, nothing to verify")
     problems = _say_copies(outside, out, args.read_data)
-    out.say("no problems found" if not problems else f"{problems} problems found")
-    out.document({"scope": "images", "ok": not problems, "outside_copies": [c.to_json() for c in outside],
-                  "not_in_any_snapshot": missing})
-    publish(args, out, lambda now: verify_samples(plan.name, target, problems, args.read_data, now))
-    return Exit.OK if not problems else Exit.INTEGRITY
+    return _ended(out, problems, {"scope": "images", "outside_copies": [c.to_json() for c in outside],
+                                  "nothing_to_verify": unchecked})
 
 
 def _say_copies(outside, out: Output, read_data: bool) -> int:
