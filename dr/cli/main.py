@@ -78,6 +78,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     from dr.cli.output import Output
     from dr.cli.stopping import Terminated, sigterm_unwinds
+    from dr.repository.locks import release_unreleased
     from dr.model.failure_reports import DEBUG_ENV
 
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -97,10 +98,12 @@ def main(argv: list[str] | None = None) -> int:
         with sigterm_unwinds():
             return int(args.handler(args, out))
     except Terminated:
+        release_unreleased()
         out.error("terminated (SIGTERM: a Job's deadline, a node drain or a deleted pod); this run's lock is "
                   "released and nothing half-written is visible; run the same command again to continue")
         return Exit.TERMINATED
     except KeyboardInterrupt:
+        release_unreleased()
         out.error("interrupted; nothing half-written is visible (a snapshot's manifest and a restore "
                   "step's journal record are written last); run the same command again to continue")
         return Exit.INTERRUPTED

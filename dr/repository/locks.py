@@ -33,6 +33,20 @@ class RepositoryLocked(RepositoryError):
     pass
 
 
+# Locks this process wrote and has not released. An interrupt (Ctrl-C, SIGTERM) can land after
+# acquire() returned and before the caller's `with` owns the lock (in `__enter__` itself), where
+# no `__exit__` runs: the CLI releases what is left here on its way out (release_unreleased).
+_UNRELEASED: set["Lock"] = set()
+
+
+def release_unreleased() -> None:
+    for lock in list(_UNRELEASED):
+        try:
+            lock.release()
+        except Exception:  # noqa: BLE001  (exiting after an interrupt: the rest still get their turn)
+            pass
+
+
 @dataclass
 class LockInfo:
     key: str
@@ -111,6 +125,7 @@ class Lock:
             conflicts = self._conflicts()
             if not conflicts:
                 self.key = self._new_key()  # known before it is written: an interrupt can delete it
+                _UNRELEASED.add(self)
                 self._write(self.key)
                 conflicts = self._conflicts()
                 if not conflicts:
@@ -169,8 +184,11 @@ class Lock:
                 self.warnings.append(f"lock refresh failed, will retry: {exc}")
 
     def release(self) -> None:
+        _UNRELEASED.discard(self)
         self._stop.set()
-        if self._refresher is not None:
+        # is_alive(): an interrupt inside Thread.start() leaves a thread that join() refuses; one
+        # that starts after this sees _stop set and ends at once
+        if self._refresher is not None and self._refresher.is_alive():
             self._refresher.join(timeout=5)
         if self.key:
             self.repo.store.delete(self.key)

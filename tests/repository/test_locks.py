@@ -115,3 +115,18 @@ def test_an_interrupt_while_acquiring_takes_the_written_lock_back(repo, monkeypa
     assert read_locks(repo) == [] and lock.key == ""
     with Lock(repo, exclusive=True, command="dr backup --plan b").acquire():  # not locked out
         pass
+
+
+def test_an_interrupt_while_the_refresher_starts_still_takes_the_lock_back(repo, monkeypatch):
+    """Seen with SIGTERM under load: the interrupt landed in Thread.start() (waiting for the new
+    thread), and release() then asked join() of a thread not yet started, which refuses."""
+    lock = Lock(repo, exclusive=True, command="dr backup --plan a")
+
+    def interrupted_start():
+        lock._refresher = threading.Thread(target=lambda: None)  # made, not started
+        raise KeyboardInterrupt()
+
+    monkeypatch.setattr(lock, "_start_refresher", interrupted_start)
+    with pytest.raises(KeyboardInterrupt):
+        lock.acquire()
+    assert read_locks(repo) == []
