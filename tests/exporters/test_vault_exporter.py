@@ -93,10 +93,16 @@ def test_snapshot_and_configuration_round_trip(harness, openbao_source, openbao_
     openbao_target.unseal(source.unseal_keys)
     assert read_kv(openbao_target, source.root_token) == expected
     again = harness.restore(VaultExporter, opts, done.artifacts, identities=keys, to=openbao_target.address)
-    # the target is now the snapshot's cluster, and a paths record cannot tell whether a secret
-    # changed since: never "unchanged" there, a conflict that --overwrite resolves
-    assert statuses(again)[SNAPSHOT] == OutcomeStatus.CONFLICT, again
-    assert "whether they changed since the snapshot cannot be told" in again[0].reason
+    # the same snapshot again (issue 30): a paths record holds no KV versions, but the target's
+    # storage is still the snapshot's entry for entry, so nothing changed since it was restored
+    assert statuses(again) == {SNAPSHOT: OutcomeStatus.UNCHANGED, CONFIG: OutcomeStatus.UNCHANGED}, again
+    assert "holds the snapshot's storage entry for entry" in again[0].reason
+    # one secret written since: the storage differs, a conflict that --overwrite resolves
+    openbao_target.client(source.root_token).secrets.kv.v2.create_or_update_secret(
+        "apps/billing/db", secret={"password": "s3cret-9"}, mount_point="secret")
+    changed = harness.restore(VaultExporter, opts, done.artifacts, identities=keys, to=openbao_target.address)
+    assert statuses(changed)[SNAPSHOT] == OutcomeStatus.CONFLICT, changed
+    assert "its storage differs from the snapshot's" in changed[0].reason
 
 
 def test_kv_versions_record_is_compared_by_version_whatever_the_plan_says_now(

@@ -5,7 +5,9 @@ The order, and why:
      `--target-token-file` (or VAULT_TOKEN) for a new cluster; for a cluster that already holds
      this snapshot's data, the plan's own credential (the snapshot carries its token store).
   2. The target's configuration is read and compared with the recorded one. The same cluster
-     (cluster id) with the same configuration and KV versions is `unchanged`. A target holding
+     (cluster id) with the same configuration and KV versions is `unchanged`; with a record that
+     holds no KV versions (kv_metadata: paths), the same cluster whose storage is still the
+     snapshot's, entry for entry (storage.py), is `unchanged` too. A target holding
      anything beyond a new server's own mounts, auth methods and policies is a `conflict`:
      a raft restore replaces everything, so only --overwrite does it.
   3. The stored snapshot is read through the verifying reader into a private temporary file
@@ -43,6 +45,7 @@ from dr.exporters.vault.connecting import (VaultAuthFailed, VaultState, VaultUna
 from dr.exporters.vault.kinds import CONFIG, SNAPSHOT, TOKEN_KEY, UNSEAL_KEY
 from dr.exporters.vault.options import ShamirUnseal, VaultOptions
 from dr.exporters.vault.snapshots import CheckedStream, SnapshotDamaged
+from dr.exporters.vault.storage import StorageUnreadable, storage_digest
 from dr.model.artifacts import Artifact
 from dr.model.redaction import redact
 
@@ -127,8 +130,13 @@ class Restore:
             return
         occupied = _differences(now, wanted) if same_cluster and wanted else empty_problems(target.document)
         if blind and not occupied:
+            same, why = self._storage_unchanged(target.client, snapshot)
+            if same:
+                yield from _all(_items(snapshot, config), OutcomeStatus.UNCHANGED,
+                                f"{self.to} is the snapshot's cluster and {why}")
+                return
             occupied = [f"its {len(wanted['kv'])} KV secrets, whose versions the record does not hold "
-                        "(kv_metadata: paths), so whether they changed since the snapshot cannot be told"]
+                        f"(kv_metadata: paths), and {why}"]
         config_outcome = self._config_before(config, config_equal, occupied)
         if occupied and not self.request.overwrite:
             yield Outcome(snapshot.identity, OutcomeStatus.CONFLICT,
@@ -158,6 +166,26 @@ class Restore:
         return [Outcome(config.identity, OutcomeStatus.CONFLICT,
                         f"{self.to}'s configuration differs from the record; the raft snapshot restores it "
                         "with --overwrite")]
+
+    def _storage_unchanged(self, client: hvac.Client, snapshot: Artifact) -> tuple[bool, str]:
+        """Whether the target's storage is still the snapshot's, entry for entry (dr/exporters/vault/storage.py)."""
+        raw = hvac.adapters.RawAdapter.from_adapter(client.adapter)
+        try:
+            response = raw.request("GET", "/v1/sys/storage/raft/snapshot", stream=True, raise_exception=False)
+        except Exception as exc:  # noqa: BLE001  (any transport error: the comparison is only not possible)
+            return False, f"its storage could not be read to compare ({type(exc).__name__})"
+        if not response.ok:
+            return False, (f"its storage could not be read to compare (sys/storage/raft/snapshot answered "
+                           f"{response.status_code}: the token needs read on it)")
+        try:
+            with response, self.reader.open(snapshot) as stored:
+                now, then = storage_digest(response.raw), storage_digest(stored)
+        except (StorageUnreadable, IntegrityError, EncryptionError) as exc:
+            return False, redact(f"its storage could not be compared with the snapshot's ({exc})")
+        if now == then:
+            return True, (f"holds the snapshot's storage entry for entry ({then.entries} entries; only "
+                          "leadership and login bookkeeping differ), so nothing changed since it was restored")
+        return False, "its storage differs from the snapshot's, so something was written since the snapshot"
 
     # -- 3 to 5: spool and check, send, unseal, verify -----------------------------------------
     def _restore(self, target: Target, snapshot: Artifact, config: Artifact | None, record: dict | None,
