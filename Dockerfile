@@ -14,13 +14,20 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 # git: the git exporter runs `git ls-remote` / `git clone --mirror` / `git bundle`.
 # openssh-client: for ssh (git@host:org/repo) remotes. ca-certificates: for https remotes and S3.
+# graphviz: `dot` draws the dependency picture of `dr audit --format html` (without it the
+# report says the picture was left out).
 RUN apt-get update \
- && apt-get install -y --no-install-recommends git openssh-client ca-certificates \
+ && apt-get install -y --no-install-recommends git openssh-client ca-certificates graphviz \
  && rm -rf /var/lib/apt/lists/*
 
-# Only what the package needs is in the build context (see .dockerignore).
+# Only what the package needs is in the build context (see .dockerignore). The Python packages
+# come from requirements.lock at exact versions and without resolving (--no-deps), so an image
+# built twice holds the same ones; `pip check` fails the build if the lock is inconsistent.
+# tests/shipping/test_bare_install.py runs these same three steps into a bare venv.
 COPY . /src
-RUN pip install --no-cache-dir /src \
+RUN pip install --no-cache-dir --no-deps -r /src/requirements.lock \
+ && pip install --no-cache-dir --no-deps /src \
+ && pip check \
  && rm -rf /src
 
 # The base image ships the standard library without bytecode (its build deletes every .pyc), and
