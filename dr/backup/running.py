@@ -1,10 +1,15 @@
 """Running a backup (docs/format.md, "Write ordering").
 
-For each target: take the exclusive lock, let every selected source's exporter write its
-artifacts (reusing the previous snapshot's content where the exporter's change token says
-nothing changed), then write the catalog and, last, the manifest. A source that fails is
-named in the manifest with its error; the other sources still land. If every source failed
-no snapshot is written at all.
+For each target: take a shared lock, let every selected source's exporter write its artifacts
+(reusing the previous snapshot's content where the exporter's change token says nothing
+changed), then write the catalog and, last, the manifest. A source that fails is named in the
+manifest with its error; the other sources still land. If every source failed no snapshot is
+written at all.
+
+Shared, so that backups run side by side as restic's do: every object a backup writes is
+create-only and named by its content (two writers never write one key with different bytes);
+only prune, which deletes, is exclusive, because a backup's blobs are unreferenced until its
+manifest lands (docs/format.md section 14).
 """
 
 from __future__ import annotations
@@ -82,7 +87,7 @@ def _backup_target(plan: Plan, registry: Registry, target: TargetSpec, sources: 
     repo = open_target(plan, target)
     immutability.prepare(plan, target, repo)  # before the first write
     repo.init()
-    with Lock(repo, exclusive=True, command=f"dr backup --plan {plan.name}").acquire(lock_wait) as lock:
+    with Lock(repo, exclusive=False, command=f"dr backup --plan {plan.name}").acquire(lock_wait) as lock:
         on_reused = (lambda digests, run: immutability.extend(repo, digests, run)) if target.immutability else None
         writer = SnapshotWriter(repo, plan.spec.encryption.recipients, on_progress=on_progress,
                                 on_reused=on_reused)

@@ -9,7 +9,7 @@ class Exit(IntEnum):
     USAGE = 2  # bad arguments, or the plan is invalid (every problem is listed)
     PARTIAL = 3  # partial failure: some sources or items failed; each one is named
     BLOCKERS = 4  # the audit found blockers (recovery needs something from a failed domain); a restore refused steps
-    LOCKED = 5  # the repository is locked by another dr process
+    LOCKED = 5  # the repository is locked: by a prune, or (for dr prune) by any other dr process
     INTEGRITY = 6  # stored data is damaged or missing (verify or restore refused it)
     RPO_BREACH = 7  # dr status: a source or training run is older than its RPO objective
     INTERRUPTED = 130  # interrupted (Ctrl-C / SIGINT); nothing half-written is visible
@@ -22,7 +22,7 @@ MEANINGS = {
     Exit.USAGE: "usage or plan error: every problem is printed with file, field and fix",
     Exit.PARTIAL: "partial failure: some sources or items failed; each is named with its reason",
     Exit.BLOCKERS: "the audit found blockers; dr restore: steps were refused (a dry run: any step would be)",
-    Exit.LOCKED: "the repository is locked by another dr process",
+    Exit.LOCKED: "the repository is locked by another dr process: a prune, or for dr prune any other",
     Exit.INTEGRITY: "damaged or missing data in the repository",
     Exit.RPO_BREACH: "an RPO objective is breached (dr status)",
     Exit.INTERRUPTED: "interrupted; nothing half-written is visible",

@@ -2,10 +2,14 @@
 
 A lock is an object under locks/ that its holder writes and deletes; it is never rewritten.
 A live holder refreshes by writing a new lock object and deleting its old one. Exclusive locks
-(backup, prune) conflict with every other lock; shared locks (verify, restore) only with
-exclusive ones. A lock is stale when its holder is gone: same host and the process no longer
-exists, or it was not refreshed for STALE_AFTER. Stale locks are ignored (with a warning) and
-removed by `dr unlock`.
+(prune: it deletes) conflict with every other lock; shared locks (backup, verify, restore)
+only with exclusive ones. A lock is stale when its holder is gone: same host and the process
+no longer exists, or it was not refreshed for STALE_AFTER. Stale locks are ignored (with a
+warning) and removed by `dr unlock`.
+
+The same locks also guard places outside a repository that a backup writes into (a
+checkpoint DR copy target, section 19): a LockSpace names the store-like object, the key
+prefix and what to tell a waiting operator; Lock(repo, ...) is the repository's space.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import Any
 
 from dr.repository import layout
 from dr.repository.repositories import Repository, RepositoryError
@@ -45,6 +50,23 @@ def release_unreleased() -> None:
             lock.release()
         except Exception:  # noqa: BLE001  (exiting after an interrupt: the rest still get their turn)
             pass
+
+
+@dataclass(frozen=True)
+class LockSpace:
+    """Where locks live: `store` answers list(prefix) -> (key, size), get (ObjectMissing if
+    absent), put and delete, like a repository's store (dr.repository.stores.base)."""
+
+    store: Any
+    prefix: str
+    description: str
+    # how to get past a holder that is gone (the repository's: `dr unlock`)
+    unlock_hint: str = "if that process is gone run 'dr unlock --plan FILE'"
+
+    @classmethod
+    def of(cls, where: "Repository | LockSpace") -> "LockSpace":
+        """The space itself, or a repository's: its store, under locks/."""
+        return where if isinstance(where, LockSpace) else cls(where.store, layout.LOCKS, where.description)
 
 
 @dataclass
@@ -80,13 +102,14 @@ def _process_start(pid: int) -> str:
         return ""
 
 
-def read_locks(repo: Repository, skip: str = "") -> list[LockInfo]:
+def read_locks(repo: Repository | LockSpace, skip: str = "") -> list[LockInfo]:
+    space = LockSpace.of(repo)
     locks = []
-    for key, _ in repo.store.list(layout.LOCKS):
+    for key, _ in space.store.list(space.prefix):
         if key == skip:
             continue  # our own lock: no need to fetch it
         try:
-            data = json.loads(repo.store.get(key))
+            data = json.loads(space.store.get(key))
             locks.append(LockInfo(key, data["hostname"], int(data["pid"]), data.get("process_start", ""),
                                   float(data["time"]), bool(data["exclusive"]), data.get("command", "")))
         except (ObjectMissing, ValueError, KeyError):
@@ -95,8 +118,8 @@ def read_locks(repo: Repository, skip: str = "") -> list[LockInfo]:
 
 
 class Lock:
-    def __init__(self, repo: Repository, exclusive: bool, command: str):
-        self.repo = repo
+    def __init__(self, repo: Repository | LockSpace, exclusive: bool, command: str):
+        self.space = LockSpace.of(repo)
         self.exclusive = exclusive
         self.command = command
         self.key = ""
@@ -131,7 +154,7 @@ class Lock:
                 if not conflicts:
                     self._start_refresher()
                     return self
-                self.repo.store.delete(self.key)  # lost a race: both back off, one retries first
+                self.space.store.delete(self.key)  # lost a race: both back off, one retries first
                 self.key = ""
                 if collisions < MAX_COLLISIONS:
                     # Nobody held the lock when we looked: a collision, not a holder. Retry after a
@@ -141,14 +164,13 @@ class Lock:
                     continue
             if time.monotonic() >= deadline:
                 raise RepositoryLocked(
-                    f"{self.repo.description} is locked: {conflicts[0].describe()}. Wait for it to "
-                    "finish, retry with --lock-wait SECONDS, or if that process is gone run "
-                    "'dr unlock --plan FILE'")
+                    f"{self.space.description} is locked: {conflicts[0].describe()}. Wait for it to "
+                    f"finish, retry with --lock-wait SECONDS, or {self.space.unlock_hint}")
             time.sleep(min(1.0 + random.random(), max(0.0, deadline - time.monotonic())))
 
     def _conflicts(self) -> list[LockInfo]:
         out = []
-        for info in read_locks(self.repo, skip=self.key):
+        for info in read_locks(self.space, skip=self.key):
             if info.is_stale():
                 if info.key not in self._stale_seen:  # conflicts are read twice per attempt
                     self._stale_seen.add(info.key)
@@ -158,16 +180,15 @@ class Lock:
                 out.append(info)
         return out
 
-    @staticmethod
-    def _new_key() -> str:
-        return layout.lock_key(f"{int(time.time() * 1000):015d}-{secrets.token_hex(8)}")
+    def _new_key(self) -> str:
+        return f"{self.space.prefix}{int(time.time() * 1000):015d}-{secrets.token_hex(8)}"
 
     def _write(self, key: str) -> None:
         body = {"hostname": socket.gethostname(), "pid": os.getpid(),
                 "process_start": _process_start(os.getpid()), "time": time.time(),
                 "exclusive": self.exclusive, "command": self.command,
                 "written": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
-        self.repo.store.put(key, json.dumps(body, sort_keys=True).encode())
+        self.space.store.put(key, json.dumps(body, sort_keys=True).encode())
 
     def _start_refresher(self) -> None:
         self._refresher = threading.Thread(target=self._refresh_loop, name="lock-refresh", daemon=True)
@@ -179,7 +200,7 @@ class Lock:
                 new = self._new_key()
                 self._write(new)
                 old, self.key = self.key, new
-                self.repo.store.delete(old)
+                self.space.store.delete(old)
             except Exception as exc:  # keep trying: a dead refresher lets the lock go stale
                 self.warnings.append(f"lock refresh failed, will retry: {exc}")
 
@@ -191,7 +212,7 @@ class Lock:
         if self._refresher is not None and self._refresher.is_alive():
             self._refresher.join(timeout=5)
         if self.key:
-            self.repo.store.delete(self.key)
+            self.space.store.delete(self.key)
             self.key = ""
 
     def __enter__(self) -> "Lock":

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 
 from dr.repository import layout
 
@@ -62,7 +63,8 @@ class ManifestCache:
         path = self._path(snapshot_id)
         if path is None:
             return
-        partial = f"{path}.{os.getpid()}.partial"
+        # pids repeat across pods that share a cache volume: the name must be this writer's alone
+        partial = f"{path}.{secrets.token_hex(8)}.partial"
         try:
             os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
             with open(partial, "wb") as handle:

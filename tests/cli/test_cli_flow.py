@@ -111,7 +111,7 @@ def test_a_failed_source_is_named_and_the_others_land(tmp_path, capsys):
     assert result["snapshot"]
 
 
-def test_second_backup_while_locked_exits_with_the_lock_code(tmp_path, capsys):
+def test_a_backup_beside_another_runs_and_beside_a_prune_exits_with_the_lock_code(tmp_path, capsys):
     from dr.repository.locks import Lock
     from dr.repository.repositories import Repository
     from dr.repository.stores.local import LocalStore
@@ -119,9 +119,11 @@ def test_second_backup_while_locked_exits_with_the_lock_code(tmp_path, capsys):
     plan = write_plan(tmp_path / "plan.yaml", local_target(tmp_path / "repo"), files_source("config", [_data(tmp_path)]))
     repo = Repository(LocalStore(str(tmp_path / "repo")))
     repo.init()
-    with Lock(repo, exclusive=True, command="dr backup (the other one)").acquire():
+    with Lock(repo, exclusive=False, command="dr backup (the other one)").acquire():
+        assert main(["backup", "--plan", plan, "-q"]) == Exit.OK  # backups share the lock
+    with Lock(repo, exclusive=True, command="dr prune (running)").acquire():
         assert main(["backup", "--plan", plan]) == Exit.LOCKED
-    assert "dr backup (the other one)" in capsys.readouterr().err
+    assert "exclusive lock by 'dr prune (running)'" in capsys.readouterr().err
     assert main(["backup", "--plan", plan, "-q"]) == Exit.OK
 
 

@@ -15,11 +15,14 @@ from dr.repository.pruning import prune_by_retention
 def arguments(p: argparse.ArgumentParser) -> None:
     plan_and_target_args(p)
     p.add_argument("--dry-run", action="store_true", help="say what would be removed; remove nothing")
+    p.add_argument("--lock-wait", type=float, default=0.0, metavar="SECONDS",
+                   help="wait this long for running backups, verifies and restores to finish")
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
     plan, target, repo = open_repository(args)
-    report = prune_by_retention(plan, repo, dry_run=args.dry_run, target=target)
+    report = prune_by_retention(plan, repo, dry_run=args.dry_run, target=target,
+                                lock_wait=args.lock_wait)
     verb = "would forget" if args.dry_run else "forgot"
     out.say(f"{repo.description}: {verb} {len(report.forgotten)} of {report.snapshots_examined} snapshots; "
             f"{report.blobs_deleted} unreferenced blobs ({human_size(report.bytes_freed)}) "

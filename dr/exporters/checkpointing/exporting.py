@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from dr.exporters.checkpointing.copies.layout import CopyError, CopyState, canonical, layout_for, remove
 from dr.exporters.checkpointing.copies.copying import copy_checkpoint
 from dr.exporters.checkpointing.copies.inventory import Inventory, old_uploads, stray_files, take_inventory
+from dr.exporters.checkpointing.copies.locking import copy_lock
 from dr.exporters.checkpointing.options import Tier
 from dr.exporters.checkpointing.places.contract import Place
 from dr.exporters.checkpointing.places.contract import SourceChanged
@@ -168,6 +169,13 @@ class ExportRun:
     # -- one tier ---------------------------------------------------------------------------
     def _tier(self, tier: Tier, found: Scan) -> None:
         place = self.x.tier_place(tier)
+        # another backup of this source may be copying into the same place (copies.locking)
+        with copy_lock(place, self.ctx.source, f"dr backup (source {self.ctx.source}, tier {tier.name})") as lock:
+            for warning in lock.warnings:
+                self.ctx.log(f"tier {tier.name}: {warning}")
+            self._tier_locked(tier, place, found)
+
+    def _tier_locked(self, tier: Tier, place: Place, found: Scan) -> None:
         inv = take_inventory(place, self.ctx.source)
         self._report_damaged(tier, inv)
         held = inv.held()

@@ -8,6 +8,7 @@ import one another (.importlinter).
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 from typing import BinaryIO, Iterator
 from urllib.parse import quote, urlsplit
@@ -65,11 +66,18 @@ class Directory(Place):
     def put(self, rel: str, stream: BinaryIO) -> None:
         path = self._path(rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path + ".dr-partial", "wb") as out:
-            shutil.copyfileobj(stream, out, 8 << 20)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(path + ".dr-partial", path)
+        # a name of its own: two backups of one source may copy the same version at once (same
+        # bytes: the version's source never changes), and a shared partial would mix them
+        partial = f"{path}.{secrets.token_hex(8)}.dr-partial"
+        try:
+            with open(partial, "wb") as out:
+                shutil.copyfileobj(stream, out, 8 << 20)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(partial, path)
+        finally:
+            if os.path.exists(partial):
+                os.unlink(partial)
 
     def read(self, rel: str) -> bytes | None:
         try:
