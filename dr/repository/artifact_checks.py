@@ -43,9 +43,11 @@ class ArtifactChecks:
         return problems
 
     def read_all(self, repo: Repository, identities: list, report, on_blob: Callable[[int], None],
-                 workers: int) -> set[str]:
-        """Stream every distinct artifact that the listing cannot vouch for; return the blobs read."""
-        todo = [(key, name) for key, name in self._seen.items() if self._needs_reading(key, identities)]
+                 workers: int, holds: Callable[[str], bool] = lambda digest: True) -> set[str]:
+        """Stream every distinct artifact that the listing cannot vouch for (of those whose digest
+        `holds`: a --read-data-subset); return the blobs read."""
+        todo = [(key, name) for key, name in self._seen.items()
+                if holds(key[0]) and self._needs_reading(key, identities)]
         skipped = sum(1 for key in self._seen if key[3] and not identities)
         if skipped:
             report.notes.append(f"{skipped} secret artifacts were checked blob by blob only: give an identity "

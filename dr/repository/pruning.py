@@ -95,13 +95,14 @@ def prune(repo: Repository, forget_ids: list[str], dry_run: bool = False) -> Pru
 
 
 def prune_by_retention(plan: Plan, repo: Repository, dry_run: bool = False,
-                       target: TargetSpec | None = None) -> PruneReport:
+                       target: TargetSpec | None = None, lock_wait: float = 0.0) -> PruneReport:
     """Forget every snapshot that no source's retention keeps, then sweep, under the exclusive
     lock (no backup may be writing blobs its manifest does not reference yet). With the plan's
-    `target`, an immutable one is checked (and its store set to lock) before the lock's write."""
+    `target`, an immutable one is checked (and its store set to lock) before the lock's write;
+    `lock_wait`: how long to wait for running backups' locks to go."""
     if target is not None:
         immutability.prepare(plan, target, repo)
-    with Lock(repo, exclusive=True, command="dr prune").acquire():
+    with Lock(repo, exclusive=True, command="dr prune").acquire(lock_wait):
         snapshots = repo.snapshots()
         policies = [(s.name, plan.retention_for(s).model_dump()) for s in plan.spec.sources]
         report = prune(repo, snapshots_to_forget(snapshots, policies), dry_run=dry_run)
