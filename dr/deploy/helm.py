@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import copy
 import re
+from importlib import resources
+
+import yaml
 
 from dr import __version__
 from dr.deploy import helm_values
@@ -44,6 +47,7 @@ def chart(rendering: Rendering, plan_name: str) -> dict[str, str]:
     for index, doc in enumerate(rendering.docs):
         name = f"templates/{index:02d}-{doc.obj['kind'].lower()}-{doc.obj['metadata']['name']}.yaml"
         files[name] = _comments(doc.comments) + _template(_with_sentinels(doc, rendering))
+    files["templates/prometheusrule.yaml"] = prometheus_rule()
     return files
 
 
@@ -133,3 +137,20 @@ def _with(indent: str, value: str, key: str | None) -> str:
 def _flag(indent: str, flag: str, value: str) -> list[str]:
     return [f"{indent}{{{{- with .Values.metrics.{value} }}}}", f"{indent}- {flag}", f"{indent}- {{{{ . | quote }}}}",
             f"{indent}{{{{- end }}}}"]
+
+
+def prometheus_rule() -> str:
+    """The alert rules as a template: rendered only when the cluster serves the Prometheus
+    Operator's PrometheusRule (a chart must install without it), with the values' labels. Every
+    `{{` of the rules' own Prometheus templates is written as Helm's literal `{{ "{{" }}`."""
+    text = resources.files("dr.deploy").joinpath("prometheus-rules.yaml").read_text(encoding="utf-8")
+    rule = yaml.safe_load(text)
+    rule["metadata"]["labels"] = {k: v for k, v in rule["metadata"]["labels"].items()
+                                  if k not in helm_values.PROMETHEUS_RULE_LABELS}
+    rule["metadata"]["namespace"] = NAMESPACE
+    body = dump(rule).replace("{{", '{{ "{{" }}').replace(f"'{NAMESPACE}'", _INLINE[NAMESPACE])
+    body = body.replace("    app.kubernetes.io/component: alerts\n", "    app.kubernetes.io/component: alerts\n"
+                        "    {{- with .Values.prometheusRule.labels }}\n    {{- toYaml . | nindent 4 }}\n"
+                        "    {{- end }}\n", 1)
+    return ("{{- if and .Values.prometheusRule.enabled (.Capabilities.APIVersions.Has "
+            '"monitoring.coreos.com/v1/PrometheusRule") }}\n' + body + "{{- end }}\n")

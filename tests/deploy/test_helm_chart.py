@@ -20,6 +20,7 @@ from tests.deploy.conftest import MULTI_REGION, by_kind, container, documents, r
 from tests.plans.conftest import REPO_ROOT
 
 HELM = os.path.join(REPO_ROOT, ".tools", "bin", "helm")
+PROMETHEUS_RULE = "templates/prometheusrule.yaml"  # not in the yaml stream: only with the Operator's CRD
 
 _WITH = re.compile(r'\{\{- with (\.Values\.[\w.]+|\(index \.Values\.\w+ "[\w-]+"\)) \}\}(.*?)'
                    r"(?:\{\{- else \}\}(.*?))?\{\{- end \}\}", re.S)
@@ -90,7 +91,7 @@ def _chart(tmp_path, capsys) -> tuple[str, dict[str, str]]:
 
 
 def _objects(files: dict[str, str], values: dict, namespace: str) -> list[dict]:
-    templates = sorted(n for n in files if n.startswith("templates/") and n.endswith(".yaml"))
+    templates = sorted(n for n in files if n.startswith("templates/") and n.endswith(".yaml") and n != PROMETHEUS_RULE)
     return [yaml.safe_load(expand(files[n], values, files, namespace)) for n in templates]
 
 
@@ -201,3 +202,19 @@ def test_helm_lint_passes_and_the_schema_refuses_a_wrong_value(tmp_path, capsys)
     for wrong in ("activeDeadlineSeconds.dr-prune-dr-near=soon", "tolerations=none", "nodeSelecter.pool=a"):
         done = _helm("template", "dr", chart, "--set-string" if "soon" in wrong or "none" in wrong else "--set", wrong)
         assert done.returncode != 0 and "schema" in done.stderr.lower(), (wrong, done.stderr)
+
+
+def test_the_prometheus_rule_is_rendered_with_the_operators_crd_and_the_values_labels(tmp_path, capsys):
+    chart, _ = _chart(tmp_path, capsys)
+    with open(os.path.join(REPO_ROOT, "deploy", "prometheus-rules.yaml"), encoding="utf-8") as handle:
+        shipped = yaml.safe_load(handle)
+    rendered = _helm("template", "dr", chart, "--namespace", "monitoring", "--api-versions",
+                     "monitoring.coreos.com/v1/PrometheusRule", "--set", "prometheusRule.labels.team=ml")
+    assert rendered.returncode == 0, rendered.stderr
+    rule, = by_kind(documents(rendered.stdout), "PrometheusRule")
+    assert rule["spec"] == shipped["spec"]  # the Prometheus templates ({{ $labels.source }}) came through whole
+    assert rule["metadata"]["labels"]["release"] == "kube-prometheus-stack" and rule["metadata"]["labels"]["team"] == "ml"
+    assert rule["metadata"]["namespace"] == "monitoring"
+    off = _helm("template", "dr", chart, "--api-versions", "monitoring.coreos.com/v1/PrometheusRule",
+                "--set", "prometheusRule.enabled=false")
+    assert off.returncode == 0 and not by_kind(documents(off.stdout), "PrometheusRule")

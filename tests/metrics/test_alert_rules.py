@@ -1,4 +1,4 @@
-"""deploy/'s alert rules: the plain rules file is the PrometheusRule's spec, `promtool check
+"""deploy/'s alert rules: both files are made from dr/deploy/prometheus-rules.yaml, the plain rules file is the PrometheusRule's spec, `promtool check
 rules` accepts it, `promtool test rules` passes (one unit test or more per alert), and every
 metric they name is one dr exports."""
 
@@ -48,8 +48,9 @@ def test_the_rules_file_is_made_from_the_prometheusrule():
                                                       "render", os.path.join(ROOT, "scripts", "render-alert-rules")))
     render = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(render)
-    with open(RULES, encoding="utf-8") as handle:
-        assert handle.read() == render.rendered(), "run scripts/render-alert-rules after editing the PrometheusRule"
+    for path, made in ((RULES, render.rendered()), (RESOURCE, render.resource())):
+        with open(path, encoding="utf-8") as handle:
+            assert handle.read() == made, "run scripts/render-alert-rules after editing dr/deploy/prometheus-rules.yaml"
     assert _load(RULES) == resource["spec"]
 
 
