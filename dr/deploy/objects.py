@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from dr.deploy.access import Access, Grant
 from dr.deploy.egress import Egress
 from dr.deploy.gathering import PLAN_DIR, PLAN_PATH
-from dr.deploy.scheduling import Group, command
 from dr.exporters.contract import Credential, RunNeeds
 
 APP = "dr"
@@ -21,6 +20,9 @@ SERVICE_ACCOUNT, PLAN_CONFIGMAP, SECRET = "dr-backup", "dr-plan", "dr-credential
 BACKUP_ROLE, NAMESPACED_ROLE, RESTORE_ROLE = "dr-backup-read", "dr-backup-read-namespaced", "dr-restore"
 WRITE_ROLE = "dr-backup-write"
 LABELS = {"app.kubernetes.io/name": APP, "app.kubernetes.io/component": "backup"}
+COMPONENTS = ("backup", "prune", "verify", "status", "audit")  # the pods the NetworkPolicy selects
+CACHE_DIR = "/var/cache/dr"  # DR_CACHE_DIR: the manifest cache (dr.repository.manifest_cache)
+CACHE_SIZE_LIMIT = "1Gi"  # manifests only, a few KiB per snapshot
 # How late a run may start, how long it may take, and how much history is kept (deploy/README.md).
 STARTING_DEADLINE_SECONDS, ACTIVE_DEADLINE_SECONDS = 600, 1500
 SUCCESSFUL_HISTORY, FAILED_HISTORY = 3, 5
@@ -31,6 +33,20 @@ RUN_AS = 10001  # the image's dr user (Dockerfile)
 class Doc:
     obj: dict
     comments: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Job:
+    """One CronJob: what it runs, when, and which exit codes are its verdict rather than a
+    transient failure (those fail the Job at once; the others are retried once)."""
+
+    name: str
+    schedule: str
+    command: list[str]
+    component: str  # one of COMPONENTS
+    answers: tuple[int, ...]
+    deadline_seconds: int
+    comments: list[str]
 
 
 @dataclass
@@ -114,42 +130,47 @@ def _binding(kind: str, name: str, namespace: str | None, role: str, sa_namespac
 
 
 def network_policy(namespace: str, rules: Egress) -> Doc:
-    comments = ["Egress only to the plan's endpoints, and DNS to kube-dns."]
+    comments = ["Egress only to the plan's endpoints, the metrics endpoint, the API server when a source reads it,",
+                "and DNS to kube-dns."]
     if rules.public:
         comments += ["A NetworkPolicy cannot name a host: these public endpoints are allowed by port only",
                      "(to any address on that port): " + ", ".join(rules.public)]
     if rules.unparsed:
         comments.append("Endpoints dr could not read as host and port (allow them yourself): " + ", ".join(rules.unparsed))
     return Doc({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": meta("dr-backup", namespace),
-                "spec": {"podSelector": {"matchLabels": dict(LABELS)}, "policyTypes": ["Egress"],
+                "spec": {"podSelector": {"matchLabels": {"app.kubernetes.io/name": APP}, "matchExpressions": [
+                    {"key": "app.kubernetes.io/component", "operator": "In", "values": list(COMPONENTS)}]},
+                         "policyTypes": ["Egress"],
                          "egress": rules.rules}}, comments)
 
 
-def cronjob(group: Group, pod: Pod) -> Doc:
-    spec = {"schedule": group.schedule, "timeZone": "Etc/UTC",
-            # never two backups at once: the second would wait on the repository lock, or pile up
+def cronjob(job: Job, pod: Pod) -> Doc:
+    labels = {**LABELS, "app.kubernetes.io/component": job.component}
+    spec = {"schedule": job.schedule, "timeZone": "Etc/UTC",
+            # never two runs of one CronJob at once: the second would wait on the repository lock, or pile up
             "concurrencyPolicy": "Forbid", "startingDeadlineSeconds": STARTING_DEADLINE_SECONDS,
             "successfulJobsHistoryLimit": SUCCESSFUL_HISTORY, "failedJobsHistoryLimit": FAILED_HISTORY,
             "jobTemplate": {"spec": {
-                # one retry for what may be transient (1, 3, 5); an invalid plan (2) or damaged
-                # repository (6) fails the Job at once
+                # one retry for what may be transient (1, 3, 5); an invalid plan (2) or the
+                # command's verdict (damage 6, blockers 4, an RPO breach 7) fails the Job at once
                 "backoffLimit": 1,
                 "podFailurePolicy": {"rules": [{"action": "FailJob", "onExitCodes": {
-                    "containerName": "dr", "operator": "In", "values": [2, 6]}}]},
-                "activeDeadlineSeconds": ACTIVE_DEADLINE_SECONDS, "ttlSecondsAfterFinished": 86400,
-                "template": {"metadata": {"labels": dict(LABELS)}, "spec": _pod_spec(group, pod)}}}}
-    return Doc({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": meta(group.name, pod.namespace), "spec": spec},
-               [f"Sources {', '.join(group.sources)}: schedule {group.schedule!r}.", pod.resources_why])
+                    "containerName": "dr", "operator": "In", "values": list(job.answers)}}]},
+                "activeDeadlineSeconds": job.deadline_seconds, "ttlSecondsAfterFinished": 86400,
+                "template": {"metadata": {"labels": dict(labels)}, "spec": _pod_spec(job, pod)}}}}
+    return Doc({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {**meta(job.name, pod.namespace),
+                                                                          "labels": labels}, "spec": spec},
+               [*job.comments, pod.resources_why])
 
 
-def _pod_spec(group: Group, pod: Pod) -> dict:
+def _pod_spec(job: Job, pod: Pod) -> dict:
     volumes, mounts = _volumes(pod.needs)
     return {"serviceAccountName": SERVICE_ACCOUNT, "automountServiceAccountToken": pod.token,
             "restartPolicy": "Never",
             "securityContext": {"runAsNonRoot": True, "runAsUser": RUN_AS, "runAsGroup": RUN_AS, "fsGroup": RUN_AS,
                                 "seccompProfile": {"type": "RuntimeDefault"}},
             "containers": [{"name": "dr", "image": pod.image, "imagePullPolicy": "IfNotPresent",
-                            "command": command(PLAN_PATH, group), "env": _env(pod.needs, pod.image),
+                            "command": job.command, "env": _env(pod.needs, pod.image),
                             "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
                                                 "capabilities": {"drop": ["ALL"]}},
                             "resources": pod.resources, "volumeMounts": mounts}],
@@ -163,7 +184,7 @@ def credentials(needs: list[RunNeeds]) -> list[Credential]:
 
 def _env(needs: list[RunNeeds], image: str) -> list[dict]:
     # the root filesystem is read-only; pods dr starts (checkpoint shards) run dr's own image
-    plain = {"HOME": "/tmp", "TMPDIR": "/tmp", "DR_IMAGE": image}
+    plain = {"HOME": "/tmp", "TMPDIR": "/tmp", "DR_IMAGE": image, "DR_CACHE_DIR": CACHE_DIR}
     for n in needs:
         plain.update(n.env)
     env = [{"name": k, "value": plain[k]} for k in sorted(plain)]
@@ -178,8 +199,11 @@ def _env(needs: list[RunNeeds], image: str) -> list[dict]:
 
 def _volumes(needs: list[RunNeeds]) -> tuple[list[dict], list[dict]]:
     volumes = [{"name": "plan", "configMap": {"name": PLAN_CONFIGMAP, "items": [{"key": "plan.yaml", "path": "plan.yaml"}]}},
-               {"name": "tmp", "emptyDir": {"sizeLimit": "10Gi"}}]
-    mounts = [{"name": "plan", "mountPath": PLAN_DIR, "readOnly": True}, {"name": "tmp", "mountPath": "/tmp"}]
+               {"name": "tmp", "emptyDir": {"sizeLimit": "10Gi"}},
+               # lost with the pod; the Helm chart can put it on a PersistentVolumeClaim (cache.existingClaim)
+               {"name": "cache", "emptyDir": {"sizeLimit": CACHE_SIZE_LIMIT}}]
+    mounts = [{"name": "plan", "mountPath": PLAN_DIR, "readOnly": True}, {"name": "tmp", "mountPath": "/tmp"},
+              {"name": "cache", "mountPath": CACHE_DIR}]
     files = [c for c in credentials(needs) if c.path]
     if files:
         volumes.append({"name": "credentials", "secret": {"secretName": SECRET, "defaultMode": 0o440,

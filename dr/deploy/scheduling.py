@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from dr.model.plans import Plan
 
 MAX_NAME = 52  # a CronJob's name leaves room for the Job and Pod suffixes
+# A backup waits this long for a prune's exclusive lock rather than fail (dr-prune runs daily)
+BACKUP_LOCK_WAIT_SECONDS = 600
 
 
 @dataclass(frozen=True)
@@ -44,4 +46,4 @@ def command(plan_path: str, group: Group) -> list[str]:
     if not group.every_source:
         for source in group.sources:
             argv += ["--source", source]
-    return argv + ["--quiet"]
+    return argv + ["--lock-wait", str(BACKUP_LOCK_WAIT_SECONDS), "--quiet"]

@@ -55,6 +55,8 @@ _ALL = [
     Metric("dr_rpo_copy_breach", "status", ("plan", "source", "target", "subject"),
            "1 when a copy an exporter keeps outside the repository (a training run's DR checkpoint) "
            "breaches the rpo or is damaged"),
+    Metric("dr_status_last_run_timestamp_seconds", "status", ("plan", "target"),
+           "when dr status last judged the RPO (the alerts' staleness check: status stopped)"),
     # dr audit
     Metric("dr_audit_blockers", "audit", _SCENARIO,
            "blockers in the scenario, those that hold in every scenario included"),
@@ -72,6 +74,11 @@ _ALL = [
            "problems dr verify found: snapshots, artifacts, blobs and copies outside the repository"),
     Metric("dr_verify_read_data", "verify", ("plan", "target"), "1 when every byte was read and hashed"),
     Metric("dr_verify_last_run_timestamp_seconds", "verify", ("plan", "target"), "when dr verify ran"),
+    # dr prune
+    Metric("dr_prune_last_success_timestamp_seconds", "prune", ("plan", "target"),
+           "when dr prune last applied the retention and swept unreferenced blobs"),
+    Metric("dr_prune_forgotten_snapshots", "prune", ("plan", "target"), "snapshots the last prune forgot"),
+    Metric("dr_prune_removed_bytes", "prune", ("plan", "target"), "bytes of unreferenced blobs the last prune removed"),
 ]
 
 METRICS: dict[str, Metric] = {m.name: m for m in _ALL}

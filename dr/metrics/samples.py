@@ -98,6 +98,11 @@ def status_samples(plan: str, target: str, status: dict[str, Any],
     return samples
 
 
+def status_run_samples(plan: str, target: str, now: float) -> list[Sample]:
+    """That dr status ran (plan-wide: a status that stopped is seen even when every source is fine)."""
+    return [Sample.of("dr_status_last_run_timestamp_seconds", now, plan=plan, target=target)]
+
+
 def audit_samples(document: dict[str, Any], now: float) -> list[Sample]:
     """`document`: the audit's JSON report (dr.audit.reports_json.to_document)."""
     plan, target = document["plan"]["name"], document["target"]
@@ -138,3 +143,11 @@ def verify_samples(plan: str, target: str, problems: int, read_data: bool, now: 
     return [Sample.of("dr_verify_problems", problems, **labels),
             Sample.of("dr_verify_read_data", int(read_data), **labels),
             Sample.of("dr_verify_last_run_timestamp_seconds", now, **labels)]
+
+
+def prune_samples(plan: str, target: str, report: dict[str, Any], now: float) -> list[Sample]:
+    """`report`: dr prune's --json (dr.repository.pruning.PruneReport.to_json)."""
+    labels = {"plan": plan, "target": target}
+    return [Sample.of("dr_prune_last_success_timestamp_seconds", now, **labels),
+            Sample.of("dr_prune_forgotten_snapshots", len(report["forgotten"]), **labels),
+            Sample.of("dr_prune_removed_bytes", report["bytes_freed"], **labels)]

@@ -43,9 +43,11 @@ class ArtifactChecks:
         return problems
 
     def read_all(self, repo: Repository, identities: list, report, on_blob: Callable[[int], None],
-                 workers: int) -> set[str]:
-        """Stream every distinct artifact that the listing cannot vouch for; return the blobs read."""
-        todo = [(key, name) for key, name in self._seen.items() if self._needs_reading(key, identities)]
+                 workers: int, holds: Callable[[str], bool] = lambda digest: True) -> set[str]:
+        """Stream every distinct artifact that the listing cannot vouch for (of those whose digest
+        `holds`: a --read-data-subset); return the blobs read."""
+        todo = [(key, name) for key, name in self._seen.items()
+                if self._needs_reading(key, identities) and _in_part(key, holds)]
         skipped = sum(1 for key in self._seen if key[3] and not identities)
         if skipped:
             report.notes.append(f"{skipped} secret artifacts were checked blob by blob only: give an identity "
@@ -67,6 +69,12 @@ class ArtifactChecks:
         if any(c not in self._stored for c in chunks):
             return False
         return bool(identities) if encrypted else len(chunks) > 1
+
+
+def _in_part(key: _Key, holds: Callable[[str], bool]) -> bool:
+    """An artifact's part is its digest's, or its first chunk's when the entry records no digest."""
+    named = key[0] or next(iter(key[2]), "")
+    return holds(named) if named else True
 
 
 def _stream(reader: ArtifactReader, key: _Key) -> tuple[int, str]:

@@ -11,6 +11,10 @@ Without reading data, what the listing tells is compared: a one-chunk artifact's
 are its blob's, a plain artifact's size is the sum of its blobs'. With read_data, every distinct
 plain artifact of several chunks is streamed and hashed as the reader would (its blobs are then
 not read a second time), and secret ones are decrypted and measured when identities are given.
+
+With a subset (dr.repository.data_subsets), read_data reads only the blobs in that part, and
+streams only the artifacts whose own digest is in it: T runs over the T parts read every blob
+and reassemble every artifact once.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Callable
 
 from dr.repository.artifact_checks import ArtifactChecks
 from dr.repository.catalogs import read_catalog
+from dr.repository.data_subsets import DataSubset
 from dr.repository.locks import Lock
 from dr.repository.repositories import IntegrityError, Repository, RepositoryError
 
@@ -54,7 +59,7 @@ def verify(repo: Repository, snapshot_ref: str | None = None, read_data: bool = 
 
 def check(repo: Repository, snapshot_ids: list[str] | None = None, read_data: bool = False,
           on_blob: Callable[[int], None] | None = None, workers: int = 8,
-          identities: list | None = None) -> CheckReport:
+          identities: list | None = None, subset: DataSubset | None = None) -> CheckReport:
     report = CheckReport()
     repo.open()
     stored = dict(repo.list_blobs())
@@ -65,8 +70,9 @@ def check(repo: Repository, snapshot_ids: list[str] | None = None, read_data: bo
     report.problems += artifacts.listed_problems()
     if read_data:
         on = on_blob or (lambda n: None)
-        read = artifacts.read_all(repo, identities or [], report, on, workers)
-        _read_all(repo, sorted((referenced & stored.keys()) - read), report, on, workers)
+        holds = subset.holds if subset else (lambda digest: True)
+        read = artifacts.read_all(repo, identities or [], report, on, workers, holds)
+        _read_all(repo, sorted(d for d in (referenced & stored.keys()) - read if holds(d)), report, on, workers)
     return report
 
 

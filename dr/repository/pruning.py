@@ -98,7 +98,8 @@ def prune_by_retention(plan: Plan, repo: Repository, dry_run: bool = False,
                        target: TargetSpec | None = None, lock_wait: float = 0.0) -> PruneReport:
     """Forget every snapshot that no source's retention keeps, then sweep, under the exclusive
     lock (no backup may be writing blobs its manifest does not reference yet). With the plan's
-    `target`, an immutable one is checked (and its store set to lock) before the lock's write."""
+    `target`, an immutable one is checked (and its store set to lock) before the lock's write;
+    `lock_wait`: how long to wait for running backups' locks to go."""
     if target is not None:
         immutability.prepare(plan, target, repo)
     with Lock(repo, exclusive=True, command="dr prune").acquire(lock_wait):

@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from dr.cli.main import main
+from tests.metrics.conftest import pushgateway  # noqa: F401  (a fixture: the rendered jobs push there)
 from tests.plans.conftest import REPO_ROOT
 
 MULTI_REGION = os.path.join(REPO_ROOT, "plans", "multi-region.yaml")
@@ -72,6 +73,11 @@ def documents(text: str) -> list[dict]:
 
 def by_kind(docs: list[dict], kind: str) -> list[dict]:
     return [d for d in docs if d["kind"] == kind]
+
+
+def backups(docs: list[dict]) -> list[dict]:
+    """The backup CronJobs (not prune, verify, status and audit)."""
+    return [d for d in by_kind(docs, "CronJob") if d["metadata"]["labels"]["app.kubernetes.io/component"] == "backup"]
 
 
 def container(cronjob: dict) -> dict:

@@ -8,7 +8,7 @@ import pytest
 
 from dr.exporters.registry import Registry
 from dr.model.plan_loading import load_plan
-from tests.deploy.conftest import MULTI_REGION, by_kind, container, documents, render
+from tests.deploy.conftest import MULTI_REGION, backups, by_kind, container, documents, render
 from tests.plans.test_example_plans import _unknown_fields
 
 MODELS = {"ServiceAccount": "V1ServiceAccount", "ConfigMap": "V1ConfigMap", "CronJob": "V1CronJob",
@@ -31,7 +31,7 @@ def test_one_cronjob_per_distinct_schedule(capsys):
     assert code == 0, err
     plan = load_plan(MULTI_REGION, Registry())
     schedules = {s.schedule for s in plan.spec.sources}
-    cronjobs = by_kind(documents(out), "CronJob")
+    cronjobs = backups(documents(out))
     assert {c["spec"]["schedule"] for c in cronjobs} == schedules and len(cronjobs) == len(schedules)
     for cron in cronjobs:
         spec = cron["spec"]
@@ -40,10 +40,12 @@ def test_one_cronjob_per_distinct_schedule(capsys):
         assert spec["successfulJobsHistoryLimit"] >= 1 and spec["failedJobsHistoryLimit"] >= 1
         argv = container(cron)["command"]
         assert argv[:4] == ["dr", "backup", "--plan", "/etc/dr/plan.yaml"]
+        assert argv[-3:] == ["--lock-wait", "600", "--quiet"]  # waits out a prune rather than fail
         sources = [argv[i + 1] for i, a in enumerate(argv) if a == "--source"]
         assert {plan.source(s).schedule for s in sources} == {spec["schedule"]}
     # every source runs in exactly one CronJob; the report names them on stderr
-    names = [a for c in cronjobs for a in container(c)["command"][5::2] if a != "--quiet"]
+    names = [argv[i + 1] for argv in (container(c)["command"] for c in cronjobs)
+             for i, a in enumerate(argv) if a == "--source"]
     assert sorted(names) == sorted(s.name for s in plan.spec.sources)
     assert "CronJob dr-backup-training-recipes: '*/15 * * * *': training-recipes" in err
 
@@ -117,7 +119,7 @@ def test_wide_plan_rbac_network_and_left_out(wide_plan, rendered_json):
                "ports": [{"protocol": "TCP", "port": 9000}]}
     assert storage in egress
     # the vault token comes from the Secret as a file where the plan's token_file says
-    vault = next(c for c in by_kind(docs, "CronJob") if "vault" in container(c)["command"])
+    vault = next(c for c in backups(docs) if "vault" in container(c)["command"])
     assert {"name": "credentials", "mountPath": "/var/run/secrets/dr/vault-token", "subPath": "vault-token-vault",
             "readOnly": True} in container(vault)["volumeMounts"]
 

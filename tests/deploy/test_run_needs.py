@@ -12,7 +12,7 @@ from dr.exporters.contract import Exporter
 from dr.exporters.etcd import EtcdExporter
 from dr.exporters.registry import GROUP, Registry
 from dr.model.plan_loading import load_plan
-from tests.deploy.conftest import by_kind, container, documents, two_region_plan
+from tests.deploy.conftest import backups, by_kind, container, documents, two_region_plan
 
 PLAN = two_region_plan("needs") + """\
   - name: images
@@ -115,7 +115,7 @@ def test_each_exporters_needs_reach_the_objects(tmp_path, rendered_json):
 
 
 def cron_of(docs: list[dict]) -> dict:
-    cron, = by_kind(docs, "CronJob")
+    cron, = backups(docs)
     return cron
 
 

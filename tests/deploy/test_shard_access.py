@@ -8,7 +8,7 @@ import pytest
 
 from dr.deploy import access
 from dr.exporters.contract import ApiWrite
-from tests.deploy.conftest import by_kind, container, documents, two_region_plan
+from tests.deploy.conftest import backups, by_kind, container, documents, two_region_plan
 
 PLAN = two_region_plan("shards") + """\
   - name: ckpt
@@ -41,14 +41,16 @@ def test_shard_jobs_get_a_role_in_the_release_namespace_only(tmp_path, rendered_
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "dr-backup", "namespace": "backups"}]
     # nothing cluster-wide: the source reads no API, so no ClusterRole is bound
     assert not by_kind(docs, "ClusterRoleBinding")
-    cron, = by_kind(docs, "CronJob")
+    cron, = backups(docs)
     env = {e["name"]: e.get("value") for e in container(cron)["env"]}
     assert env["DR_IMAGE"] == "registry.b/dr:2" == container(cron)["image"]
     assert cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["automountServiceAccountToken"] is True
-    # the coordinator reaches the API server; the old "bind such a Role yourself" note is gone
+    # the coordinator reaches the API server, which no namespace selects: by its ports, since
+    # no --api-server-cidr was given, and a note says so; the old "bind such a Role yourself" note is gone
     egress = by_kind(docs, "NetworkPolicy")[0]["spec"]["egress"]
-    assert {"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "default"}}}],
-            "ports": [{"protocol": "TCP", "port": 443}]} in egress
+    assert {"ports": [{"protocol": "TCP", "port": 443}, {"protocol": "TCP", "port": 6443}]} in egress
+    assert not any("default" in str(rule) for rule in egress)
+    assert any("--api-server-cidr" in n for n in report["notes"])
     assert not any("bind such a Role yourself" in n for n in report["notes"])
 
 
@@ -74,7 +76,7 @@ def test_an_unsharded_source_gets_no_write_role(tmp_path, rendered_json):
     path.write_text(PLAN.replace("SHARD_CLUSTER", "").replace("executor: kubernetes", "executor: local"))
     docs = documents(rendered_json("--plan", str(path))["manifest"])
     assert not by_kind(docs, "Role")
-    cron, = by_kind(docs, "CronJob")
+    cron, = backups(docs)
     assert {"name": "DR_IMAGE", "value": "registry.region-b.example.com/dr:1.2"} in container(cron)["env"]
 
 

@@ -155,8 +155,9 @@ def _check_cronjob(cron: dict, configmap: dict, account: dict) -> None:
     assert cron["concurrencyPolicy"] == "Forbid"
     pod = cron["jobTemplate"]["spec"]["template"]["spec"]
     (container,) = pod["containers"]
-    assert container["command"][:4] == ["dr", "backup", "--plan", "/etc/dr/plan.yaml"]
-    assert container["command"][-1] == "--quiet"
+    # a backup per schedule, then prune, verify, status and audit per target: each runs the mounted plan
+    assert container["command"][0] == "dr" and container["command"][1] in ("backup", "prune", "verify", "status", "audit")
+    assert container["command"][2:4] == ["--plan", "/etc/dr/plan.yaml"] and "--quiet" in container["command"]
     mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
     volumes = {v["name"]: v for v in pod["volumes"]}
     plan_volume = volumes[mounts["/etc/dr"]["name"]]

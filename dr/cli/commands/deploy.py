@@ -23,6 +23,11 @@ def arguments(p: argparse.ArgumentParser) -> None:
                    help=f"where the CronJobs run (default {DEFAULT_NAMESPACE})")
     p.add_argument("--image", metavar="REF", help="dr's image (default: the plan's dr_image; given, it replaces "
                    "dr_image in the rendered plan so the audit judges the image that runs)")
+    p.add_argument("--pushgateway", metavar="URL", help="every CronJob pushes its metrics there (docs/metrics.md), "
+                   "and the NetworkPolicy allows it; its password, if any, from the Secret's pushgateway-password")
+    p.add_argument("--api-server-cidr", action="append", default=[], metavar="CIDR",
+                   help="the API server's addresses (kubectl get endpoints kubernetes): the NetworkPolicy allows "
+                   "only these on 443 and 6443 (default: those ports to any address, said in a note); repeatable")
     p.add_argument("--format", choices=["yaml", "helm"], default="yaml",
                    help="yaml: one stream of objects; helm: a chart directory (needs --output)")
     p.add_argument("--output", metavar="PATH", help="the file (yaml) or directory (helm) to write; "
@@ -36,8 +41,9 @@ def run(args: argparse.Namespace, out: Output) -> int:
     with open(args.plan, encoding="utf-8") as handle:
         plan_text = handle.read()
     try:
-        rendering = render(plan, registry, plan_text, args.namespace, args.image)
-    except RenderError as exc:
+        rendering = render(plan, registry, plan_text, args.namespace, args.image, args.pushgateway,
+                           args.api_server_cidr)
+    except (RenderError, ValueError) as exc:  # ValueError: a --api-server-cidr that is not one
         raise UsageError(str(exc)) from exc
     name = os.path.basename(args.plan)
     document = rendering.report()
@@ -62,6 +68,8 @@ def _report(out: Output, rendering, written: str | None) -> None:
         say(f"wrote {len(rendering.docs)} objects to {written}")
     for group in rendering.groups:
         say(f"CronJob {group.name}: {group.schedule!r}: {', '.join(group.sources)}")
+    for job in rendering.jobs[len(rendering.groups):]:
+        say(f"CronJob {job.name}: {job.schedule!r}: {' '.join(job.command[1:2] + job.command[4:])}")
     if rendering.left_out:
         say(f"left out (no schedule): {', '.join(rendering.left_out)}")
     for note in rendering.notes:

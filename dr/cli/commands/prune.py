@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import argparse
 
-from dr.cli.arguments import CommandSpec, open_repository, plan_and_target_args
+from dr.cli.arguments import CommandSpec, UsageError, open_repository, plan_and_target_args
 from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
+from dr.cli.metrics import metrics_args, publish
 from dr.cli.output import Output, human_size
+from dr.metrics.samples import prune_samples
 from dr.repository.pruning import prune_by_retention
 
 
@@ -16,18 +18,23 @@ def arguments(p: argparse.ArgumentParser) -> None:
     plan_and_target_args(p)
     p.add_argument("--dry-run", action="store_true", help="say what would be removed; remove nothing")
     p.add_argument("--lock-wait", type=float, default=0.0, metavar="SECONDS",
-                   help="wait this long for running backups, verifies and restores to finish")
+                   help="wait this long for running backups, verifies and restores to release the repository "
+                        "(prune takes the exclusive lock; default: fail at once)")
+    metrics_args(p)
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
+    if args.dry_run and (args.metrics_file or args.pushgateway):  # a dry run pruned nothing
+        raise UsageError("--dry-run removes nothing, so it writes no dr_prune_* metrics: drop "
+                         "--metrics-file/--pushgateway, or --dry-run")
     plan, target, repo = open_repository(args)
-    report = prune_by_retention(plan, repo, dry_run=args.dry_run, target=target,
-                                lock_wait=args.lock_wait)
+    report = prune_by_retention(plan, repo, dry_run=args.dry_run, target=target, lock_wait=args.lock_wait)
     verb = "would forget" if args.dry_run else "forgot"
     out.say(f"{repo.description}: {verb} {len(report.forgotten)} of {report.snapshots_examined} snapshots; "
             f"{report.blobs_deleted} unreferenced blobs ({human_size(report.bytes_freed)}) "
             f"{'would be ' if args.dry_run else ''}removed, {report.blobs_kept} kept")
     _say_held(out, report)
+    publish(args, out, lambda now: prune_samples(plan.name, target.name, report.to_json(), now))
     out.document(report.to_json())
     return Exit.OK
 

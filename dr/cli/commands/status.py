@@ -17,7 +17,7 @@ from dr.cli.metrics import metrics_args, publish
 from dr.cli.output import Output
 from dr.exporters.contract import Exporter
 from dr.exporters.registry import PluginError, Registry
-from dr.metrics.samples import status_samples
+from dr.metrics.samples import status_run_samples, status_samples
 from dr.model.durations import format_duration
 from dr.model.plans import Plan
 from dr.repository.locks import Lock
@@ -43,7 +43,8 @@ def run(args: argparse.Namespace, out: Output) -> int:
         out.say(f"  {row['subject']}: {row['detail']}" + ("  BREACH" if row["breach"] else ""))
     out.document(status.to_json())
     objectives = {s.name: {"rpo": _seconds(s.rpo_delta), "rto": _seconds(s.rto_delta)} for s in plan.spec.sources}
-    publish(args, out, lambda now: status_samples(plan.name, target.name, status.to_json(), objectives))
+    publish(args, out, lambda now: status_samples(plan.name, target.name, status.to_json(), objectives)
+            + status_run_samples(plan.name, target.name, now))
     return Exit.RPO_BREACH if status.breached else Exit.OK
 
 

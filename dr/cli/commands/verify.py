@@ -1,11 +1,13 @@
 """`dr verify`: check snapshots, artifacts and blobs (dr.repository.checking.check), then the copies
 exporters keep outside the repository (dr.restore.copies); exit 6 on a problem. `--images` checks
 the image copies alone, by digest, for a quick look at the DR registries without reading the rest
-of the repository."""
+of the repository. `--read-data-subset N/T` reads one part of the blobs (dr.repository.data_subsets),
+so that a daily job (`auto/7`) reads every blob within a week."""
 
 from __future__ import annotations
 
 import argparse
+from datetime import datetime, timezone
 
 from dr.cli.arguments import CommandSpec, UsageError, identities, open_plan, plan_and_target_args
 from dr.cli.commands import help_of
@@ -13,7 +15,7 @@ from dr.cli.exitcodes import Exit
 from dr.cli.metrics import metrics_args, publish
 from dr.cli.output import Output, human_size
 from dr.metrics.samples import verify_samples
-from dr.repository import checking
+from dr.repository import checking, data_subsets
 from dr.repository.locks import Lock
 from dr.repository.targets import choose_target, open_target
 from dr.restore.copies import check_outside_copies
@@ -25,6 +27,13 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--read-data", action="store_true", help="download every blob and check its digest, "
                    "reassemble every artifact as a restore would, and hash every file of the copies "
                    "exporters keep outside the repository (checkpoint DR copies, images in DR registries)")
+    p.add_argument("--read-data-subset", metavar="N/T", help="as --read-data, for part N of T of the blobs "
+                   "(a blob's part is its digest's first 8 hex digits mod T, plus 1) and the artifacts whose "
+                   "digest is in it; auto/T: today's part (UTC days since 1970-01-01 mod T, plus 1), so a daily "
+                   "run reads every blob within T days. Copies outside the repository are checked as without "
+                   "--read-data")
+    p.add_argument("--lock-wait", type=float, default=0.0, metavar="SECONDS",
+                   help="wait this long for an exclusive lock (a prune's) to go (default: fail at once)")
     p.add_argument("--images", action="store_true", help="only the copies of the plan's images sources, by "
                    "digest: each DR registry copy's tags, manifests (hashed) and blobs (present with their "
                    "sizes; hashed with --read-data), and image blobs kept in the repository; the rest of the "
@@ -35,6 +44,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
+    subset = _subset(args)
     plan, registry = open_plan(args)
     target = choose_target(plan, args.target)
     repo = open_target(plan, target)
@@ -42,22 +52,41 @@ def run(args: argparse.Namespace, out: Output) -> int:
     keys = identities(args, plan)
     if args.images:
         return _images_only(args, out, plan, registry, repo, keys)
-    with Lock(repo, exclusive=False, command="dr verify").acquire():  # one shared lock for both checks
+    with Lock(repo, exclusive=False, command="dr verify").acquire(args.lock_wait):  # one lock for both checks
         with out.progress("verify") as advance:
             ids = [repo.find_snapshot(args.snapshot).id] if args.snapshot else None
-            report = checking.check(repo, ids, read_data=args.read_data, on_blob=advance, identities=keys)
+            report = checking.check(repo, ids, read_data=args.read_data or bool(subset), on_blob=advance,
+                                    identities=keys, subset=subset)
         outside = check_outside_copies(plan, registry, repo, snapshot_ref=args.snapshot, read_data=args.read_data,
                                        identities=keys)
-    depth = f"{report.blobs_checked} blobs ({human_size(report.bytes_read)}) read and hashed" \
-        if args.read_data else "blobs checked for presence (add --read-data to hash every byte)"
-    out.say(f"{repo.description}: {report.snapshots} snapshots, {report.artifacts} artifacts; {depth}")
+    out.say(f"{repo.description}: {report.snapshots} snapshots, {report.artifacts} artifacts; "
+            f"{_depth(report, args.read_data, subset)}")
     for problem in report.problems:
         out.say(f"  PROBLEM: {problem}")
     for note in report.notes:
         out.note(note)
     problems = len(report.problems) + _say_copies(outside, out, args.read_data)
     publish(args, out, lambda now: verify_samples(plan.name, target.name, problems, args.read_data, now))
-    return _ended(out, problems, {**report.to_json(), "outside_copies": [c.to_json() for c in outside]})
+    return _ended(out, problems, {**report.to_json(), "outside_copies": [c.to_json() for c in outside],
+                                  "read_data_subset": str(subset) if subset else None})
+
+
+def _subset(args: argparse.Namespace) -> data_subsets.DataSubset | None:
+    if not args.read_data_subset:
+        return None
+    if args.read_data:
+        raise UsageError("--read-data reads every blob and --read-data-subset a part of them: give one")
+    try:
+        return data_subsets.parse(args.read_data_subset, datetime.now(timezone.utc).date())
+    except data_subsets.SubsetError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _depth(report: checking.CheckReport, read_data: bool, subset: data_subsets.DataSubset | None) -> str:
+    read = f"{report.blobs_checked} blobs ({human_size(report.bytes_read)}) read and hashed"
+    if subset:
+        return f"{read}: part {subset} of the blobs (--read-data-subset); the rest checked for presence"
+    return read if read_data else "blobs checked for presence (add --read-data to hash every byte)"
 
 
 def _ended(out: Output, problems: int, document: dict) -> int:
