@@ -1,11 +1,19 @@
-"""Which resource types the cluster serves, each at the version the server prefers.
+"""Which resource types the cluster serves: every kind once, at the best version that serves it.
 
-Uses the dynamic client's discoverer: the group list (with each group's preferredVersion),
-then the resources of the preferred version only. Subresources (`pods/log`) and types that
-cannot be listed or created are left out: they cannot be backed up and restored as objects.
+Uses the dynamic client's discoverer: the group list (with each group's preferredVersion and
+every other version it serves), then the resources of each version, the preferred one first and
+the rest in Kubernetes' own order (GA, then beta, then alpha; higher numbers first). A kind is
+kept at the first version that serves it, so a kind served only in a version that is not its
+group's preferred one is backed up too (KServe's `serving.kserve.io` prefers v1beta1, which
+serves only InferenceService; ServingRuntime and InferenceGraph are v1alpha1, External Secrets'
+PushSecret is v1alpha1 beside the preferred v1), as Velero's discovery does. Subresources
+(`pods/log`) and types that cannot be listed or created are left out: they cannot be backed up
+and restored as objects.
 """
 
 from __future__ import annotations
+
+import re
 
 from kubernetes.dynamic.resource import ResourceList
 
@@ -13,10 +21,20 @@ from dr.exporters.kubernetes.requesting import Api, KubeError
 from dr.exporters.kubernetes.resources import ResourceType
 
 NEEDED_VERBS = {"list", "get", "create"}
+_VERSION = re.compile(r"v(\d+)(?:(alpha|beta)(\d+))?")
+
+
+def version_priority(version: str) -> tuple:
+    """Kubernetes' version order (higher sorts first with reverse=True): GA > beta > alpha, then numbers."""
+    match = _VERSION.fullmatch(version)
+    if not match:
+        return (0, 0, 0, 0, version)
+    rank = {None: 3, "beta": 2, "alpha": 1}[match.group(2)]
+    return (1, rank, int(match.group(1)), int(match.group(3) or 0), "")
 
 
 def served_types(api: Api) -> list[ResourceType]:
-    """Every listable, creatable type at its preferred version, sorted by (group, plural)."""
+    """Every listable, creatable type once, sorted by (group, plural)."""
     discoverer = api.dynamic.resources
     groups = api.call(lambda: discoverer.parse_api_groups(request_resources=False, update=True),
                       what="discovery of API groups")
@@ -25,18 +43,25 @@ def served_types(api: Api) -> list[ResourceType]:
         for group, versions in by_group.items():
             if prefix == "apis" and group == "":
                 continue  # the discoverer's own placeholder for List
-            version = next((v for v, rg in versions.items() if rg.preferred), None)
-            if version is None:
-                continue
-            resources = api.call(lambda p=prefix, g=group, v=version:
-                                 discoverer.get_resources_for_api_version(p, g, v, True),
-                                 what=f"discovery of {group or 'core'}/{version}")
-            for candidates in resources.values():
-                for resource in candidates:
-                    rtype = _usable(resource)
-                    if rtype is not None:
-                        found[rtype.key] = rtype
+            for version in _in_order(versions):
+                for rtype in _types_of(api, prefix, group, version):
+                    found.setdefault(rtype.key, rtype)  # an earlier (better) version wins
     return [found[key] for key in sorted(found)]
+
+
+def _in_order(versions: dict) -> list[str]:
+    """The preferred version first, then the others, best first."""
+    preferred = [v for v, resource_group in versions.items() if resource_group.preferred]
+    others = sorted((v for v in versions if v not in preferred), key=version_priority, reverse=True)
+    return preferred + others
+
+
+def _types_of(api: Api, prefix: str, group: str, version: str) -> list[ResourceType]:
+    discoverer = api.dynamic.resources
+    resources = api.call(lambda: discoverer.get_resources_for_api_version(prefix, group, version, True),
+                         what=f"discovery of {group or 'core'}/{version}")
+    return [rtype for candidates in resources.values() for resource in candidates
+            if (rtype := _usable(resource)) is not None]
 
 
 def _usable(resource) -> ResourceType | None:
