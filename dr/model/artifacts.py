@@ -7,9 +7,9 @@ restore planner judges against the failure domains.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import Enum
-import re
 from typing import Any
 
 
@@ -129,12 +129,13 @@ class DamagedEntry(ValueError):
 
 
 def check_entry(data: Any) -> None:
-    """Raise DamagedEntry unless `data` is a catalog line of the form section 8 gives."""
-    if not isinstance(data, dict):
+    """Raise DamagedEntry unless `data` is a catalog line of the form section 8 gives. On every
+    line of every catalog the audit reads (a million in a large one): plain type tests, no regex."""
+    if type(data) is not dict:
         raise DamagedEntry(data, "(line)", f"is a JSON {type(data).__name__}, not an object")
     for name in _NAMES:
         value = data.get(name)
-        if not isinstance(value, str) or (not value and name != "identity") or "\x00" in value:
+        if type(value) is not str or (not value and name != "identity") or "\x00" in value:
             raise DamagedEntry(data, name, _missing_or("a non-empty string without NUL", data, name))
     size = data.get("size")
     if type(size) is not int or size < 0:
@@ -142,31 +143,37 @@ def check_entry(data: Any) -> None:
     if data.get("sensitivity") not in _SENSITIVITIES:
         raise DamagedEntry(data, "sensitivity", _missing_or(f"one of {', '.join(_SENSITIVITIES)}", data,
                                                             "sensitivity"))
-    _check_optional(data)
+    _check_content(data)
+    _check_facts(data)
 
 
-def _check_optional(data: dict[str, Any]) -> None:
-    chunks = data.get("chunks", [])
-    if not isinstance(chunks, list) or not all(isinstance(c, str) and _DIGEST.match(c) for c in chunks):
+def _check_content(data: dict[str, Any]) -> None:
+    chunks = data.get("chunks", ())
+    if type(chunks) is not list:
         raise DamagedEntry(data, "chunks", "is not a list of sha256 digests")
+    for chunk in chunks:
+        if type(chunk) is not str or not _DIGEST(chunk):
+            raise DamagedEntry(data, "chunks", "is not a list of sha256 digests")
     digest = data.get("digest", "")
-    if not isinstance(digest, str) or (digest and not _DIGEST.match(digest)):
+    if digest != "" and (type(digest) is not str or not _DIGEST(digest)):
         raise DamagedEntry(data, "digest", "is not a sha256 digest")
     encrypted = data.get("encrypted", False)
-    if encrypted is not (data["sensitivity"] == Sensitivity.SECRET.value):  # format.md: exactly the secret ones
+    if encrypted is not (data["sensitivity"] == _SECRET):  # format.md: exactly the secret ones
         raise DamagedEntry(data, "encrypted", f"is {_shown(encrypted)} for a {data['sensitivity']} artifact")
     if encrypted and digest:  # a plaintext digest of secret content lets anyone test guesses: never written
         raise DamagedEntry(data, "digest", "is present in an encrypted artifact")
-    if not isinstance(data.get("meta", {}), dict):
+
+
+def _check_facts(data: dict[str, Any]) -> None:
+    if type(data.get("meta", _EMPTY)) is not dict:
         raise DamagedEntry(data, "meta", "is not an object")
-    dependencies = data.get("dependencies", [])
-    if not isinstance(dependencies, list) or not all(_is_dependency(d) for d in dependencies):
-        raise DamagedEntry(data, "dependencies", "is not a list of {kind, reference[, detail]} strings")
-
-
-def _is_dependency(dep: Any) -> bool:
-    return (isinstance(dep, dict) and isinstance(dep.get("kind"), str) and isinstance(dep.get("reference"), str)
-            and isinstance(dep.get("detail", ""), str))
+    dependencies = data.get("dependencies", ())
+    if type(dependencies) is not list:
+        raise DamagedEntry(data, "dependencies", "is not a list")
+    for dep in dependencies:
+        if (type(dep) is not dict or type(dep.get("kind")) is not str or type(dep.get("reference")) is not str
+                or type(dep.get("detail", "")) is not str):
+            raise DamagedEntry(data, "dependencies", "holds an entry that is not {kind, reference[, detail]} strings")
 
 
 def _missing_or(expected: str, data: dict[str, Any], name: str) -> str:
@@ -181,6 +188,8 @@ def _shown(value: Any) -> str:
 
 
 _NAMES = ("source", "exporter", "kind", "identity")
-_DIGEST = re.compile(r"^[0-9a-f]{64}$")
+_DIGEST = re.compile(r"[0-9a-f]{64}").fullmatch
+_EMPTY: dict[str, Any] = {}
 # A tuple, not a set: a hostile line's unhashable value (a list) compares unequal instead of raising.
 _SENSITIVITIES = tuple(s.value for s in Sensitivity)
+_SECRET = Sensitivity.SECRET.value
