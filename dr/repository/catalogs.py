@@ -70,5 +70,5 @@ def _parsed_lines(repo: Repository, digest: str, convert: Callable[[Any], T]) ->
             for line in lines:
                 if line.strip():
                     yield convert(json.loads(line))
-    except (OSError, EOFError, zlib.error, ValueError) as exc:  # a line's members: DamagedEntry, a ValueError
-        raise IntegrityError(f"catalog {digest} cannot be read: {exc}") from None
+    except (OSError, EOFError, zlib.error, ValueError, RecursionError) as exc:  # a line's members: DamagedEntry
+        raise IntegrityError(f"catalog {digest} cannot be read (damaged or hostile): {exc}") from None

@@ -205,7 +205,7 @@ def _parsed_manifest(snapshot_id: str, data: bytes) -> Snapshot:
         snapshot = Snapshot.from_json(json.loads(data), snapshot_id)
     except KeyError as exc:
         raise _hostile(snapshot_id, f"member {exc} is missing") from None
-    except (ValueError, TypeError, AttributeError) as exc:  # a member of the wrong type or form
+    except (ValueError, TypeError, AttributeError, RecursionError) as exc:  # a member of the wrong type or form, or nested past reading
         raise _hostile(snapshot_id, str(exc)[:200]) from None
     if not layout.is_digest(snapshot.catalog) or snapshot.catalog_entries < 0:
         raise _hostile(snapshot_id, f"catalog {{blob: {snapshot.catalog!r:.80}, entries: {snapshot.catalog_entries}}} "
@@ -230,7 +230,7 @@ def _hostile(snapshot_id: str, problem: str) -> IntegrityError:
 def _checked_config(where: str, data: bytes) -> dict:
     try:
         config = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise IntegrityError(f"{where}: config is not valid JSON: it is damaged, or not a dr repository's") from None
     if not isinstance(config, dict) or config.get("format") != layout.FORMAT_NAME:
         raise IntegrityError(f"{where}: config is not a dr repository config (field 'format' is not "

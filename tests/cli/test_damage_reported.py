@@ -224,6 +224,22 @@ def _refused_as_damage(world: World, field: str) -> None:
         assert restored == Exit.OK, said
 
 
+@pytest.mark.parametrize("what", ["catalog", "manifest"])
+def test_json_nested_past_reading_is_damage_not_a_bug(world, what):
+    """A line of 100,000 nested arrays: json raises RecursionError, which is not a ValueError."""
+    world.reset()
+    nested = b"[" * 100_000 + b"]" * 100_000
+    manifest = world.newest()
+    if what == "catalog":
+        manifest["catalog"]["blob"] = _put(world, gzip.compress(nested + b"\n", mtime=0))
+        _write_manifest(world, manifest)
+    else:
+        world.manifests()[-1].unlink()
+        (world.repo / "snapshots" / layout.sha256(nested)).write_bytes(nested)
+    restored, said = world.restore()
+    assert restored == Exit.INTEGRITY and "damaged" in said and not any(word in said for word in INTERNAL), said
+
+
 # -- one damaged snapshot does not stop the others -----------------------------------------------
 def test_one_damaged_manifest_stops_neither_verify_nor_backup_nor_prune(world, tmp_path, monkeypatch):
     world.reset()
