@@ -42,7 +42,7 @@ def rpo_status(plan: Plan, registry: Registry, target: TargetSpec, now: datetime
     repo = open_target(plan, target)
     try:
         repo.open()
-        snapshots = repo.snapshots()
+        snapshots, _ = repo.intact_snapshots()  # a damaged one counts for nothing: its age is not a recovery point
     except NotARepository:
         snapshots = []  # nothing backed up yet: every source with an objective is in breach
     return RpoStatus(source_rows(plan, snapshots, now or datetime.now(timezone.utc)),

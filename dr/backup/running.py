@@ -27,7 +27,7 @@ from dr.model.snapshots import Snapshot, SourceResult
 from dr.repository.catalogs import read_catalog
 from dr.repository.locks import Lock
 from dr.repository.manifest_cache import ManifestCache
-from dr.repository.repositories import Repository
+from dr.repository.repositories import IntegrityError, Repository
 from dr.repository import immutability
 from dr.repository.targets import open_target
 from dr.repository.writing import SnapshotWriter
@@ -91,12 +91,13 @@ def _backup_target(plan: Plan, registry: Registry, target: TargetSpec, sources: 
         on_reused = (lambda digests, run: immutability.extend(repo, digests, run)) if target.immutability else None
         writer = SnapshotWriter(repo, plan.spec.encryption.recipients, on_progress=on_progress,
                                 on_reused=on_reused)
+        damage: list[str] = []  # damaged snapshots the parent search passed over (warnings)
         try:
-            results = _run_sources(plan, registry, repo, writer, sources, log)
+            results = _run_sources(plan, registry, repo, writer, sources, log, damage)
             snapshot = writer.finish(plan.name, results) if any(r.ok for r in results) else None
         finally:
             writer.close()
-    return BackupResult(target.name, repo.description, snapshot, results, lock.warnings)
+    return BackupResult(target.name, repo.description, snapshot, results, lock.warnings + damage)
 
 
 def _reads(registry: Registry, source: SourceSpec) -> bool:
@@ -107,12 +108,12 @@ def _reads(registry: Registry, source: SourceSpec) -> bool:
 
 
 def _run_sources(plan: Plan, registry: Registry, repo: Repository, writer: SnapshotWriter,
-                 sources: list[SourceSpec], log) -> list[SourceResult]:
+                 sources: list[SourceSpec], log, damage: list[str]) -> list[SourceResult]:
     """Every source, in plan order but readers of plan dependencies last; results in plan order."""
     readers = [s for s in sources if _reads(registry, s)]
     everyone = [s.name for s in plan.spec.sources]
     # readers also see the dependencies of sources not exported now, from their newest snapshot
-    parents = _parent_artifacts(repo, everyone if readers else [s.name for s in sources])
+    parents = _parent_artifacts(repo, everyone if readers else [s.name for s in sources], damage)
     ledger = DependencyLedger()
     results: dict[str, SourceResult] = {}
     for source in [s for s in sources if s not in readers]:
@@ -146,18 +147,33 @@ def _run_source(plan: Plan, registry: Registry, writer: SnapshotWriter, source: 
     return result
 
 
-def _parent_artifacts(repo: Repository, source_names: list[str]) -> dict[str, list[Artifact]]:
-    """Each source's artifacts in the newest snapshot holding it: the base for reuse. The
-    manifests come from the local cache where it holds them (dr.repository.manifest_cache)."""
-    snapshots = repo.snapshots(ManifestCache.default(repo.config.get("id", "")))
+def _parent_artifacts(repo: Repository, source_names: list[str], damage: list[str]) -> dict[str, list[Artifact]]:
+    """Each source's artifacts in the newest intact snapshot holding it: the base for reuse. The
+    manifests come from the local cache where it holds them (dr.repository.manifest_cache). A
+    damaged snapshot is passed over and said in `damage`: one damaged manifest or catalog must
+    not stop every later backup (the RPO would grow while nothing is written)."""
+    snapshots, damaged = repo.intact_snapshots(ManifestCache.default(repo.config.get("id", "")))
+    damage.extend(_passed_over(problem) for problem in damaged.values())
     parents: dict[str, list[Artifact]] = {}
-    loaded: dict[str, list[Artifact]] = {}
+    loaded: dict[str, list[Artifact] | None] = {}
     for name in source_names:
-        holding = [s for s in snapshots if name in s.source_names()]
-        if not holding:
-            continue
-        latest = holding[-1]
-        if latest.id not in loaded:
-            loaded[latest.id] = list(read_catalog(repo, latest.catalog))
-        parents[name] = [a for a in loaded[latest.id] if a.source == name]
+        for snapshot in reversed([s for s in snapshots if name in s.source_names()]):
+            if snapshot.id not in loaded:
+                loaded[snapshot.id] = _catalog(repo, snapshot, damage)
+            if loaded[snapshot.id] is not None:
+                parents[name] = [a for a in loaded[snapshot.id] if a.source == name]
+                break
     return parents
+
+
+def _catalog(repo: Repository, snapshot: Snapshot, damage: list[str]) -> list[Artifact] | None:
+    try:
+        return list(read_catalog(repo, snapshot.catalog))
+    except IntegrityError as exc:
+        damage.append(_passed_over(f"snapshot {snapshot.id}: {exc}"))
+        return None
+
+
+def _passed_over(problem: str) -> str:
+    return (f"{problem}; this backup read its parent from the newest intact snapshot instead (dr verify lists "
+            "every damaged object; runbooks/damaged-snapshot.md says what to do)")

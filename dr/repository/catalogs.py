@@ -12,6 +12,7 @@ import gzip
 import io
 import json
 import tempfile
+import zlib
 from typing import Any, Callable, Iterator, TypeVar
 
 from dr.model.artifacts import Artifact
@@ -69,5 +70,5 @@ def _parsed_lines(repo: Repository, digest: str, convert: Callable[[Any], T]) ->
             for line in lines:
                 if line.strip():
                     yield convert(json.loads(line))
-    except (OSError, ValueError, KeyError) as exc:
-        raise IntegrityError(f"catalog {digest} cannot be read: {exc}") from None
+    except (OSError, EOFError, zlib.error, ValueError, RecursionError) as exc:  # a line's members: DamagedEntry
+        raise IntegrityError(f"catalog {digest} cannot be read (damaged or hostile): {exc}") from None

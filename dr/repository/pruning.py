@@ -5,7 +5,10 @@ retention (dr.model.retention) what to forget, and prunes. prune() itself must r
 exclusive lock, so no backup is writing blobs that are not yet referenced.
 Mark: every blob referenced by a remaining manifest (its catalog and the catalog's chunks).
 Sweep: delete the rest. A blob any remaining snapshot references is never deleted: when a
-catalog cannot be read, pruning stops before deleting anything.
+manifest or a catalog cannot be read, the blobs it references cannot be known, so the sweep
+deletes nothing (the report lists the damage, runbooks/damaged-snapshot.md says what to do);
+retention still forgets among the intact snapshots, so one damaged snapshot does not stop
+prune.
 On an immutable target (Object Lock, dr.repository.immutability) prune never asks S3 to delete
 a locked object: a forgotten snapshot's manifest that is still locked is hidden by a delete
 marker (the snapshot is forgotten; its bytes stay until retention ends), and an unreferenced
@@ -23,7 +26,7 @@ from dr.model.retention import snapshots_to_forget
 from dr.repository import immutability, layout
 from dr.repository.catalogs import read_catalog
 from dr.repository.locks import Lock
-from dr.repository.repositories import Repository
+from dr.repository.repositories import IntegrityError, Repository
 
 
 @dataclass
@@ -39,6 +42,7 @@ class PruneReport:
     blobs_held: list[immutability.Held] = field(default_factory=list)
     hidden_held: list[immutability.Held] = field(default_factory=list)
     hidden_removed: int = 0
+    damaged: list[str] = field(default_factory=list)  # unreadable manifests and catalogs: nothing swept
 
     def to_json(self) -> dict:
         return {"forgotten": self.forgotten, "blobs_deleted": self.blobs_deleted,
@@ -46,37 +50,50 @@ class PruneReport:
                 "staging_removed": self.staging_removed,
                 "blobs_held": [h.to_json() for h in self.blobs_held],
                 "hidden_held": [h.to_json() for h in self.hidden_held],
-                "hidden_removed": self.hidden_removed}
+                "hidden_removed": self.hidden_removed, "damaged": self.damaged}
 
 
 def referenced_blobs(repo: Repository, excluding: set[str] = frozenset()) -> set[str]:
-    """Every blob a snapshot references, except snapshots in `excluding`."""
+    """Every blob a snapshot references, except snapshots in `excluding`; IntegrityError when a
+    manifest or catalog cannot be read (what it references is then unknown)."""
+    referenced, damaged = _marked(repo, excluding)
+    if damaged:
+        raise IntegrityError(damaged[0])
+    return referenced
+
+
+def _marked(repo: Repository, excluding: set[str]) -> tuple[set[str], list[str]]:
+    """(blobs the readable snapshots reference, what could not be read)."""
     referenced: set[str] = set()
+    damaged: list[str] = []
     for snapshot_id in repo.snapshot_ids():
         if snapshot_id in excluding:
             continue
-        snapshot = repo.load_snapshot(snapshot_id)
-        referenced.add(snapshot.catalog)
-        for artifact in read_catalog(repo, snapshot.catalog):
-            referenced.update(artifact.chunks)
-    return referenced
+        try:
+            snapshot = repo.load_snapshot(snapshot_id)
+            referenced.add(snapshot.catalog)
+            for artifact in read_catalog(repo, snapshot.catalog):
+                referenced.update(artifact.chunks)
+        except IntegrityError as exc:
+            damaged.append(str(exc))
+    return referenced, damaged
 
 
 def prune(repo: Repository, forget_ids: list[str], dry_run: bool = False) -> PruneReport:
     """Forget `forget_ids`, then delete every blob no remaining snapshot references.
 
-    The mark phase reads every remaining catalog first (an unreadable one raises before any
-    deletion), then manifests are removed, then blobs: a crash in between only leaves
-    unreferenced blobs for the next prune.
+    The mark phase reads every remaining catalog first, then manifests are removed, then blobs:
+    a crash in between only leaves unreferenced blobs for the next prune. When a remaining
+    manifest or catalog cannot be read, no blob is deleted (report.damaged says why).
     """
     report = PruneReport(forgotten=list(forget_ids))
-    keep = referenced_blobs(repo, excluding=set(forget_ids))
+    keep, report.damaged = _marked(repo, set(forget_ids))
     if not dry_run:
         for snapshot_id in forget_ids:
             repo.forget(snapshot_id)  # a locked manifest is hidden, not deleted (module docstring)
     now = clock.now()
     for digest, size in list(repo.list_blobs()):
-        if digest in keep:
+        if digest in keep or report.damaged:
             report.blobs_kept += 1
             continue
         until = immutability.held_until(repo, layout.blob_key(digest), now)
@@ -103,7 +120,7 @@ def prune_by_retention(plan: Plan, repo: Repository, dry_run: bool = False,
     if target is not None:
         immutability.prepare(plan, target, repo)
     with Lock(repo, exclusive=True, command="dr prune").acquire(lock_wait):
-        snapshots = repo.snapshots()
+        snapshots, _ = repo.intact_snapshots()  # the damaged ones: prune() keeps their blobs
         policies = [(s.name, plan.retention_for(s).model_dump()) for s in plan.spec.sources]
         report = prune(repo, snapshots_to_forget(snapshots, policies), dry_run=dry_run)
     report.snapshots_examined = len(snapshots)

@@ -18,9 +18,14 @@ from dr.repository.repositories import IntegrityError, Repository
 
 
 class ArtifactReader:
+    """Reads artifacts for exporters' restores. `damage` lists every integrity problem it met:
+    an exporter reports one as an item's failure, in its own words, and the restore's exit code
+    must still say damaged data (6), not a partial failure (3)."""
+
     def __init__(self, repo: Repository, identities: list[pyrage.x25519.Identity] | None = None):
         self.repo = repo
         self.identities = identities or []
+        self.damage: list[str] = []  # appended from the restore's threads: list.append is atomic
 
     def open(self, artifact: Artifact) -> BinaryIO:
         return _ChunkStream(self, artifact)
@@ -29,8 +34,16 @@ class ArtifactReader:
         with self.open(artifact) as stream:
             return stream.read()
 
+    def met(self, damage: IntegrityError) -> IntegrityError:
+        """`damage`, remembered in self.damage."""
+        self.damage.append(str(damage))
+        return damage
+
     def chunk(self, artifact: Artifact, digest: str) -> bytes:
-        data = self.repo.read_blob(digest)
+        try:
+            data = self.repo.read_blob(digest)
+        except IntegrityError as exc:
+            raise self.met(exc) from None
         return encryption.decrypt(data, self.identities) if artifact.encrypted else data
 
 
@@ -65,10 +78,11 @@ class _ChunkStream(io.RawIOBase):
         self._checked = True
         artifact = self._artifact
         if self._size != artifact.size:
-            raise IntegrityError(f"{artifact.source}/{artifact.identity}: content is {self._size} bytes, "
-                                 f"catalog says {artifact.size}")
+            raise self._reader.met(IntegrityError(f"{artifact.source}/{artifact.identity}: content is "
+                                                  f"{self._size} bytes, catalog says {artifact.size}"))
         if artifact.digest and self._whole.hexdigest() != artifact.digest:
-            raise IntegrityError(f"{artifact.source}/{artifact.identity}: content does not match its digest")
+            raise self._reader.met(IntegrityError(f"{artifact.source}/{artifact.identity}: content does not "
+                                                  "match its digest"))
 
     def read(self, size: int = -1) -> bytes:
         if size is None or size < 0:

@@ -8,6 +8,7 @@ pruning) live in their own modules and use only what is here.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
@@ -67,20 +68,15 @@ class Repository:
         return self.open()
 
     def open(self) -> dict:
+        """Read and check the config (format.md section 6). A config that is there but is not a
+        version-1 dr config is damaged data (exit 6), whatever byte changed: dr has only ever
+        written version 1, so a version it does not read is a damaged config or a newer dr's."""
         try:
-            config = json.loads(self.store.get(layout.CONFIG))
+            data = self.store.get(layout.CONFIG)
         except ObjectMissing:
             raise NotARepository(f"{self.description}: no repository here (no config object)") from None
-        except ValueError:
-            raise IntegrityError(f"{self.description}: config is not valid JSON") from None
-        if config.get("format") != layout.FORMAT_NAME:
-            raise NotARepository(f"{self.description}: config is not a dr repository config")
-        if config.get("version") != layout.FORMAT_VERSION:
-            raise RepositoryError(
-                f"{self.description}: repository format version {config.get('version')}; "
-                f"this dr reads version {layout.FORMAT_VERSION}")
-        self.config = config
-        return config
+        self.config = _checked_config(self.description, data)
+        return self.config
 
     # -- blobs -----------------------------------------------------------------------------
     def put_blob(self, data: bytes) -> str:
@@ -119,7 +115,7 @@ class Repository:
         return snapshot.id
 
     def load_snapshot(self, snapshot_id: str) -> Snapshot:
-        return Snapshot.from_json(json.loads(self._manifest(snapshot_id)), snapshot_id)
+        return _parsed_manifest(snapshot_id, self._manifest(snapshot_id))
 
     def _manifest(self, snapshot_id: str) -> bytes:
         """A manifest's bytes from the store, checked against its id."""
@@ -136,10 +132,21 @@ class Repository:
                       if layout.is_digest(key[len(layout.SNAPSHOTS):]))
 
     def snapshots(self, cache: ManifestCache | None = None) -> list[Snapshot]:
-        """Every snapshot, oldest first. The manifests are fetched several at a time: a backup
-        reads all of them to find each source's parent, one round trip each, and an hourly
-        backup's repository holds many. Only a backup's parent search passes its local `cache`
-        (checked against the ids like the store): verify and restore must see the store as it is."""
+        """Every snapshot, oldest first; IntegrityError when any manifest is damaged. For
+        readers that must see every snapshot or none (a restore of `latest`, the audit)."""
+        intact, damaged = self.intact_snapshots(cache)
+        if damaged:
+            raise IntegrityError(f"{next(iter(damaged.values()))} (dr verify lists every damaged object; "
+                                 "runbooks/damaged-snapshot.md says what to do)")
+        return intact
+
+    def intact_snapshots(self, cache: ManifestCache | None = None) -> tuple[list[Snapshot], dict[str, str]]:
+        """The snapshots whose manifests are intact, oldest first, and {id: problem} of the
+        others, for readers that go on past one damaged snapshot (verify, backup, prune, status).
+        The manifests are fetched several at a time: a backup reads all of them to find each
+        source's parent, one round trip each, and an hourly backup's repository holds many.
+        Only a backup's parent search passes its local `cache` (checked against the ids like the
+        store): verify and restore must see the store as it is."""
         ids = self.snapshot_ids()
         held: dict[str, bytes | None] = dict.fromkeys(ids)
         if cache is not None:
@@ -147,17 +154,29 @@ class Repository:
             held = {i: cache.get(i) for i in ids}
         missing = [i for i in ids if held[i] is None]
         if len(missing) < 2:
-            fetched = [self._manifest(i) for i in missing]
+            fetched = [self._loaded(i) for i in missing]
         else:
             with ThreadPoolExecutor(max_workers=min(MANIFEST_READERS, len(missing)),
                                     thread_name_prefix="manifests") as pool:
-                fetched = list(pool.map(self._manifest, missing))
-        for snapshot_id, data in zip(missing, fetched):
-            held[snapshot_id] = data
+                fetched = list(pool.map(self._loaded, missing))
+        cached = [(i, _parsed_or_problem(i, data)) for i, data in held.items() if data is not None]
+        intact: list[Snapshot] = [snapshot for _, (_, snapshot, problem) in cached if not problem]
+        damaged: dict[str, str] = {i: problem for i, (_, _, problem) in cached if problem}
+        for snapshot_id, (data, snapshot, problem) in zip(missing, fetched):
+            if problem:
+                damaged[snapshot_id] = problem
+                continue
+            intact.append(snapshot)
             if cache is not None:
                 cache.put(snapshot_id, data)
-        loaded = [Snapshot.from_json(json.loads(data), i) for i, data in held.items()]
-        return sorted(loaded, key=lambda s: s.time)
+        return sorted(intact, key=lambda s: s.time), damaged
+
+    def _loaded(self, snapshot_id: str) -> tuple[bytes, Snapshot | None, str]:
+        try:
+            data = self._manifest(snapshot_id)
+        except IntegrityError as exc:
+            return b"", None, str(exc)
+        return _parsed_or_problem(snapshot_id, data)
 
     def find_snapshot(self, ref: str, source: str | None = None) -> Snapshot:
         """Resolve 'latest' (optionally: latest holding `source`) or a unique id prefix."""
@@ -176,6 +195,59 @@ class Repository:
     def forget(self, snapshot_id: str) -> None:
         """Remove a snapshot manifest; its blobs stay until prune finds them unreferenced."""
         self.store.delete(layout.snapshot_key(snapshot_id))
+
+
+def _parsed_manifest(snapshot_id: str, data: bytes) -> Snapshot:
+    """The snapshot a manifest's bytes describe. Bytes that match their id can still be hostile
+    (anyone who can write the store can name a manifest by its own digest): every member a
+    reader uses is checked, and what is wrong is said about the manifest, not about dr's code."""
+    try:
+        snapshot = Snapshot.from_json(json.loads(data), snapshot_id)
+    except KeyError as exc:
+        raise _hostile(snapshot_id, f"member {exc} is missing") from None
+    except (ValueError, TypeError, AttributeError, RecursionError) as exc:  # a member of the wrong type or form, or nested past reading
+        raise _hostile(snapshot_id, str(exc)[:200]) from None
+    if not layout.is_digest(snapshot.catalog) or snapshot.catalog_entries < 0:
+        raise _hostile(snapshot_id, f"catalog {{blob: {snapshot.catalog!r:.80}, entries: {snapshot.catalog_entries}}} "
+                                    "is not a digest and a count")
+    if not all(isinstance(s.name, str) and isinstance(s.error, str) for s in snapshot.sources):
+        raise _hostile(snapshot_id, "a source's name or error is not a string")
+    return snapshot
+
+
+def _parsed_or_problem(snapshot_id: str, data: bytes) -> tuple[bytes, Snapshot | None, str]:
+    """(data, the snapshot, "") or (data, None, what is wrong with the manifest)."""
+    try:
+        return data, _parsed_manifest(snapshot_id, data), ""
+    except IntegrityError as exc:
+        return data, None, str(exc)
+
+
+def _hostile(snapshot_id: str, problem: str) -> IntegrityError:
+    return IntegrityError(f"snapshot {snapshot_id}: manifest is damaged or hostile: {problem}")
+
+
+def _checked_config(where: str, data: bytes) -> dict:
+    try:
+        config = json.loads(data)
+    except (ValueError, RecursionError):
+        raise IntegrityError(f"{where}: config is not valid JSON: it is damaged, or not a dr repository's") from None
+    if not isinstance(config, dict) or config.get("format") != layout.FORMAT_NAME:
+        raise IntegrityError(f"{where}: config is not a dr repository config (field 'format' is not "
+                             f"{layout.FORMAT_NAME!r}): it is damaged, or not a dr repository's")
+    version = config.get("version")
+    if type(version) is not int or version != layout.FORMAT_VERSION:
+        raise IntegrityError(f"{where}: repository format version {version!r}; this dr reads version "
+                             f"{layout.FORMAT_VERSION}: the config is damaged, or a newer dr wrote it (use that dr)")
+    for name, pattern in _CONFIG_FIELDS.items():
+        if not isinstance(config.get(name), str) or not pattern.match(config[name]):
+            raise IntegrityError(f"{where}: config field {name!r} is {config.get(name)!r}, not of the form "
+                                 "format.md section 6 gives: the config is damaged")
+    return config
+
+
+_CONFIG_FIELDS = {"id": re.compile(r"^[0-9a-f]{32}$"),
+                  "created": re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$")}
 
 
 def _canonical(data: dict) -> bytes:

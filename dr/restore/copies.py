@@ -34,7 +34,8 @@ def check_outside_copies(plan: Plan, registry: Registry, repo: Repository, *, sn
                          read_data: bool = False, identities: list | None = None,
                          sources: set[str] | None = None) -> list[SourceCopies]:
     """Each source's outside copies, as restore would check them; `sources` limits which."""
-    snapshots = [repo.find_snapshot(snapshot_ref)] if snapshot_ref else repo.snapshots()
+    # a damaged manifest is dr verify's to report (dr.repository.checking); the copies of the others are checked
+    snapshots = [repo.find_snapshot(snapshot_ref)] if snapshot_ref else repo.intact_snapshots()[0]
     reader = ArtifactReader(repo, identities)
     catalogs: dict[str, list] = {}
     out = []

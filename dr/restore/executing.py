@@ -63,7 +63,7 @@ class StepRunner:
                                          remap=dict(unit.remap))
                 outcomes.extend(exporter.restore(unit.artifacts, self.reader, request))
         except IntegrityError as exc:
-            outcomes.append(Outcome(step.name, OutcomeStatus.FAILED, f"integrity: {exc}"))
+            outcomes.append(Outcome(step.name, OutcomeStatus.FAILED, f"integrity: {self.reader.met(exc)}"))
         except EncryptionError as exc:  # secret content and no identity that opens it
             outcomes.append(Outcome(step.name, OutcomeStatus.FAILED, f"decryption: {exc}"))
         except Exception as exc:  # one step's failure is its outcome, never the end of the restore

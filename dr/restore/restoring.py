@@ -86,6 +86,7 @@ class RestoreRun:
     resumed: bool
     run: int  # 1 for a new restore, 2 for its first resumption ...
     results: list[StepResult] = field(default_factory=list)
+    damage: list[str] = field(default_factory=list)  # integrity problems its steps met (exit 6)
 
     def count(self, status: ResultStatus) -> int:
         return sum(1 for r in self.results if r.status == status)
@@ -96,7 +97,7 @@ class RestoreRun:
 
     def to_json(self) -> dict[str, Any]:
         return {"restore_id": self.restore_id, "resumed": self.resumed, "run": self.run,
-                "finished": self.finished, "steps": [r.to_json() for r in self.results]}
+                "finished": self.finished, "damage": self.damage, "steps": [r.to_json() for r in self.results]}
 
 
 def journal_identity(prepared: Prepared, purpose: str) -> dict[str, Any]:
@@ -154,7 +155,7 @@ def run_plan_restore(prepared: Prepared, registry: Registry, *,
     runner = StepRunner(prepared.plan, registry, ArtifactReader(prepared.repo, identities),
                         overwrite=overwrite, log=log)
     results = execute(rp, runner, earlier=earlier, journal=writer, run=run, parallel=parallel, on_event=on_event)
-    outcome = RestoreRun(journal.restore_id, resumed, run, results)
+    outcome = RestoreRun(journal.restore_id, resumed, run, results, list(dict.fromkeys(runner.reader.damage)))
     counts: dict[str, int] = {}
     for result in results:
         counts[result.status] = counts.get(result.status, 0) + 1

@@ -27,6 +27,7 @@ class RestoreResult:
     source: str
     snapshot: Snapshot
     outcomes: list[Outcome] = field(default_factory=list)
+    damage: list[str] = field(default_factory=list)  # integrity problems met reading (exit 6)
 
     @property
     def failed(self) -> list[Outcome]:
@@ -61,7 +62,8 @@ def run_restore(plan: Plan, registry: Registry, source_name: str, snapshot_ref: 
         try:
             result.outcomes.extend(exporter.restore(artifacts, reader, request))
         except IntegrityError as exc:
-            result.outcomes.append(Outcome(source_name, OutcomeStatus.FAILED, f"integrity: {exc}"))
+            result.outcomes.append(Outcome(source_name, OutcomeStatus.FAILED, f"integrity: {reader.met(exc)}"))
         except EncryptionError as exc:  # secret content and no identity that opens it
             result.outcomes.append(Outcome(source_name, OutcomeStatus.FAILED, f"decryption: {exc}"))
+        result.damage = list(dict.fromkeys(reader.damage))
         return result

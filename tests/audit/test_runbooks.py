@@ -23,7 +23,7 @@ SECTIONS = [
 INCIDENTS = ["cluster-loss", "region-loss", "stale-backup", "registry-in-failed-domain",
              "secret-store-in-failed-domain", "incomplete-checkpoint", "partial-restore-failure",
              "vault-lost-with-cluster", "checkpoint-not-resumable", "checkpoint-unversioned",
-             "spot-save-exceeds-notice", "verify-problems", "dr-job-not-reporting"]
+             "spot-save-exceeds-notice", "verify-problems", "dr-job-not-reporting", "damaged-snapshot"]
 RUNBOOKS = sorted({runbook_for(code) for code in CODES} | {f"runbooks/{name}.md" for name in INCIDENTS})
 
 

@@ -97,7 +97,7 @@ def test_killed_restore_resumes_without_redoing_finished_steps(world):
 
 def test_journal_objects_are_write_once(backed_up):
     w = backed_up
-    assert w.dr(*w.restore_args("--to", f"config={w.root / 'out'}", "-q")) == 3
+    assert w.dr(*w.restore_args("--to", f"config={w.root / 'out'}", "-q")) == 4
     repo = w.repository()
     [restore_id] = [p.name for p in (w.repo_path / "journals").iterdir()]
     journal = read_journal(repo, restore_id)
@@ -114,7 +114,7 @@ def test_journal_objects_are_write_once(backed_up):
 
 def test_resume_names_a_journal_and_refuses_another_snapshots(backed_up, capsys):
     w = backed_up
-    assert w.dr(*w.restore_args("--to", f"config={w.root / 'out'}", "-q")) == 3
+    assert w.dr(*w.restore_args("--to", f"config={w.root / 'out'}", "-q")) == 4
     [restore_id] = [p.name for p in (w.repo_path / "journals").iterdir()]
     capsys.readouterr()
     (w.config / "new.txt").write_text("new")

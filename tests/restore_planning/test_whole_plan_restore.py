@@ -60,7 +60,7 @@ def test_remapped_git_remote_restores_end_to_end_to_the_surviving_host(backed_up
     out = w.root / "out"
     code = w.dr(*w.restore_args("--to", f"config={out}", "--json"))
     doc = _json(capsys)
-    assert code == Exit.PARTIAL  # infra is refused: it would be pushed back into the failed cluster
+    assert code == Exit.BLOCKERS  # infra is refused: it would be pushed back into the failed cluster
     results = {s["step"]: s for s in doc["run"]["steps"]}
     assert results["declarations"]["status"] == "succeeded"
     assert results["declarations"]["counts"] == {"restored": 1}
@@ -78,7 +78,7 @@ def test_remapped_git_remote_restores_end_to_end_to_the_surviving_host(backed_up
 def test_naming_a_destination_for_the_refused_step_resumes_and_finishes(backed_up, capsys):
     w = backed_up
     out = w.root / "out"
-    assert w.dr(*w.restore_args("--to", f"config={out}", "-q")) == Exit.PARTIAL
+    assert w.dr(*w.restore_args("--to", f"config={out}", "-q")) == Exit.BLOCKERS
     capsys.readouterr()
     first = {p.name for p in w.journal_files()}
     code = w.dr(*w.restore_args("--to", f"config={out}", "--to", f"infra={w.github / 'infra.git'}", "--json"))

@@ -36,7 +36,18 @@ def run(args: argparse.Namespace, out: Output) -> int:
     _say_held(out, report)
     publish(args, out, lambda now: prune_samples(plan.name, target.name, report.to_json(), now))
     out.document(report.to_json())
-    return Exit.OK
+    return _said_damage(out, report.damaged)
+
+
+def _said_damage(out: Output, damaged: list[str]) -> int:
+    """Exit 6 when a snapshot could not be read: prune did what it safely could (forgot among
+    the intact snapshots) but deleted no blob, since what the damaged one references is unknown."""
+    for problem in damaged:
+        out.warn(f"integrity: {problem}")
+    if damaged:
+        out.warn(f"{len(damaged)} snapshots could not be read, so no blob was deleted (what they reference is "
+                 "unknown): runbooks/damaged-snapshot.md says how to repair or forget them")
+    return Exit.INTEGRITY if damaged else Exit.OK
 
 
 _LISTED = 20  # held objects named one per line; --json has them all

@@ -7,9 +7,11 @@ declared restore options (contract v2 restore_options, e.g. --namespace-map OLD=
   dr restore --dry-run   0 when every step may run, 4 when any step would be refused (for
                          blockers, or because it cannot run: no destination, no exporter, no data)
   dr restore             0 when every step succeeded (now or in an earlier run of the same
-                         restore), 4 when nothing failed but blocked steps were refused,
-                         3 when some steps succeeded and others did not, 1 when none did
-  dr restore --source    0 when every item was restored, 3 when some failed, 1 when all did
+                         restore), 6 when a step failed on damaged data in the repository,
+                         4 when nothing failed but steps were refused (whether or not others
+                         succeeded), 3 when some steps succeeded and others failed, 1 when none did
+  dr restore --source    0 when every item was restored, 6 when an item failed on damaged data,
+                         3 when some failed, 1 when all did
 """
 
 from __future__ import annotations
@@ -95,8 +97,17 @@ def _restore_source(args: argparse.Namespace, out: Output) -> int:
     out.document(result.to_json())
     if result.failed:
         out.note(f"{len(result.failed)} items failed: " + "; ".join(o.item for o in result.failed[:10]))
+        if result.damage:
+            return _damaged(out, result.damage)
         return Exit.PARTIAL if len(result.failed) < len(result.outcomes) else Exit.FAILURE
     return Exit.OK
+
+
+def _damaged(out: Output, damage: list[str]) -> int:
+    """Exit 6: the restore met damaged data in the repository (whatever else happened)."""
+    out.error(f"integrity: the repository's data is damaged ({len(damage)} problems; dr verify --read-data "
+              f"lists every one): {damage[0]}")
+    return Exit.INTEGRITY
 
 
 # Under --quiet, items that went as asked are counted, not listed: a zone replay lists 50,000.
@@ -215,10 +226,11 @@ def _execute(args, out: Output, plan, registry, prepared) -> int:
     out.document({**prepared.to_json(), "run": run.to_json()})
     if run.finished:
         return Exit.OK
-    succeeded = run.count("succeeded")
-    if not succeeded and run.count("failed") == 0 and run.count("refused"):
-        return Exit.BLOCKERS
-    return Exit.PARTIAL if succeeded else Exit.FAILURE
+    if run.damage and run.count("failed"):
+        return _damaged(out, run.damage)
+    if run.count("failed") == 0 and run.count("refused"):
+        return Exit.BLOCKERS  # what ran succeeded; the rest was refused (or held behind what was)
+    return Exit.PARTIAL if run.count("succeeded") else Exit.FAILURE
 
 
 RESTORE = CommandSpec("restore", help_of("restore"), arguments, run)

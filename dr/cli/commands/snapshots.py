@@ -12,15 +12,18 @@ from dr.cli.output import Output, human_size
 
 def run(args: argparse.Namespace, out: Output) -> int:
     _, target, repo = open_repository(args)
-    snaps = repo.snapshots()
-    out.say(f"{len(snaps)} snapshots in {repo.description} (target {target.name})")
+    snaps, damaged = repo.intact_snapshots()
+    out.say(f"{len(snaps)} snapshots in {repo.description} (target {target.name})"
+            + (f", and {len(damaged)} damaged ones (exit 6)" if damaged else ""))
     for snap in snaps:
         sources = ", ".join(s.name + ("" if s.ok else " (failed)") for s in snap.sources)
         out.say(f"  {snap.short_id}  {snap.time:%Y-%m-%d %H:%M:%S}Z  {snap.catalog_entries:>7} artifacts  "
                 f"{human_size(snap.held_bytes):>10}  {sources}")
+    for snapshot_id, problem in damaged.items():
+        out.say(f"  {snapshot_id[:8]}  DAMAGED: {problem}")
     out.document({"target": target.name, "repository": repo.description, "snapshots": [
-        {"id": s.id, **s.to_json()} for s in snaps]})
-    return Exit.OK
+        {"id": s.id, **s.to_json()} for s in snaps], "damaged": damaged})
+    return Exit.INTEGRITY if damaged else Exit.OK
 
 
 SNAPSHOTS = CommandSpec("snapshots", help_of("snapshots"), plan_and_target_args, run)

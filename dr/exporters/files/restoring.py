@@ -43,11 +43,29 @@ def destination_problem(dest: str, request: RestoreRequest) -> str:
 def _parts(identity: str) -> list[str]:
     """The components of a safe identity; refuse anything that could name a path outside."""
     if not identity or "\0" in identity or os.path.isabs(identity):
-        raise _Refused(f"refused: {identity!r} is absolute or empty")
+        raise _Refused(f"refused: field 'identity' {identity!r:.200} is absolute or empty: the catalog is "
+                       "damaged or hostile")
     parts = identity.split("/")
     if any(p in ("", ".", "..") for p in parts):
-        raise _Refused(f"refused: {identity!r} contains '..', '.' or an empty component")
+        raise _Refused(f"refused: field 'identity' {identity!r:.200} contains '..', '.' or an empty component: "
+                       "the catalog is damaged or hostile")
     return parts
+
+
+def _check_meta(artifact: Artifact) -> None:
+    """The catalog facts a restore acts on, as the exporter writes them (exporter.py: _artifact):
+    anything else is refused as damage, not met later as an exception deep in os calls."""
+    meta = artifact.meta
+    mode, mtime = meta.get("mode"), meta.get("mtime_ns")
+    if not (isinstance(mode, str) and len(mode) <= 6 and mode.isdigit() and set(mode) <= set("01234567")):
+        raise _Refused(f"refused: field 'meta.mode' is {mode!r:.60}, not an octal mode: the catalog is damaged or hostile")
+    if type(mtime) is not int or not 0 <= mtime < 1 << 63:
+        raise _Refused(f"refused: field 'meta.mtime_ns' is {mtime!r:.60}, not nanoseconds since the epoch: the "
+                       "catalog is damaged or hostile")
+    target = meta.get("target", "")
+    if not isinstance(target, str) or "\0" in target or (artifact.kind == "symlink" and not target):
+        raise _Refused(f"refused: field 'meta.target' is {target!r:.60}, not a symlink target: the catalog is "
+                       "damaged or hostile")
 
 
 class Restore:
@@ -99,6 +117,7 @@ class Restore:
         parts = _parts(artifact.identity)
         if artifact.kind not in KINDS:
             return Outcome(artifact.identity, Status.SKIPPED, f"unknown kind {artifact.kind!r}")
+        _check_meta(artifact)
         parent = self._open_dir(parts[:-1])
         self._sweep(parent, "/".join(parts[:-1]))
         try:
