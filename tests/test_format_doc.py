@@ -8,6 +8,7 @@ example against objects the code actually writes.
 
 from __future__ import annotations
 
+import base64
 import gzip
 import hashlib
 import io
@@ -80,7 +81,16 @@ class SpecReader:
         lines = [json.loads(line) for line in text.split("\n") if line.strip()]
         if len(lines) != manifest["catalog"]["entries"]:
             raise SpecError("catalog line count differs from the manifest's entries")
-        return lines
+        return [self.unsealed(line) for line in lines]
+
+    def unsealed(self, line: dict) -> dict:
+        """Section 8.1: a secret line's real identity and meta, from its sealed body."""
+        meta = line.get("meta", {})
+        if "sealed" not in meta or not self.identities:
+            return line
+        body = json.loads(pyrage.decrypt(base64.b64decode(meta["sealed"]), self.identities))
+        plain = {k: v for k, v in meta.items() if k not in ("sealed", "sealed_mac")}
+        return {**line, "identity": body["identity"], "meta": {**plain, **body["meta"]}}
 
     def content(self, artifact: dict) -> bytes:
         pieces = []
@@ -161,6 +171,21 @@ def test_spec_reader_lists_verifies_and_reassembles(written, keys):
         assert artifact["meta"]["change_token"] == f"t-{name}"
         assert len(artifact["chunks"]) == max(1, -(-len(data) // CHUNK))
     assert artifacts["empty"]["chunks"] == [sha256(b"")]
+
+
+def test_a_secret_line_holds_its_name_keyed_as_section_8_1_says(written, keys):
+    import hmac
+
+    root, _, snapshot = written
+    [stored] = [a for a in SpecReader(root).catalog(SpecReader(root).manifest(snapshot.id))
+                if a["sensitivity"] == "secret"]
+    key = hmac.new(b"dr name key v1", keys[1].strip().encode(), hashlib.sha256).digest()
+    keyed = lambda text: "hmac-sha256:" + hmac.new(key, text.encode(), hashlib.sha256).hexdigest()  # noqa: E731
+    assert stored["identity"] == keyed(f"{stored['kind']}\x00token")
+    opened = SpecReader(root, [keys[0]]).unsealed(stored)
+    assert opened["identity"] == "token" and stored["meta"]["sealed_mac"] == keyed(json.dumps(
+        {"identity": "token", "meta": {k: v for k, v in opened["meta"].items() if k not in (
+            "recipients", "sops", "change_token", "provides")}}, sort_keys=True, separators=(",", ":")))
 
 
 def test_secret_content_is_age_per_chunk_without_plaintext_digest(written, keys):

@@ -30,7 +30,7 @@ from dr.model.locations import canonical_image
 from dr.model.plans import Plan, TargetSpec
 from dr.model.recovery import Copy, Placements, Scenario, essentials
 from dr.model.snapshots import Snapshot
-from dr.repository import layout
+from dr.repository import layout, names
 from dr.repository.catalogs import read_catalog_records
 from dr.repository.repositories import Repository
 
@@ -63,7 +63,7 @@ def run_audit(plan: Plan, repo: Repository, target: TargetSpec, scenarios: list[
     if snapshot:
         records = read_catalog_records(repo, snapshot.catalog)
         records = any_of.record(held.record(records) if live is not None else records)
-        index = gather(records, plan.spec.dr_image)
+        index = gather(records, plan.spec.dr_image, names.plan_name_key(plan.spec.encryption.recipients))
     else:
         index = DependencyIndex()
     placements = Placements(plan)

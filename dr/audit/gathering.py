@@ -15,6 +15,7 @@ from typing import Any, Iterable
 
 from dr.model.locations import canonical_image
 from dr.model.recovery import Copy, normalize, provided_in
+from dr.repository import names
 
 Record = dict[str, Any]  # one parsed catalog line (docs/format.md, "The catalog")
 
@@ -36,10 +37,25 @@ class DependencyUse:
     mine: bool = False  # an image reference that is dr's own image (dr_image)
 
 
+class ProvidedCopies(dict):
+    """normalize(reference) -> copies. A secret artifact provides a reference under its keyed
+    name (format.md 8.1): get() finds it there too, given the plan's name key."""
+
+    def __init__(self, name_key: bytes = b""):
+        super().__init__()
+        self.name_key = name_key
+
+    def get(self, reference, default=None):
+        found = super().get(reference)
+        if found is None and self.name_key and isinstance(reference, str):
+            found = super().get(names.provided(self.name_key, reference))
+        return default if found is None else found
+
+
 @dataclass
 class DependencyIndex:
     uses: dict[tuple[str, str], DependencyUse] = field(default_factory=dict)
-    provides: dict[str, list[Copy]] = field(default_factory=dict)  # normalize(reference) -> copies
+    provides: "ProvidedCopies" = field(default_factory=lambda: ProvidedCopies())
     artifacts: int = 0
     references: int = 0
     encrypted: int = 0  # artifacts whose content needs the private key to read
@@ -56,14 +72,15 @@ def artifact_name(record: Record) -> str:
     return f"{record['source']}/{record['kind']}/{record['identity']}"
 
 
-def gather(records: Iterable[Record], dr_image: str | None = None) -> DependencyIndex:
+def gather(records: Iterable[Record], dr_image: str | None = None, name_key: bytes = b"") -> DependencyIndex:
     """The index of a catalog's lines, as dr.repository.catalogs.read_catalog_records yields them.
 
     Lines, not Artifact objects: building one Dependency per reference cost more than this
     whole pass, which keeps only the distinct ones. dr_image: the plan's, to find the objects
-    that run dr itself (index.dr_workloads).
+    that run dr itself (index.dr_workloads). name_key: what secret artifacts' keyed `provides`
+    are matched with (dr.repository.names).
     """
-    index = DependencyIndex()
+    index = DependencyIndex(provides=ProvidedCopies(name_key))
     mine = _image_matcher(dr_image)
     for record in records:
         index.artifacts += 1

@@ -80,6 +80,7 @@ def run_drill(plan: Plan, registry: Registry, *, failed: list[str], scratch: str
                                exporters=planning_exporters(plan, registry))
         with clock.phase("plan"):
             prepared = prepare(plan, repo, target, registry, snapshot_ref=snapshot.id, failed=failed, force=force,
+                               identities=identities,
                                destinations=destinations_for(plan, registry, scratch, destinations or {}))
         on_plan(prepared)
         with clock.phase("restore"):

@@ -1,9 +1,10 @@
 """Catalogs: the list of artifacts a snapshot holds (docs/format.md, "Catalog").
 
 A catalog is one blob: gzip-compressed JSON Lines, one artifact per line. It is written after
-every blob it references and before the manifest that references it. Catalogs are never
-encrypted: they hold names, sizes and dependencies, not secret values, so the audit can run
-without the private key.
+every blob it references and before the manifest that references it. Catalogs are not
+encrypted as a whole: they hold sizes and dependencies, not secret values, so the audit can run
+without the private key; the names and facts of secret artifacts are sealed in their lines
+(dr.repository.names, docs/format.md 8.1).
 """
 
 from __future__ import annotations

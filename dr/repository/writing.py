@@ -22,7 +22,7 @@ from typing import BinaryIO, Callable, Iterable, Union
 from dr.model import clock
 from dr.model.artifacts import Artifact, Dependency, Sensitivity
 from dr.model.snapshots import Snapshot, SourceResult
-from dr.repository import encryption, layout
+from dr.repository import encryption, layout, names
 from dr.repository.catalogs import CatalogBuilder
 from dr.repository.repositories import Repository
 from dr.repository.stores.base import ObjectExists
@@ -48,6 +48,7 @@ class SnapshotWriter:
         self.repo = repo
         self.recipients = encryption.parse_recipients(recipients) if recipients else []
         self.recipients_id = recipients_fingerprint(recipients)
+        self.names = names.Sealer(recipients, self.recipients)
         self.chunk_size = chunk_size
         self.on_progress = on_progress or (lambda n: None)
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="upload")
@@ -199,9 +200,14 @@ class SourceSink:
               dependencies: Iterable[Dependency] = (), meta: dict | None = None,
               change_token: str = "") -> Artifact:
         meta = dict(meta or {})
-        if sensitivity == Sensitivity.SECRET:
+        secret = sensitivity == Sensitivity.SECRET
+        stored, token = identity, change_token
+        if secret:  # section 8.1: the name and the token are stored as keyed digests
             meta[RECIPIENTS_KEY] = self._writer.recipients_id
-        reused = self._reuse(kind, identity, change_token, sensitivity, meta.get(RECIPIENTS_KEY))
+            stored, token = self._writer.names.identity(kind, identity), self._writer.names.token(change_token)
+        reused = self._reuse(kind, stored, token, sensitivity, meta.get(RECIPIENTS_KEY))
+        if reused is None and secret:  # a parent written before 8.1 holds the names in plaintext
+            reused = self._reuse(kind, identity, change_token, sensitivity, meta.get(RECIPIENTS_KEY))
         if reused is not None:
             chunks, digest, size, encrypted = reused.chunks, reused.digest, reused.size, reused.encrypted
             # facts about the content the exporter did not read again this time stay true
@@ -211,10 +217,12 @@ class SourceSink:
                 self._writer.stats["bytes_reused"] += size
         else:
             chunks, digest, size = self._writer.store_content(content, sensitivity, self._futures)
-            encrypted = sensitivity == Sensitivity.SECRET
-        if change_token:
-            meta["change_token"] = change_token
-        artifact = Artifact(self.source, self.exporter, kind, identity, size, sensitivity, chunks,
+            encrypted = secret
+        if token:
+            meta["change_token"] = token
+        if secret:
+            meta = self._writer.names.seal(identity, meta, reused)
+        artifact = Artifact(self.source, self.exporter, kind, stored, size, sensitivity, chunks,
                             digest, encrypted, list(dependencies), meta)
         self._record(artifact)
         return artifact

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from dr.exporters.contract import CopyReport, ExportContext
 from dr.exporters.registry import PluginError, Registry
 from dr.model.plans import Plan
+from dr.repository import names
 from dr.repository.catalogs import read_catalog
 from dr.repository.reading import ArtifactReader
 from dr.repository.repositories import Repository
@@ -51,7 +52,7 @@ def check_outside_copies(plan: Plan, registry: Registry, repo: Repository, *, sn
             continue
         snapshot = holding[-1]
         if snapshot.id not in catalogs:
-            catalogs[snapshot.id] = list(read_catalog(repo, snapshot.catalog))
+            catalogs[snapshot.id] = names.open_all(read_catalog(repo, snapshot.catalog), identities or [])
         mine = [a for a in catalogs[snapshot.id] if a.source == source.name]
         context = ExportContext(source.name, plan.options[source.name], plan.base_dir, source.sensitivity)
         reports = cls(context).verify_copies(mine, reader, read_data)

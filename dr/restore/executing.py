@@ -21,6 +21,7 @@ from typing import Callable
 from dr.exporters.contract import ExportContext, Outcome, OutcomeStatus, RestoreRequest
 from dr.exporters.registry import Registry
 from dr.model.plans import Plan
+from dr.repository import names
 from dr.repository.encryption import EncryptionError
 from dr.repository.reading import ArtifactReader
 from dr.repository.repositories import IntegrityError
@@ -61,7 +62,8 @@ class StepRunner:
             for unit in step.units:
                 request = RestoreRequest(to=unit.to, dry_run=self.dry_run, overwrite=self.overwrite,
                                          remap=dict(unit.remap))
-                outcomes.extend(exporter.restore(unit.artifacts, self.reader, request))
+                artifacts = names.require_open(unit.artifacts, self.reader.identities)  # format.md 8.1
+                outcomes.extend(exporter.restore(artifacts, self.reader, request))
         except IntegrityError as exc:
             outcomes.append(Outcome(step.name, OutcomeStatus.FAILED, f"integrity: {self.reader.met(exc)}"))
         except EncryptionError as exc:  # secret content and no identity that opens it

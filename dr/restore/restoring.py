@@ -26,6 +26,7 @@ from dr.model.artifacts import Artifact
 from dr.model.plans import Plan, TargetSpec
 from dr.model.recovery import is_lost, lost_domains
 from dr.model.snapshots import Snapshot
+from dr.repository import names
 from dr.repository.catalogs import read_catalog
 from dr.repository.reading import ArtifactReader
 from dr.repository.repositories import Repository
@@ -65,13 +66,13 @@ class Prepared:
 
 def prepare(plan: Plan, repo: Repository, target: TargetSpec, registry: Registry, *,
             snapshot_ref: str = "latest", failed: list[str] = (), destinations: dict[str, str] | None = None,
-            force: bool = False) -> Prepared:
+            force: bool = False, identities: list[pyrage.x25519.Identity] | None = None) -> Prepared:
     problems = unknown_sources(plan.spec.restore.remaps, [s.name for s in plan.spec.sources])
     if problems:
         raise RestoreUsageError("; ".join(problems))
     snapshots = repo.snapshots()
     snapshot = repo.find_snapshot(snapshot_ref)
-    artifacts = list(read_catalog(repo, snapshot.catalog))
+    artifacts = names.open_all(read_catalog(repo, snapshot.catalog), identities or [])  # format.md 8.1
     stored = {digest for digest, _ in repo.list_blobs()}
     restore_plan = plan_restore(plan, snapshot, artifacts, target, exporters=planning_exporters(plan, registry),
                                 failed=list(failed), destinations=destinations, force=force,

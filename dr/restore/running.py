@@ -14,6 +14,7 @@ from dr.exporters.contract import ExportContext, Outcome, OutcomeStatus, Restore
 from dr.exporters.registry import Registry
 from dr.model.plans import Plan
 from dr.model.snapshots import Snapshot
+from dr.repository import names
 from dr.repository.catalogs import read_catalog
 from dr.repository.encryption import EncryptionError
 from dr.repository.locks import Lock
@@ -60,7 +61,7 @@ def run_restore(plan: Plan, registry: Registry, source_name: str, snapshot_ref: 
         result = RestoreResult(source_name, snapshot)
         reader = ArtifactReader(repo, identities)
         try:
-            result.outcomes.extend(exporter.restore(artifacts, reader, request))
+            result.outcomes.extend(exporter.restore(names.require_open(artifacts, reader.identities), reader, request))
         except IntegrityError as exc:
             result.outcomes.append(Outcome(source_name, OutcomeStatus.FAILED, f"integrity: {reader.met(exc)}"))
         except EncryptionError as exc:  # secret content and no identity that opens it

@@ -10,6 +10,7 @@ import pytest
 from dr.exporters.contract import ExportContext, Outcome, OutcomeStatus, RestoreRequest
 from dr.model.artifacts import Artifact, Sensitivity
 from dr.model.snapshots import Snapshot
+from dr.repository import names
 from dr.repository.catalogs import read_catalog
 from dr.repository.reading import ArtifactReader
 from dr.repository.repositories import Repository
@@ -35,10 +36,15 @@ class Harness:
         self.root = root
         self.repo = Repository(LocalStore(root))
         self.repo.init()
+        self.identities: list = []  # opens the sealed names of what backup() returns (format.md 8.1)
+        self._stored: dict[int, tuple[Artifact, Artifact]] = {}
 
     def backup(self, exporter_cls, options: dict, *, base_dir: str, parent: list[Artifact] = (),
                recipients: list[str] = (), sensitivity: Sensitivity | None = None,
-               source: str = "src", wrap_sink=None) -> Backup:
+               source: str = "src", wrap_sink=None, identities: list | None = None) -> Backup:
+        """The artifacts as a restore with `identities` (else self.identities) reads them; as
+        `parent`, they are handed to the sink as the next dr backup reads them: sealed."""
+        parent = [self._stored.get(id(a), (a, a))[1] for a in parent]
         context = ExportContext(source=source, options=exporter_cls.Options(**options),
                                 base_dir=base_dir, sensitivity=sensitivity)
         writer = SnapshotWriter(self.repo, list(recipients))
@@ -50,8 +56,10 @@ class Harness:
             snapshot = writer.finish("plan", [result])
         finally:
             writer.close()
-        return Backup(snapshot, list(read_catalog(self.repo, snapshot.catalog)), dict(writer.stats),
-                      context.findings)
+        stored = list(read_catalog(self.repo, snapshot.catalog))
+        opened = names.open_all(stored, list(identities or self.identities))
+        self._stored.update((id(o), (o, s)) for o, s in zip(opened, stored))
+        return Backup(snapshot, opened, dict(writer.stats), context.findings)
 
     def restore(self, exporter_cls, options: dict, artifacts: list[Artifact], *, identities=None,
                 base_dir: str = "/nonexistent", **request) -> list[Outcome]:
@@ -65,8 +73,8 @@ class Harness:
     def stored_bytes(self) -> bytes:
         """Every byte the repository holds, to scan for plaintext."""
         out = bytearray()
-        for dirpath, _, names in os.walk(self.root):
-            for name in names:
+        for dirpath, _, files in os.walk(self.root):
+            for name in files:
                 with open(os.path.join(dirpath, name), "rb") as handle:
                     out += handle.read()
         return bytes(out)

@@ -14,7 +14,7 @@ from dr.exporters.contract import ExportContext, OutcomeStatus
 from dr.exporters.files import FilesExporter
 from dr.exporters.registry import Registry
 from dr.model.artifacts import Sensitivity
-from dr.repository import encryption
+from dr.repository import encryption, names
 from dr.repository.catalogs import read_catalog
 from dr.repository.writing import CHUNK_SIZE, SnapshotWriter
 from tests.exporters.conftest import statuses
@@ -113,8 +113,9 @@ def test_unchanged_second_backup_reads_and_uploads_nothing(harness, tree, tmp_pa
 
 def test_secret_content_is_encrypted_and_needs_the_identity(harness, tree, tmp_path):
     identity, recipient = encryption.generate_identity()
+    keys = [pyrage.x25519.Identity.from_str(identity)]
     backup = harness.backup(FilesExporter, opts(tree), base_dir=str(tmp_path), recipients=[recipient],
-                            sensitivity=Sensitivity.SECRET)
+                            sensitivity=Sensitivity.SECRET, identities=keys)
     assert all(a.encrypted and a.sensitivity == Sensitivity.SECRET and not a.digest for a in backup.artifacts)
     stored = harness.stored_bytes()
     assert CANARY not in stored and b"echo hi" not in stored
@@ -125,7 +126,6 @@ def test_secret_content_is_encrypted_and_needs_the_identity(harness, tree, tmp_p
     assert denied.status == OutcomeStatus.FAILED and "identity" in denied.reason
     assert os.listdir(dest / "cfg") == []  # no file, no temporary left behind
 
-    keys = [pyrage.x25519.Identity.from_str(identity)]
     outcomes = harness.restore(FilesExporter, opts(tree), backup.artifacts, to=str(dest), identities=keys)
     assert set(statuses(outcomes).values()) == {OutcomeStatus.RESTORED}, outcomes
     assert snapshot_of(str(dest / "cfg")) == snapshot_of(tree)
@@ -332,18 +332,15 @@ def test_setuid_setgid_and_sticky_bits_are_stripped_unless_kept(harness, tmp_pat
     assert stat.S_IMODE(os.stat(kept / "bin").st_mode) == 0o1777
 
 
-def test_names_of_a_secret_source_are_plaintext_and_the_docs_say_so(harness, tree, tmp_path):
-    """Secret-class sources encrypt content only: names and symlink targets stay readable in the
-    catalog. Pinned here so that the day names are encrypted, the documents change with it."""
-    _, recipient = encryption.generate_identity()
+def test_names_of_a_secret_source_are_sealed_and_restored_exactly(harness, tree, tmp_path):
+    """Secret-class sources encrypt names and symlink targets too (format.md 8.1): the catalog
+    holds keyed digests; the identity gives back every path and link target as they were."""
+    identity, recipient = encryption.generate_identity()
     backup = harness.backup(FilesExporter, opts(tree), base_dir=str(tmp_path), recipients=[recipient],
                             sensitivity=Sensitivity.SECRET)
-    catalog = harness.repo.read_blob(backup.snapshot.catalog)
-    text = gzip.decompress(catalog)
-    assert b"cfg/secret.key" in text and b"a/b/deep.yaml" in text  # a path and a symlink target
-    assert CANARY not in text
-    docs = os.path.join(os.path.dirname(__file__), "..", "..", "docs")
-    with open(os.path.join(docs, "format.md"), encoding="utf-8") as handle:
-        assert "**Names are not protected, even for a secret-class source.**" in handle.read()
-    with open(os.path.join(docs, "exporters.md"), encoding="utf-8") as handle:
-        assert "file names and link targets are NOT protected" in " ".join(handle.read().split())
+    text = gzip.decompress(harness.repo.read_blob(backup.snapshot.catalog))
+    assert b"secret.key" not in text and b"deep.yaml" not in text and CANARY not in text
+    assert all(a.identity.startswith("hmac-sha256:") for a in backup.artifacts)
+    opened = names.require_open(backup.artifacts, [pyrage.x25519.Identity.from_str(identity)])
+    assert {"cfg/secret.key", "cfg/a/b/deep.yaml"} <= {a.identity for a in opened}
+    assert sorted(a.meta["target"] for a in opened if a.kind == "symlink") == ["/etc/hostname", "a/b/deep.yaml"]

@@ -41,12 +41,16 @@ def opts(secrets, **extra) -> dict:
 @pytest.fixture(scope="module")
 def age_keys():
     identity, recipient = encryption.generate_identity()
-    return [pyrage.x25519.Identity.from_str(identity)], recipient
+    OPENS[recipient] = [pyrage.x25519.Identity.from_str(identity)]
+    return OPENS[recipient], recipient
+
+
+OPENS: dict[str, list] = {}  # recipient -> the identities a restore would read the names with (format.md 8.1)
 
 
 def backup(harness, options, tmp_path, recipient, parent=()):
     return harness.backup(SecretsManagerExporter, options, base_dir=str(tmp_path), recipients=[recipient],
-                          parent=list(parent))
+                          parent=list(parent), identities=OPENS.get(recipient))
 
 
 def test_registered_with_the_secret_stores_role():
@@ -135,7 +139,8 @@ def _audit(harness, tmp_path, options: dict, failed: list[str]):
             "placement_rules": [{"match": f"*.{r}.amazonaws.com", "domain": r} for r in regions],
             "protects_against": regions,
             "targets": [{"name": "dr", "url": harness.root, "domain": "offsite"}],
-            "sources": [{"name": "src", "type": "secretsmanager", **options}]}
+            "sources": [{"name": "src", "type": "secretsmanager", **options}],
+            "encryption": {"recipients": list(OPENS)}}  # the audit matches sealed provides with them
     (tmp_path / "plan.yaml").write_text(yaml.safe_dump(data))
     plan = load_plan(str(tmp_path / "plan.yaml"), Registry())
     scenarios = scenarios_for(plan, failed)

@@ -26,7 +26,11 @@ SNAPSHOT, CONFIG = "raft-snapshot", "configuration"
 @pytest.fixture(scope="module")
 def age_keys():
     identity, recipient = encryption.generate_identity()
-    return [pyrage.x25519.Identity.from_str(identity)], recipient
+    OPENS[recipient] = [pyrage.x25519.Identity.from_str(identity)]
+    return OPENS[recipient], recipient
+
+
+OPENS: dict[str, list] = {}  # recipient -> the identities a restore would read the names with (format.md 8.1)
 
 
 def options(bao: OpenBao, folder, token: str | None = None, address: str | None = None, **extra) -> dict:
@@ -48,7 +52,8 @@ def target_files(folder, target: OpenBao | None, unseal_keys: list[str] | None) 
 
 
 def backup(harness, opts, tmp_path, recipient, parent=()):
-    return harness.backup(VaultExporter, opts, base_dir=str(tmp_path), recipients=[recipient], parent=list(parent))
+    return harness.backup(VaultExporter, opts, base_dir=str(tmp_path), recipients=[recipient], parent=list(parent),
+                          identities=OPENS.get(recipient))
 
 
 def test_registered_and_declared():

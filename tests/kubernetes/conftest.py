@@ -11,6 +11,7 @@ import pytest
 from dr.exporters.contract import ExportContext, Outcome, OutcomeStatus, RestoreRequest
 from dr.exporters.kubernetes import KubernetesExporter
 from dr.model.artifacts import Artifact
+from dr.repository import names
 from dr.repository.catalogs import read_catalog
 from dr.repository.encryption import generate_identity
 from dr.repository.reading import ArtifactReader
@@ -65,8 +66,8 @@ class Pipeline:
             snapshot = writer.finish("plan", [result])
         finally:
             writer.close()
-        artifacts = list(read_catalog(self.repo, snapshot.catalog))
-        self.parent = artifacts
+        self.parent = list(read_catalog(self.repo, snapshot.catalog))  # as the next dr backup reads it
+        artifacts = names.open_all(self.parent, self.identities)  # as dr restore reads it (format.md 8.1)
         return Backup(artifacts, context.findings, dict(writer.stats), log)
 
     def restore(self, artifacts: list[Artifact], to: str | None = None, **request) -> list[Outcome]:

@@ -193,7 +193,7 @@ def _restore_plan(args: argparse.Namespace, out: Output) -> int:
     with Lock(repo, exclusive=False, command=f"dr restore --plan {plan.name}").acquire(args.lock_wait):
         try:
             prepared = prepare(plan, repo, target, registry, snapshot_ref=args.snapshot, failed=failed,
-                               destinations=destinations, force=args.force)
+                               destinations=destinations, force=args.force, identities=identities(args, plan))
         except (UnknownDomain, RestoreUsageError) as exc:
             raise UsageError(str(exc)) from None
         for line in plan_lines(prepared.restore_plan) + estimate_lines(prepared.estimate):

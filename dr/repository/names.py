@@ -1,0 +1,133 @@
+"""Sealed names: a secret artifact's name and facts, encrypted like its content (format.md 8.1).
+
+A secret's name often says what it opens (`prod-db-root-password`), and the repository is
+read by people who must not learn it. So a secret artifact's catalog line holds, in place of
+its identity, a keyed digest of it (what the next backup matches its parent by), and its real
+identity and meta travel age-encrypted to the plan's recipients in meta["sealed"].
+
+The key of those digests, the name key, is derived from the recipients' public keys: the
+backup job holds them and no identity, and the repository holds neither them nor the key.
+Anyone holding the plan can compute digests of guessed names (a dictionary attack on names
+they can guess); nobody holding only the repository can.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+from dataclasses import replace
+from typing import Any, Iterable
+
+import pyrage
+
+from dr.model.artifacts import Artifact
+from dr.model.recovery import normalize
+from dr.repository import encryption
+
+#: the stored identity of a secret artifact starts with it (docs/format.md 8.1)
+PREFIX = "hmac-sha256:"
+SEALED, SEALED_MAC, TOKEN, PROVIDES = "sealed", "sealed_mac", "change_token", "provides"
+#: meta members a sealed line keeps in plaintext: they name nothing (8.1)
+PLAIN = ("recipients", "sops", TOKEN)
+_INFO = b"dr name key v1"
+
+
+def name_key(recipients: list[str]) -> bytes:
+    """HMAC-SHA256(key "dr name key v1", the sorted distinct recipients joined by newlines)."""
+    canonical = "\n".join(sorted({r.strip() for r in recipients}))
+    return hmac.new(_INFO, canonical.encode(), hashlib.sha256).digest()
+
+
+def plan_name_key(recipients: list[str]) -> bytes:
+    """The name key of a plan's recipients; none without recipients (nothing is sealed then)."""
+    return name_key(recipients) if recipients else b""
+
+
+def keyed(key: bytes, text: str) -> str:
+    return PREFIX + hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
+
+
+def provided(key: bytes, reference: str) -> str:
+    """A secret artifact's stored meta['provides'] entry for `reference`: the audit, given the
+    plan's recipients, finds the dependencies it satisfies without learning any other name."""
+    return keyed(key, "provides\x00" + normalize(reference))
+
+
+def is_sealed(artifact: Artifact) -> bool:
+    return SEALED in artifact.meta
+
+
+class Sealer:
+    """What a backup uses to write secret lines: digests with the name key, and encryption."""
+
+    def __init__(self, recipients: list[str], parsed: list[pyrage.x25519.Recipient]):
+        self._key = plan_name_key(recipients)
+        self._recipients = parsed
+
+    def identity(self, kind: str, identity: str) -> str:
+        return keyed(self._key, f"{kind}\x00{identity}")
+
+    def token(self, change_token: str) -> str:
+        return keyed(self._key, change_token) if change_token else ""
+
+    def seal(self, identity: str, meta: dict[str, Any], previous: Artifact | None) -> dict[str, Any]:
+        """The plaintext meta of a secret line; the parent's ciphertext when nothing in it changed
+        (a catalog of an unchanged source then differs from its parent's only in what is new)."""
+        hidden = {k: v for k, v in meta.items() if k not in PLAIN and k not in (SEALED, SEALED_MAC)}
+        body = json.dumps({"identity": identity, "meta": hidden}, sort_keys=True, separators=(",", ":"))
+        mac = keyed(self._key, body)
+        if previous is not None and previous.meta.get(SEALED_MAC) == mac and SEALED in previous.meta:
+            sealed = previous.meta[SEALED]
+        else:
+            sealed = base64.b64encode(encryption.encrypt(body.encode(), self._recipients)).decode()
+        plain = {k: v for k, v in meta.items() if k in PLAIN}
+        if type(meta.get(PROVIDES)) is list:  # what the audit matches dependencies with, keyed
+            plain[PROVIDES] = [provided(self._key, ref) for ref in meta[PROVIDES] if type(ref) is str]
+        return {**plain, SEALED: sealed, SEALED_MAC: mac}
+
+
+def unseal(artifact: Artifact, identities: list[pyrage.x25519.Identity]) -> Artifact:
+    """The artifact with its real identity and meta (EncryptionError without a key that opens it)."""
+    sealed = artifact.meta.get(SEALED)
+    if sealed is None:
+        return artifact
+    where = f"{artifact.source}/{artifact.identity}"
+    try:
+        ciphertext = base64.b64decode(sealed, validate=True)
+    except (TypeError, binascii.Error):
+        raise encryption.EncryptionError(f"{where}: meta 'sealed' is not base64: the catalog is damaged or "
+                                         "hostile") from None
+    body = _body(encryption.decrypt(ciphertext, identities), where)
+    plain = {k: v for k, v in artifact.meta.items() if k not in (SEALED, SEALED_MAC)}
+    return replace(artifact, identity=body["identity"], meta={**plain, **body["meta"]})
+
+
+def _body(data: bytes, where: str) -> dict[str, Any]:
+    try:
+        body = json.loads(data)
+    except ValueError:
+        body = None
+    if (type(body) is not dict or type(body.get("identity")) is not str or "\x00" in body["identity"]
+            or type(body.get("meta")) is not dict):
+        raise encryption.EncryptionError(f"{where}: its sealed name is not {{identity, meta}}: the catalog is "
+                                         "damaged or hostile")
+    return body
+
+
+def open_all(artifacts: Iterable[Artifact], identities: list[pyrage.x25519.Identity]) -> list[Artifact]:
+    """Every artifact, unsealed where one of the identities opens it, else as stored."""
+    out = []
+    for artifact in artifacts:
+        try:
+            out.append(unseal(artifact, identities) if identities else artifact)
+        except encryption.EncryptionError:
+            out.append(artifact)
+    return out
+
+
+def require_open(artifacts: Iterable[Artifact], identities: list[pyrage.x25519.Identity]) -> list[Artifact]:
+    """The artifacts unsealed, or EncryptionError: a restore never writes under a digest's name."""
+    return [unseal(a, identities) for a in artifacts]
