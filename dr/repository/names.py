@@ -128,6 +128,19 @@ def open_all(artifacts: Iterable[Artifact], identities: list[pyrage.x25519.Ident
     return out
 
 
+def split_open(artifacts: Iterable[Artifact], identities: list[pyrage.x25519.Identity]
+               ) -> tuple[list[Artifact], list[tuple[Artifact, str]]]:
+    """(the artifacts unsealed, [(artifact, why) for those no identity opens]): a restore never
+    writes under a digest's name, and restores the rest of the source."""
+    opened, refused = [], []
+    for artifact in artifacts:
+        try:
+            opened.append(unseal(artifact, identities))
+        except encryption.EncryptionError as exc:
+            refused.append((artifact, str(exc)))
+    return opened, refused
+
+
 def require_open(artifacts: Iterable[Artifact], identities: list[pyrage.x25519.Identity]) -> list[Artifact]:
-    """The artifacts unsealed, or EncryptionError: a restore never writes under a digest's name."""
+    """The artifacts unsealed, or EncryptionError."""
     return [unseal(a, identities) for a in artifacts]

@@ -26,6 +26,7 @@ from dr.repository.encryption import EncryptionError
 from dr.repository.reading import ArtifactReader
 from dr.repository.repositories import IntegrityError
 from dr.restore.journals import STEP, JournalWriter
+from dr.restore.running import sealed_outcomes
 from dr.restore.planning import RestorePlan
 from dr.restore.steps import HELD, REFUSED, ResultStatus, Step, StepResult
 
@@ -62,7 +63,8 @@ class StepRunner:
             for unit in step.units:
                 request = RestoreRequest(to=unit.to, dry_run=self.dry_run, overwrite=self.overwrite,
                                          remap=dict(unit.remap))
-                artifacts = names.require_open(unit.artifacts, self.reader.identities)  # format.md 8.1
+                artifacts, refused = names.split_open(unit.artifacts, self.reader.identities)  # format.md 8.1
+                outcomes.extend(sealed_outcomes(refused))
                 outcomes.extend(exporter.restore(artifacts, self.reader, request))
         except IntegrityError as exc:
             outcomes.append(Outcome(step.name, OutcomeStatus.FAILED, f"integrity: {self.reader.met(exc)}"))

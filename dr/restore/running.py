@@ -61,10 +61,17 @@ def run_restore(plan: Plan, registry: Registry, source_name: str, snapshot_ref: 
         result = RestoreResult(source_name, snapshot)
         reader = ArtifactReader(repo, identities)
         try:
-            result.outcomes.extend(exporter.restore(names.require_open(artifacts, reader.identities), reader, request))
+            opened, refused = names.split_open(artifacts, reader.identities)  # format.md 8.1
+            result.outcomes.extend(sealed_outcomes(refused))
+            result.outcomes.extend(exporter.restore(opened, reader, request))
         except IntegrityError as exc:
             result.outcomes.append(Outcome(source_name, OutcomeStatus.FAILED, f"integrity: {reader.met(exc)}"))
         except EncryptionError as exc:  # secret content and no identity that opens it
             result.outcomes.append(Outcome(source_name, OutcomeStatus.FAILED, f"decryption: {exc}"))
         result.damage = list(dict.fromkeys(reader.damage))
         return result
+
+
+def sealed_outcomes(refused: list) -> list[Outcome]:
+    """A failed item per artifact whose sealed name no identity opens (dr.repository.names)."""
+    return [Outcome(f"{a.kind} {a.identity}", OutcomeStatus.FAILED, f"decryption: {why}") for a, why in refused]

@@ -148,13 +148,14 @@ def test_a_private_certificate_key_is_secret_and_restores_into_another_region(ha
     private = request_private(acm_endpoint, "internal.example.com")
     identities, recipient = keys()
     opts = options(acm_endpoint, regions=["us-east-1"], export_private=True)
-    done = harness.backup(CertificatesExporter, opts, base_dir=str(tmp_path), recipients=[recipient])
+    done = harness.backup(CertificatesExporter, opts, base_dir=str(tmp_path), recipients=[recipient],
+                          identities=identities)
     key = next(a for a in done.artifacts if a.kind == "acm-private-key")
     assert key.sensitivity == Sensitivity.SECRET and key.meta["provides"] == [private]
     plain = harness_read(harness, key, identities)
     assert plain.startswith(b"-----BEGIN PRIVATE KEY-----") and plain not in harness.stored_bytes()
     again = harness.backup(CertificatesExporter, opts, base_dir=str(tmp_path), recipients=[recipient],
-                           parent=done.artifacts)
+                           parent=done.artifacts, identities=identities)
     assert again.stats["artifacts_reused"] == 2  # ExportCertificate is not called again
 
     restore = lambda **kw: harness.restore(CertificatesExporter, opts, done.artifacts, identities=identities,  # noqa: E731

@@ -34,8 +34,8 @@ def etcdctl(*args: str, cwd=None) -> str:
 
 
 def backup(harness, tmp_path, age_keys, opts):
-    recipient, _ = age_keys
-    return harness.backup(EtcdExporter, opts, base_dir=str(tmp_path), recipients=[recipient])
+    recipient, identity = age_keys
+    return harness.backup(EtcdExporter, opts, base_dir=str(tmp_path), recipients=[recipient], identities=[identity])
 
 
 def test_backup_is_a_secret_verified_snapshot_with_revision_and_members(harness, tmp_path, etcd, age_keys):

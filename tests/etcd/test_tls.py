@@ -76,7 +76,8 @@ def test_snapshot_over_tls_with_a_client_certificate(harness, tmp_path, age_keys
         endpoint = f"https://127.0.0.1:{server.port}"
         cluster = {"name": "cp", "endpoints": [endpoint], "ca_file": "pki/ca.crt"}
         keyed = {**cluster, "cert_file": "pki/apiserver-etcd-client.crt", "key_file": "pki/apiserver-etcd-client.key"}
-        done = harness.backup(EtcdExporter, {"clusters": [keyed]}, base_dir=str(tmp_path), recipients=[age_keys[0]])
+        done = harness.backup(EtcdExporter, {"clusters": [keyed]}, base_dir=str(tmp_path), recipients=[age_keys[0]],
+                              identities=[age_keys[1]])
         (artifact,) = done.artifacts
         assert artifact.meta["endpoint"] == endpoint and artifact.meta["revision"] >= 1
 
