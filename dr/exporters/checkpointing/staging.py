@@ -54,12 +54,11 @@ class Stage:
     """Where one checkpoint restore writes before it is published.
 
     dest, prefix: the destination place and the directory the checkpoint's files are relative
-    to (the step directory; a single file's run directory). name: the checkpoint's own name
-    in it's parent (`step-100`, `step-100.pt`). place, root: where the files are written."""
+    to (the step directory; a single file's run directory). place, root: where the files are
+    written (a directory of their own; the staging prefix in the destination bucket)."""
 
     dest: Place
     prefix: str
-    name: str
     is_dir: bool
     place: Place
     root: str
@@ -128,14 +127,14 @@ def open_stage(dest: Place, prefix: str, path: str, is_dir: bool) -> Stage:
     root = join(parent, STAGING + name)
     if dest.is_s3:
         _clear_prefix(dest, root)
-        return Stage(dest, prefix, name, is_dir, dest, root)
+        return Stage(dest, prefix, is_dir, dest, root)
     staging = Path(dest.url) / root
     _remove_left_over(staging)
     made = tuple(d for d in reversed(staging.parents) if not d.exists())
     staging.mkdir(parents=True)
     lock = os.open(staging, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    return Stage(dest, prefix, name, is_dir, RetryingPlace(LocalPlace(staging)), "", lock, made)
+    return Stage(dest, prefix, is_dir, RetryingPlace(LocalPlace(staging)), "", lock, made)
 
 
 def _remove_left_over(staging: Path) -> None:
