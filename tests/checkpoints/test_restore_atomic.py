@@ -12,10 +12,13 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 
 from dr.cli.exitcodes import Exit
 from dr.cli.main import main
 from tests.checkpoints.test_verify_tampered_copies import TAMPERING, _copy, back_up
+from tests.checkpoints.writers import Trainer
+from tests.cli.planfiles import local_target, write_plan
 
 
 @pytest.fixture
@@ -75,3 +78,32 @@ def test_without_overwrite_an_older_step_is_a_conflict(backed_up, capsys):
     outcome = json.loads(capsys.readouterr().out)
     assert code != Exit.OK and outcome["counts"].get("conflict"), outcome
     assert tree(back) == before
+
+
+def test_a_single_file_checkpoint_is_published_by_one_rename_or_not_at_all(tmp_path, capsys):
+    """torch.save's step-100.pt: staged in llama/.dr-staging-step-100.pt/, renamed beside step-50.pt."""
+    trainer = Trainer()
+    trainer.step(2)
+    (tmp_path / "runs" / "llama").mkdir(parents=True)
+    torch.save({"model": trainer.model.state_dict()}, tmp_path / "runs" / "llama" / "step-100.pt")
+    plan = write_plan(tmp_path / "plan.yaml", local_target(tmp_path / "repo"),
+                      f"  - name: training\n    type: checkpoints\n    rpo: 1d\n"
+                      f"    roots: [\"{tmp_path / 'runs'}\"]\n    dr_copy: \"{tmp_path / 'dr-copy'}\"\n"
+                      "    settle_seconds: 0\n")
+    assert main(["backup", "--plan", plan, "-q"]) == Exit.OK
+    [copied] = (tmp_path / "dr-copy").rglob("step-100.pt")
+    intact = copied.read_bytes()
+    back = tmp_path / "back"
+    (back / "llama").mkdir(parents=True)
+    (back / "llama" / "step-50.pt").write_bytes(b"an older step")
+    before = tree(back)
+    copied.write_bytes(intact[:100] + bytes([intact[100] ^ 1]) + intact[101:])
+    restore = ["restore", "--plan", plan, "--source", "training", "--to", str(back), "--json"]
+    capsys.readouterr()
+    assert main(restore) != Exit.OK
+    assert json.loads(capsys.readouterr().out)["counts"].get("failed")
+    assert tree(back) == before
+    copied.write_bytes(intact)
+    assert main(restore) == Exit.OK
+    assert (back / "llama" / "step-100.pt").read_bytes() == (tmp_path / "runs" / "llama" / "step-100.pt").read_bytes()
+    assert sorted(p.name for p in (back / "llama").iterdir()) == ["step-100.pt", "step-50.pt"]
