@@ -2,8 +2,9 @@
 
 A files restore with --to whose one blob is damaged leaves the destination as it was. Real
 `dr restore` processes of a checkpoint step and of a files source, SIGKILLed once a random
-share of the bytes is written (staging included): while they run and after the kill, a step directory or a file under its
-final name is always whole; the next restore completes and leaves no staging name behind.
+share of the bytes is written (staging included): while they run and after the kill, a step
+directory or a file under its final name is always whole; the next restore completes and
+leaves no staging name behind.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ def test_a_files_restore_with_a_damaged_blob_leaves_the_destination_as_it_was(tm
     (dest / "data" / "d0").mkdir(parents=True)
     (dest / "data" / "d0" / "f0.bin").write_bytes(b"the operator's older f0")  # --overwrite would replace it
     (dest / "kept.txt").write_text("not the source's")
+    (dest / "data" / "d1").write_text("a file where the source has a directory")  # set aside, put back
     before = tree(dest)
     restore = ["restore", "--plan", plan, "--source", "data", "--to", str(dest), "--overwrite", "--json"]
     code = main(restore)

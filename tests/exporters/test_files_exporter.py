@@ -123,7 +123,7 @@ def test_secret_content_is_encrypted_and_needs_the_identity(harness, tree, tmp_p
     dest = tmp_path / "out"
     [denied] = harness.restore(FilesExporter, opts(tree), secret, to=str(dest))
     assert denied.status == OutcomeStatus.FAILED and "identity" in denied.reason
-    assert os.listdir(dest) == []  # no file, no temporary, not the directory made for it (all or nothing)
+    assert not dest.exists()  # no file, no temporary, not the directories made for it (all or nothing)
 
     keys = [pyrage.x25519.Identity.from_str(identity)]
     outcomes = harness.restore(FilesExporter, opts(tree), backup.artifacts, to=str(dest), identities=keys)
@@ -247,7 +247,7 @@ def test_damaged_blob_fails_and_leaves_nothing_half_written(harness, tree, tmp_p
     assert "IntegrityError" in result["cfg/big.bin"].reason
     # all or nothing: the intact files were written under staging names, never renamed into place
     assert result["cfg/run.sh"].status == OutcomeStatus.FAILED and "cfg/big.bin" in result["cfg/run.sh"].reason
-    assert os.listdir(dest) == []
+    assert not dest.exists()  # nor the destination the restore created
 
 
 def test_destination_that_is_a_file_fails_every_item(harness, tree, tmp_path):

@@ -9,7 +9,8 @@ directory (`.dr-restore-<random>.tmp`, dot-prefixed, fsynced; a file's bytes ver
 reader as they are read), and only when every item of the restore succeeded are they renamed
 over their names, one rename each. If any item fails (a damaged or undecryptable blob, a
 symlink in the way), nothing is renamed: the staging files and the directories this restore
-created are removed, and the destination is as it was; every item says so. A killed restore
+created are removed, a file that stood where a directory belongs (--overwrite) and was set
+aside under a staging name is put back, and the destination is as it was; every item says so. A killed restore
 leaves only staging files (and new directories), which the next restore removes from each
 directory it writes to; a file under its own name is always whole.
 """
@@ -66,6 +67,7 @@ class Restore:
         self.dirs: list[tuple[list[str], Artifact, Outcome]] = []
         self.staged: list[tuple[list[str], str]] = []  # (the item's path parts, its staging name)
         self.made: list[list[str]] = []  # directories this restore created, parents first
+        self.aside: list[tuple[list[str], str]] = []  # (a directory's parts, what was at its name, renamed)
         self.keep_special = request.remap.get(KEEP_SPECIAL) == "true"
 
     def _mode(self, artifact: Artifact) -> int:
@@ -105,32 +107,38 @@ class Restore:
             yield outcome
 
     def _commit(self) -> None:
-        for parts, tmp in self.staged:
-            parent = self._open_dir(parts[:-1])
-            try:
-                # rename(2) replaces a symlink at the name itself; it never follows it
-                os.replace(tmp, parts[-1], src_dir_fd=parent, dst_dir_fd=parent)
-            finally:
-                if parent != self.root:
-                    os.close(parent)
+        """Rename each staged item over its name; what was set aside for a directory goes."""
+        for parts, tmp in self.staged:  # rename(2) replaces a symlink at the name itself, never follows it
+            self._in_parent(parts, lambda fd, p=parts, t=tmp: os.replace(t, p[-1], src_dir_fd=fd, dst_dir_fd=fd))
+        for parts, aside in self.aside:
+            self._in_parent(parts, lambda fd, a=aside: os.unlink(a, dir_fd=fd))
 
     def _abandon(self, outcomes: list[Outcome], failed: list[str]) -> Iterator[Outcome]:
-        """A failed item: remove every staging file and created directory, and say so."""
+        """A failed item: remove every staging file and created directory, put back what was
+        set aside for a directory, and say so."""
         for parts, tmp in self.staged:
             with contextlib.suppress(OSError):
-                parent = self._open_dir(parts[:-1])
-                try:
-                    os.unlink(tmp, dir_fd=parent)
-                finally:
-                    if parent != self.root:
-                        os.close(parent)
-        for parts in reversed(self.made):
+                self._in_parent(parts, lambda fd, t=tmp: os.unlink(t, dir_fd=fd))
+        for parts in list(reversed(self.made)):
             with contextlib.suppress(OSError):  # not empty: something not ours is in it now
-                os.rmdir(os.path.join(self.dest, *parts))
+                self._in_parent(parts, lambda fd, p=parts: os.rmdir(p[-1], dir_fd=fd))
+        for parts, aside in self.aside:
+            with contextlib.suppress(OSError):
+                self._in_parent(parts, lambda fd, p=parts, a=aside: os.rename(a, p[-1], src_dir_fd=fd,
+                                                                               dst_dir_fd=fd))
         why = (f"not restored: {len(failed)} item(s) of this restore failed ({', '.join(failed[:3])}), "
                f"so nothing was written under its own name in {self.dest}")
         for outcome in outcomes:
             yield Outcome(outcome.item, Status.FAILED, why) if outcome.status == Status.RESTORED else outcome
+
+    def _in_parent(self, parts: list[str], step: Callable[[int], None]) -> None:
+        """step(fd of the item's parent directory), opened without following symlinks."""
+        parent = self._open_dir(parts[:-1])
+        try:
+            step(parent)
+        finally:
+            if parent != self.root:
+                os.close(parent)
 
     @staticmethod
     def _guarded(artifact: Artifact, step: Callable[[], Outcome | None]) -> Outcome | None:
@@ -226,10 +234,13 @@ class Restore:
         decided = self._decide(artifact, existing, False, f"directory {shown}")
         if decided:
             return decided
-        if existing is not None:
-            os.unlink(name, dir_fd=parent)  # overwrite: a file or symlink where a directory belongs
+        parts = _parts(artifact.identity)
+        if existing is not None:  # overwrite: a file or symlink where a directory belongs, kept aside
+            aside = f".dr-restore-{secrets.token_hex(8)}.tmp"  # until the restore is committed
+            os.rename(name, aside, src_dir_fd=parent, dst_dir_fd=parent)
+            self.aside.append((parts, aside))
         os.mkdir(name, 0o700, dir_fd=parent)
-        self.made.append(_parts(artifact.identity))
+        self.made.append(parts)
         return Outcome(artifact.identity, Status.RESTORED, f"created directory {shown}")
 
     def _finish_dir(self, parts: list[str], artifact: Artifact, outcome: Outcome) -> Outcome:
