@@ -65,5 +65,6 @@ def run_restore(plan: Plan, registry: Registry, source_name: str, snapshot_ref: 
             result.outcomes.append(Outcome(source_name, OutcomeStatus.FAILED, f"integrity: {reader.met(exc)}"))
         except EncryptionError as exc:  # secret content and no identity that opens it
             result.outcomes.append(Outcome(source_name, OutcomeStatus.FAILED, f"decryption: {exc}"))
-        result.damage = list(dict.fromkeys(reader.damage))
+        said_damaged = [f"{o.item}: {o.reason}" for o in result.outcomes if o.damaged]
+        result.damage = list(dict.fromkeys(reader.damage + said_damaged))
         return result

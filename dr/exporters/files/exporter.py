@@ -222,6 +222,13 @@ class FilesExporter(Exporter):
         return needs
 
     # -- restore -------------------------------------------------------------------------
+    def check_artifacts(self, artifacts: list[Artifact]) -> list[str]:
+        """The catalog facts restore() refuses as damage (identities that leave the destination,
+        modes, times, link targets), so that dr verify finds them first."""
+        from dr.exporters.files.restoring import catalog_problems
+
+        return catalog_problems(artifacts)
+
     def restore(self, artifacts: list[Artifact], reader: ContentReader,
                 request: RestoreRequest) -> Iterator[Outcome]:
         # imported here, not at the top: a backup never loads the restore side

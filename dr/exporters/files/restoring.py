@@ -32,6 +32,10 @@ from dr.exporters.files.exporter import (DIR_FLAGS, KEEP_SPECIAL, KINDS, READ_FL
 from dr.model.artifacts import Artifact
 
 
+class _Damaged(Exception):
+    """What the catalog says of an item is damaged or hostile: the item is refused as damage."""
+
+
 class _Refused(Exception):
     """A restore item that would leave the destination or write through a symlink."""
 
@@ -52,11 +56,11 @@ def destination_problem(dest: str, request: RestoreRequest) -> str:
 def _parts(identity: str) -> list[str]:
     """The components of a safe identity; refuse anything that could name a path outside."""
     if not identity or "\0" in identity or os.path.isabs(identity):
-        raise _Refused(f"refused: field 'identity' {identity!r:.200} is absolute or empty: the catalog is "
+        raise _Damaged(f"refused: field 'identity' {identity!r:.200} is absolute or empty: the catalog is "
                        "damaged or hostile")
     parts = identity.split("/")
     if any(p in ("", ".", "..") for p in parts):
-        raise _Refused(f"refused: field 'identity' {identity!r:.200} contains '..', '.' or an empty component: "
+        raise _Damaged(f"refused: field 'identity' {identity!r:.200} contains '..', '.' or an empty component: "
                        "the catalog is damaged or hostile")
     return parts
 
@@ -67,13 +71,13 @@ def _check_meta(artifact: Artifact) -> None:
     meta = artifact.meta
     mode, mtime = meta.get("mode"), meta.get("mtime_ns")
     if not (isinstance(mode, str) and len(mode) <= 6 and mode.isdigit() and set(mode) <= set("01234567")):
-        raise _Refused(f"refused: field 'meta.mode' is {mode!r:.60}, not an octal mode: the catalog is damaged or hostile")
+        raise _Damaged(f"refused: field 'meta.mode' is {mode!r:.60}, not an octal mode: the catalog is damaged or hostile")
     if type(mtime) is not int or not 0 <= mtime < 1 << 63:
-        raise _Refused(f"refused: field 'meta.mtime_ns' is {mtime!r:.60}, not nanoseconds since the epoch: the "
+        raise _Damaged(f"refused: field 'meta.mtime_ns' is {mtime!r:.60}, not nanoseconds since the epoch: the "
                        "catalog is damaged or hostile")
     target = meta.get("target", "")
     if not isinstance(target, str) or "\0" in target or (artifact.kind == "symlink" and not target):
-        raise _Refused(f"refused: field 'meta.target' is {target!r:.60}, not a symlink target: the catalog is "
+        raise _Damaged(f"refused: field 'meta.target' is {target!r:.60}, not a symlink target: the catalog is "
                        "damaged or hostile")
 
 
@@ -162,6 +166,8 @@ class Restore:
     def _guarded(artifact: Artifact, step: Callable[[], Outcome | None]) -> Outcome | None:
         try:
             return step()
+        except _Damaged as exc:
+            return Outcome(artifact.identity, Status.FAILED, str(exc), damaged=True)
         except _Refused as exc:
             return Outcome(artifact.identity, Status.FAILED, str(exc))
         except Exception as exc:  # one item's failure (I/O, integrity, decryption) must not stop the rest
@@ -322,3 +328,16 @@ class Restore:
 def _mkdir_open(name: str, parent: int) -> int:
     os.mkdir(name, 0o700, dir_fd=parent)
     return os.open(name, DIR_FLAGS, dir_fd=parent)
+
+
+def catalog_problems(artifacts: list[Artifact]) -> list[str]:
+    """What a restore would refuse as damage in these catalog entries (Exporter.check_artifacts)."""
+    problems = []
+    for artifact in artifacts:
+        try:
+            _parts(artifact.identity)
+            if artifact.kind in KINDS:
+                _check_meta(artifact)
+        except _Damaged as exc:
+            problems.append(f"{artifact.identity!r:.200}: {exc}")
+    return problems
