@@ -187,3 +187,25 @@ def test_retention_counts_good_runs_and_keeps_what_failed_runs_captured():
     assert snapshots_to_forget(snapshots, [("git", {"keep_last": 1})]) == ["empty"]
     assert snapshots_to_forget(snapshots, [("git", {"keep_last": 0})]) == ["partial", "empty"]
     assert snapshots_to_forget(snapshots, [("git", {"keep_last": None})]) == []  # no policy: keep all
+
+
+def test_the_audit_judges_a_failed_source_from_its_newest_good_backup(tmp_path, capsys, hours):
+    data, other = tmp_path / "data", tmp_path / "other"
+    for folder, files in ((data, 3), (other, 1)):
+        folder.mkdir()
+        for n in range(files):
+            (folder / f"f{n}.yaml").write_text(f"{folder.name}: {n}\n")
+    plan = _plan(tmp_path, f'  - name: other\n    type: files\n    paths: ["{other}"]\n'
+                           f'  - name: data\n    type: files\n    paths: ["{data}"]\n')
+    assert _run(capsys, "backup", "--plan", plan)[0] == Exit.OK
+    _, before = _run(capsys, "audit", "--plan", plan)
+    shutil.rmtree(data)
+    hours.append(hours[-1] + timedelta(hours=2))
+    code, backup = _run(capsys, "backup", "--plan", plan)
+    assert code == Exit.PARTIAL
+    _, after = _run(capsys, "audit", "--plan", plan)
+    assert after["snapshot"]["id"] == backup["results"][0]["snapshot"] != before["snapshot"]["id"]
+    assert after["snapshot"]["artifacts"] == before["snapshot"]["artifacts"] == 6  # 2 folders, 4 files
+    [stale] = [f for f in after["findings"] if f["code"] == "stale-backup"]
+    assert "newest good snapshot of source data" in stale["message"] and "2h old" in stale["message"]
+    assert "the run since failed: files-path-missing" in stale["message"]
