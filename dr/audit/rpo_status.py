@@ -5,9 +5,8 @@ exactly as the audit's staleness judges it (dr.audit.staleness); how many runs f
 why; and what the newest run noticed (its exporter's findings, as the audit reports them:
 dr.audit.backup_findings; a failed run's when there are some, they say why it failed). Then
 whatever each source's exporter keeps outside the repository and reports itself (contract v2
-rpo_report):
-for checkpoints, per training run and tier, the newest complete checkpoint at the source
-against the newest complete DR copy, checked as a restore checks it (a damaged copy is a
+rpo_report): for checkpoints, per training run and tier, the newest complete checkpoint at the
+source against the newest complete DR copy, checked as a restore checks it (a damaged copy is a
 breach; with read_data every byte is hashed).
 """
 

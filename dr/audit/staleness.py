@@ -76,12 +76,13 @@ def stale_findings(plan: Plan, target: TargetSpec, snapshots: list[Snapshot], no
             findings.append(Finding(
                 "stale-backup", BLOCKER,
                 f"no snapshot in target {target.name} is a good backup of source {source.name}: there "
-                f"is nothing to restore it from{entry.failed_runs()}", kind="source", reference=source.name, sources=[source.name]))
+                f"is nothing to restore it from{entry.failed_runs()}", kind="source",
+                reference=source.name, sources=[source.name]))
         elif entry.breach:
             findings.append(Finding(
                 "stale-backup", WARNING,
                 f"the newest good snapshot of source {source.name} ({snap.short_id}, "
                 f"{snap.time:%Y-%m-%d %H:%M}Z) is {format_duration(entry.age)} old; its RPO is "
-                f"{format_duration(source.rpo_delta)}{entry.failed_runs()}", kind="source", reference=source.name,
-                sources=[source.name]))
+                f"{format_duration(source.rpo_delta)}{entry.failed_runs()}", kind="source",
+                reference=source.name, sources=[source.name]))
     return findings
