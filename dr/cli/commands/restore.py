@@ -91,6 +91,9 @@ def _restore_source(args: argparse.Namespace, out: Output) -> int:
                          identities=keys, target_name=args.target, lock_wait=args.lock_wait)
     verb = "would restore" if args.dry_run else "restored"
     out.say(f"snapshot {result.snapshot.short_id}, source {result.source}: {verb} to {to or '(default)'}")
+    if result.failed_since:
+        out.warn(f"source {result.source}: restoring its newest good backup, snapshot {result.snapshot.short_id} "
+                 f"({result.snapshot.time:%Y-%m-%d %H:%M}Z); {result.failed_runs()}")
     out.say_lines(_outcome_lines(result.outcomes, quiet=out.quiet))
     counts = ", ".join(f"{n} {status}" for status, n in sorted(result.counts().items()))
     out.say(f"summary: {counts or 'nothing to restore'}")

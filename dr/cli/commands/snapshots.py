@@ -16,7 +16,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
     out.say(f"{len(snaps)} snapshots in {repo.description} (target {target.name})"
             + (f", and {len(damaged)} damaged ones (exit 6)" if damaged else ""))
     for snap in snaps:
-        sources = ", ".join(s.name + ("" if s.ok else " (failed)") for s in snap.sources)
+        sources = ", ".join(s.name + ("" if s.good else " (failed)") for s in snap.sources)
         out.say(f"  {snap.short_id}  {snap.time:%Y-%m-%d %H:%M:%S}Z  {snap.catalog_entries:>7} artifacts  "
                 f"{human_size(snap.held_bytes):>10}  {sources}")
     for snapshot_id, problem in damaged.items():

@@ -20,6 +20,7 @@ from dr.exporters.registry import PluginError, Registry
 from dr.metrics.samples import status_run_samples, status_samples
 from dr.model.durations import format_duration
 from dr.model.plans import Plan
+from dr.model.snapshots import failed_runs
 from dr.repository.locks import Lock
 from dr.repository.repositories import NotARepository
 from dr.repository.targets import choose_target, open_target
@@ -32,10 +33,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
     status = rpo_status(plan, registry, target, read_data=args.read_data)
     status.runs.extend(_copy_rows(plan, registry, target, args))
     for row in status.sources:
-        age = "never backed up" if row["age_seconds"] is None else \
-            f"{format_duration(timedelta(seconds=int(row['age_seconds'])))} ago"
-        out.say(f"{row['source']:<24} newest snapshot {age}; rpo {row['rpo'] or '-'}"
-                + ("  BREACH" if row["breach"] else ""))
+        out.say(_source_line(row))
         for finding in row["findings"]:
             out.say(f"  {finding['severity']:<7} {finding['code']}"
                     + (f" {finding['object']}" if finding["object"] else "") + f": {finding['message']}")
@@ -46,6 +44,15 @@ def run(args: argparse.Namespace, out: Output) -> int:
     publish(args, out, lambda now: status_samples(plan.name, target.name, status.to_json(), objectives)
             + status_run_samples(plan.name, target.name, now))
     return Exit.RPO_BREACH if status.breached else Exit.OK
+
+
+def _source_line(row: dict) -> str:
+    """"config  newest good backup 5h ago; the 4 runs since failed: <why>; rpo 1h  BREACH"."""
+    seconds = row["age_seconds"]
+    age = "no good backup" if seconds is None else \
+        f"newest good backup {format_duration(timedelta(seconds=int(seconds)))} ago"
+    failed = failed_runs(row["failed_runs"], row["failure"] or "", seconds is not None)
+    return f"{row['source']:<24} {age}{failed}; rpo {row['rpo'] or '-'}" + ("  BREACH" if row["breach"] else "")
 
 
 def _copy_rows(plan: Plan, registry: Registry, target, args: argparse.Namespace) -> list[dict]:
