@@ -59,14 +59,12 @@ NOT_ORDERING = frozenset({"webhook-service"})
 
 def derived(artifacts: Iterable[Artifact]) -> dict[str, dict[str, str]]:
     """after -> {before: why}: the provider's type before the type whose objects name it."""
-    artifacts = list(artifacts)
+    typed = [(ResourceType.from_meta(a.meta).qualified, a) for a in artifacts]
     provider: dict[str, str] = {}
-    for artifact in artifacts:
-        qualified = ResourceType.from_meta(artifact.meta).qualified
+    for qualified, artifact in typed:
         provider.update(dict.fromkeys(artifact.meta.get("provides") or (), qualified))
     found: dict[str, dict[str, str]] = {}
-    for artifact in artifacts:
-        qualified = ResourceType.from_meta(artifact.meta).qualified
+    for qualified, artifact in typed:
         for dependency in artifact.dependencies:
             before = provider.get(dependency.reference)
             if before and before != qualified and dependency.kind not in NOT_ORDERING:
