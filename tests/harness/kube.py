@@ -57,7 +57,9 @@ What is emulated (as a real API server does it)
 
 What a real API server does differently (not emulated)
 ------------------------------------------------------
-* No authentication, authorization (RBAC is stored, not enforced), admission or webhooks.
+* No authentication, authorization (RBAC is stored, not enforced) or webhooks; admission only
+  through stand-ins a test adds (``add_admission_webhook``: a Python check run on every create,
+  its refusal answered in kube-apiserver's words, ``admission webhook "<name>" denied the request``).
 * No schema validation: invalid objects are accepted (custom resources are only pruned and
   defaulted); built-in types get no defaulting beyond the few listed above.
 * No controllers: Deployments create no Pods, Jobs never run, PVCs stay Pending, no garbage
@@ -1000,6 +1002,7 @@ class KubeApiEmulator(kmock.KubernetesEmulator):
         meta = obj["metadata"]
         meta.update(uid=str(uuid.uuid4()), creationTimestamp=_now(), generation=1)
         meta["managedFields"] = self._managed_fields(rtype, version, obj, None, manager, "Update", None)
+        self._admit(rtype, obj)
         if dry_run:
             return obj
         meta["resourceVersion"] = str(self.next_rv())
@@ -1007,6 +1010,14 @@ class KubeApiEmulator(kmock.KubernetesEmulator):
         self._emit("ADDED", rtype, obj)
         self._after_create(rtype, obj)
         return obj
+
+    # ---- admission: stand-ins for validating webhooks (EmulatedCluster.add_admission_webhook) ----
+
+    def _admit(self, rtype: ResourceType, obj: dict[str, Any]) -> None:
+        for name, code, check in getattr(self, "admission_webhooks", ()):
+            refusal = check(self, rtype, obj)
+            if refusal:
+                raise ApiError(code, f'admission webhook "{name}" denied the request: {refusal}')
 
     def _after_create(self, rtype: ResourceType, obj: dict[str, Any]) -> None:
         if rtype.key == NS_KEY and self.namespace_defaults:
@@ -1727,6 +1738,13 @@ class EmulatedCluster:
         rtype = ResourceType(group=group, plural=plural, kind=kind, namespaced=namespaced,
                              versions=[version], subresources=tuple(subresources))
         self.call(lambda em: em.add_type(rtype))
+
+    def add_admission_webhook(self, name: str, check: Callable[[KubeApiEmulator, ResourceType, dict[str, Any]],
+                                                           str | None], code: int = 403) -> None:
+        """A stand-in validating webhook: `check(emulator, type, object)` runs on every create, in the
+        emulator's thread (so it may read the store); a non-empty answer refuses the create with `code`."""
+        # kept out of __attrs_post_init__ on purpose: a stand-in is a test's own addition
+        self.call(lambda em: em.__dict__.setdefault("admission_webhooks", []).append((name, code, check)))
 
     @property
     def resource_version(self) -> int:
