@@ -65,7 +65,7 @@ def _copy_rows(plan: Plan, registry: Registry, target, args: argparse.Namespace)
     except NotARepository:
         return []  # nothing backed up yet: the per-source rows already say so
     sources = {s.name for s in plan.spec.sources if not _reports_own_copies(registry, s.type)}
-    with Lock(repo, exclusive=False, command="dr status").acquire():
+    with Lock(repo, exclusive=False, command="dr status").acquire(args.lock_wait):
         found = check_outside_copies(plan, registry, repo, read_data=args.read_data,
                                      identities=identities(args, plan), sources=sources)
     return [{"source": copies.source, "subject": f"{copies.source} copy {report.what}",
@@ -91,6 +91,8 @@ def arguments(p: argparse.ArgumentParser) -> None:
                    "the repository (without it: marker, manifest and sizes are checked)")
     p.add_argument("--identity", metavar="FILE", help="age identity file, to read secret artifacts that record "
                    "copies (default: the file named by the plan's identity_env)")
+    p.add_argument("--lock-wait", type=float, default=0.0, metavar="SECONDS",
+                   help="wait this long for a running prune (the exclusive lock) to finish; default: fail at once")
     metrics_args(p)
 
 
