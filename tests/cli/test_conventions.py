@@ -118,7 +118,7 @@ def test_version_names_the_format_contract_python_and_exporters(capsys):
         main(["--version"])
     line = capsys.readouterr().out
     assert stopped.value.code == 0
-    assert line.startswith(f"dr {__version__} (repository format 1, exporter contract 2, Python 3.")
+    assert line.startswith(f"dr {__version__} (repository format 1, Python 3.")
     code, out, _ = _run(capsys, ["version", "--json"])
     document = json.loads(out)
     assert code == Exit.OK and document["dr"] == __version__ and document["repository_format"] == 1
@@ -167,3 +167,14 @@ def test_the_documents_have_the_keys_docs_json_md_lists(plan, tmp_path, capsys, 
         document = json.loads(out)
         assert set(document) == keys, (command, code, err)
     assert len(documented) == 10
+
+
+def test_version_option_stays_as_cheap_as_help():
+    """`dr --version` imports no pydantic (the exporter contract is `dr version`'s)."""
+    import subprocess
+
+    code = ("import sys, json\nfrom dr.cli.main import main\ntry:\n    main(['--version'])\nexcept SystemExit:\n"
+            "    pass\nprint(json.dumps(sorted(m for m in sys.modules if m.startswith(('pydantic', 'dr.exporters')))))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
