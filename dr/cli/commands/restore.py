@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 
-from dr.cli.arguments import CommandSpec, UsageError, identities, open_plan, plan_and_target_args
+from dr.cli.arguments import CommandSpec, UsageError, identities, lock_wait_arg, open_plan, plan_and_target_args
 from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
 from dr.cli.output import Output
@@ -61,7 +61,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace items that exist and differ")
     p.add_argument("--identity", metavar="FILE", help="age identity file for secret content "
                    "(default: the file named by the plan's identity_env variable)")
-    p.add_argument("--lock-wait", type=float, default=0.0, metavar="SECONDS")
+    lock_wait_arg(p)
     p.add_argument("--remap", action="append", metavar="KEY=VALUE",
                    help="an exporter remap key (docs/restore.md lists them), repeatable")
 
