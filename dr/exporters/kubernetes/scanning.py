@@ -13,8 +13,8 @@ dependency, only links and runtime state):
               image, *Image     any string under such a key                               image
   fields    fields whose meaning is known exactly, per API group (wellknown.py): Argo CD, Flux,
             cert-manager, External Secrets, ServiceAccounts
-  strings   every other string: URLs, object-store URIs, git remotes, Service DNS names and the
-            plan's own host names (references.py)
+  strings   every other string: URLs, object-store URIs, git remotes, Service DNS names, AWS
+            ARNs and the plan's own host names (references.py)
 Each dependency's detail names the object and the JSON path where it was found
 (`Deployment/ns/name .spec.template.spec.containers[0].env[2].value`). Image references are
 recorded with their registry written out (dr.model.locations.canonical_image): `busybox` is
@@ -153,7 +153,8 @@ class Scanner:
                 if key == "image" or (type(key) is str and key[-5:] == "Image"):
                     if value:
                         state.add_found("image", canonical_image(value), path, key)
-                elif "://" in value or "git@" in value or ".svc" in value or (with_hosts and "." in value):
+                elif ("://" in value or "git@" in value or ".svc" in value or "arn:" in value
+                      or (with_hosts and "." in value)):
                     for found_kind, reference, note in references.find(value, self.hosts):
                         state.add_found(found_kind, reference, path, key, note)
             elif (kind is dict and key not in _NEVER_REFERENCES) or kind is list:
