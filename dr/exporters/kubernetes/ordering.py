@@ -7,7 +7,8 @@ matching `after`, and why. A selector is a qualified resource name (`secrets`,
   @namespaced  namespaced types
   @workloads   types whose objects carry a pod template (found in the backup, any kind)
   @webhooks    admission webhook configurations
-  @config      everything that is neither a workload nor a webhook configuration
+  @policies    ValidatingAdmissionPolicies and their bindings (enforced by the API server itself)
+  @config      everything that is neither a workload, a webhook configuration nor a policy
 The types of one backup become the graph's nodes, each rule adds edges, and the graph is cut
 into levels by dr.model.levelling (a type's level is one more than its deepest predecessor's;
 its docstring holds the cycle policy, which no rule set here triggers). Everything in a level
@@ -24,7 +25,7 @@ from dr.exporters.kubernetes.resources import ResourceType
 from dr.model.levelling import cut
 
 CRDS = "customresourcedefinitions.apiextensions.k8s.io"
-CM, KQ = "cert-manager.io", "kueue.x-k8s.io"
+CM, KQ, AR = "cert-manager.io", "kueue.x-k8s.io", "admissionregistration.k8s.io"
 
 RULES: list[tuple[str, str, str]] = [
     # (before, after, why)
@@ -64,7 +65,14 @@ RULES: list[tuple[str, str, str]] = [
                                 "object restored after it (failurePolicy: Fail)"),
     ("@config", "@webhooks", "a webhook whose service is not running yet would reject every "
                              "object restored after it (failurePolicy: Fail)"),
+    ("@config", "@policies", "an admission policy enforced during the restore would refuse the objects "
+                             "the source admitted before the policy existed; its params come first"),
+    ("@workloads", "@policies", "an admission policy enforced during the restore would refuse the "
+                                "objects the source admitted before the policy existed"),
+    (f"validatingadmissionpolicies.{AR}", f"validatingadmissionpolicybindings.{AR}",
+     "a binding enforces the policy it names (spec.policyName): the policy first, as it was written"),
 ]
+POLICIES = {(AR, "validatingadmissionpolicies"), (AR, "validatingadmissionpolicybindings")}
 WEBHOOKS = {("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
             ("admissionregistration.k8s.io", "mutatingwebhookconfigurations")}
 
@@ -86,9 +94,9 @@ class Level:
 
 
 def matches(selector: str, info: TypeInfo) -> bool:
-    webhook = info.rtype.key in WEBHOOKS
+    webhook, policy = info.rtype.key in WEBHOOKS, info.rtype.key in POLICIES
     sets = {"@custom": info.custom, "@namespaced": info.rtype.namespaced, "@workloads": info.workload,
-            "@webhooks": webhook, "@config": not info.workload and not webhook}
+            "@webhooks": webhook, "@policies": policy, "@config": not info.workload and not webhook and not policy}
     return sets[selector] if selector in sets else selector == info.rtype.qualified
 
 
