@@ -1,0 +1,83 @@
+"""Names an object asserts or serves are not dependencies (issue 25, item 6): no false blocker.
+
+A cert-manager Certificate (the upstream CRD) for a webhook's Service names and a public host of
+cluster-a, an Ingress and a Gateway API route serving that host: recovery reissues the certificate
+and serves the hosts from the recovery cluster, so none of these names may be a blocker when
+cluster-a is lost. Beside them, a planted dependency on the same domain (a Deployment reading the
+Vault of cluster-a) must still be flagged, so the test fails both ways.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import yaml
+
+from dr.cli.exitcodes import Exit
+from tests.audit.test_coverage import _audit, dr  # noqa: F401  (dr is a fixture)
+from tests.audit.test_planted_references import _blocked, _plan
+from tests.harness import write_kubeconfig
+from tests.kubernetes.upstream import cluster_with, schemaless_crd, upstream
+
+SERVED_HOST = "models.cluster-a.internal"
+WEBHOOK_NAMES = ["kueue-webhook-service.kueue-system.svc", "kueue-webhook-service.kueue-system.svc.cluster.local"]
+VAULT_IN_CLUSTER = "https://vault.cluster-a.internal:8200"
+ROUTE_CRD = schemaless_crd("gateway.networking.k8s.io", "httproutes", "HTTPRoute")
+
+
+def _objects() -> list[dict]:
+    def certificate(name: str, namespace: str, names: list[str]) -> dict:
+        return {"apiVersion": "cert-manager.io/v1", "kind": "Certificate",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {"secretName": f"{name}-tls", "dnsNames": names, "commonName": names[0],
+                         "issuerRef": {"name": "selfsigned", "kind": "Issuer"}}}
+
+    backend = {"service": {"name": "server", "port": {"number": 80}}}
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kueue-system"}},
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}},
+        *({"apiVersion": "cert-manager.io/v1", "kind": "Issuer", "metadata": {"name": "selfsigned", "namespace": ns},
+           "spec": {"selfSigned": {}}} for ns in ("kueue-system", "ml")),
+        certificate("kueue-webhook", "kueue-system", WEBHOOK_NAMES),
+        certificate("models", "ml", [SERVED_HOST]),
+        {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "models", "namespace": "ml"},
+         "spec": {"tls": [{"hosts": [SERVED_HOST], "secretName": "models-tls"}],
+                  "rules": [{"host": SERVED_HOST, "http": {"paths": [
+                      {"path": "/", "pathType": "Prefix", "backend": backend}]}}]}},
+        {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute", "metadata": {"name": "models", "namespace": "ml"},
+         "spec": {"hostnames": [SERVED_HOST], "rules": [{"backendRefs": [{"name": "server", "port": 80}]}]}},
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "server", "namespace": "ml"},
+         "spec": {"selector": {"matchLabels": {"app": "server"}}, "template": {
+             "metadata": {"labels": {"app": "server"}},
+             "spec": {"containers": [{"name": "server", "image": "docker.io/vllm/vllm-openai:v0.6.0",
+                                      "env": [{"name": "VAULT_ADDR", "value": VAULT_IN_CLUSTER}]}]}}}},
+    ]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    crds = [ROUTE_CRD] + [doc for name in ("issuers", "certificates")
+                          for doc in upstream(f"cert-manager/crds/cert-manager.io_{name}.yaml")]
+    with cluster_with(crds, _objects()) as cluster:
+        yield cluster
+
+
+def test_asserted_names_are_no_blockers_and_a_real_dependency_still_is(dr, capsys, tmp_path, cluster):  # noqa: F811
+    kubeconfig = write_kubeconfig(os.path.join(tmp_path, "kubeconfig"), {"source": cluster}, current="source")
+    plan_path = _plan(tmp_path, kubeconfig)
+    with open(plan_path) as source:
+        plan = yaml.safe_load(source)
+    plan["sources"][0]["workload_kinds"] = ["Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "Pod",
+                                            "Ingress"]
+    with open(plan_path, "w") as out:
+        yaml.safe_dump(plan, out, sort_keys=False)
+    assert dr(["backup", "--plan", plan_path]) == Exit.OK, capsys.readouterr()
+    code, document = _audit(dr, capsys, plan_path)
+
+    blocked = _blocked(document)
+    assert ("dependency-in-failed-domain", VAULT_IN_CLUSTER) in blocked["cluster-a"], blocked["cluster-a"]
+    flagged = [(f["code"], f["reference"]) for f in document["findings"] if f["severity"] in ("blocker", "warning")]
+    for name in [SERVED_HOST, *WEBHOOK_NAMES]:
+        assert not [f for f in flagged if name.split(".svc")[0] in f[1]], (name, flagged)
+    assert code == Exit.BLOCKERS
