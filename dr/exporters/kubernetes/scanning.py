@@ -56,6 +56,7 @@ _ASSERTED_NAMES: dict[tuple[str, str], tuple[tuple[str, ...], ...]] = {
 _NEVER_REFERENCES = frozenset({"metadata", "status", "resources", "ports", "securityContext", "selector",
                                "matchLabels", "matchExpressions", "affinity", "tolerations", "nodeSelector",
                                "labels"})
+_NEVER_BUT_METADATA = _NEVER_REFERENCES - {"metadata"}
 
 
 @lru_cache(maxsize=4096)  # objects of one type repeat the same few paths
@@ -154,8 +155,11 @@ class Scanner:
             if "storageClassName" in node or "clientConfig" in node:
                 state.found.update(dict.fromkeys(self._shapes(node, tuple(path), state.where)))
             children = node.items()
+            # `metadata` is an object's (or a template's, beside its `spec`): links, not references;
+            # elsewhere (a KEDA trigger's metadata) it is configuration like any other field
+            never = _NEVER_REFERENCES if not path or "spec" in node else _NEVER_BUT_METADATA
         elif type(node) is list:
-            children = enumerate(node)
+            children, never = enumerate(node), _NEVER_REFERENCES
         else:
             return
         with_hosts = self._with_hosts
@@ -166,10 +170,11 @@ class Scanner:
                 if key == "image" or (type(key) is str and key[-5:] == "Image"):
                     if value:
                         state.add_found("image", canonical_image(value), path, key)
-                elif "://" in value or "git@" in value or ".svc" in value or (with_hosts and "." in value):
+                elif "://" in value or "git@" in value or ".svc" in value or "arn:" in value \
+                        or "keyRings/" in value or (with_hosts and "." in value):
                     for found_kind, reference, note in references.find(value, self.hosts):
                         state.add_found(found_kind, reference, path, key, note)
-            elif (kind is dict and key not in _NEVER_REFERENCES) or kind is list:
+            elif (kind is dict and key not in never) or kind is list:
                 path.append(key)
                 self._visit(value, path, state)
                 path.pop()
