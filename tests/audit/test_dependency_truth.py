@@ -48,6 +48,10 @@ def _objects() -> list[dict]:
            "spec": {"selfSigned": {}}} for ns in ("kueue-system", "ml")),
         certificate("kueue-webhook", "kueue-system", WEBHOOK_NAMES),
         certificate("models", "ml", [SERVED_HOST]),
+        {"apiVersion": "cert-manager.io/v1", "kind": "ClusterIssuer", "metadata": {"name": "letsencrypt"},
+         "spec": {"selfSigned": {}}},
+        {"apiVersion": "cert-manager.io/v1", "kind": "Certificate", "metadata": {"name": "public", "namespace": "ml"},
+         "spec": {"secretName": "public-tls", "dnsNames": [SERVED_HOST], "issuerRef": {"name": "letsencrypt"}}},
         {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "models", "namespace": "ml"},
          "spec": {"tls": [{"hosts": [SERVED_HOST], "secretName": "models-tls"}],
                   "rules": [{"host": SERVED_HOST, "http": {"paths": [
@@ -70,7 +74,7 @@ def _objects() -> list[dict]:
 
 @pytest.fixture(scope="module")
 def cluster():
-    crds = [ROUTE_CRD, KEDA_CRD] + [doc for name in ("issuers", "certificates")
+    crds = [ROUTE_CRD, KEDA_CRD] + [doc for name in ("issuers", "clusterissuers", "certificates")
                           for doc in upstream(f"cert-manager/crds/cert-manager.io_{name}.yaml")]
     with cluster_with(crds, _objects()) as cluster:
         yield cluster
@@ -110,3 +114,10 @@ def test_storage_crypto_and_autoscaler_parameters_are_scanned(audited):
     assert ("dependency-in-failed-domain", PROMETHEUS_IN_CLUSTER) in blocked["cluster-a"], blocked["cluster-a"]
     key = next(f for f in document["findings"] if f["reference"] == KMS_KEY)
     assert key["artifact"].startswith("cluster/kubernetes-objects/storageclasses"), key
+
+
+def test_an_issuer_ref_left_to_its_default_kind_is_named_with_the_field(audited):
+    _, document = audited
+    [finding] = [f for f in document["findings"] if f["code"] == "backup-finding"
+                 and f["backup"].get("object") == "Certificate/ml/public"]
+    assert "spec.issuerRef.kind" in finding["message"] and "ClusterIssuer/letsencrypt" in finding["message"], finding
