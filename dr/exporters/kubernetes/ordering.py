@@ -7,7 +7,8 @@ matching `after`, and why. A selector is a qualified resource name (`secrets`,
   @namespaced  namespaced types
   @workloads   types whose objects carry a pod template (found in the backup, any kind)
   @webhooks    admission webhook configurations
-  @config      everything that is neither a workload nor a webhook configuration
+  @policies    ValidatingAdmissionPolicies and their bindings (enforced by the API server itself)
+  @config      everything that is neither a workload, a webhook configuration nor a policy
 Three strengths of edge: the RULES are firm; references between objects (referencing.py: the
 well-known ones as a table, the rest derived from the scan's records) are "reference" edges;
 the HINTS ("configuration before workloads") are loose. The types of one backup become the
@@ -32,7 +33,7 @@ from dr.model.levelling import cut
 
 Graph = dict[str, dict[str, tuple[str, str]]]  # after -> {before: (strength, why)}
 CRDS = "customresourcedefinitions.apiextensions.k8s.io"
-CM, KQ = "cert-manager.io", "kueue.x-k8s.io"
+CM, KQ, AR = "cert-manager.io", "kueue.x-k8s.io", "admissionregistration.k8s.io"
 
 RULES: list[tuple[str, str, str]] = [
     # (before, after, why)
@@ -71,6 +72,12 @@ RULES: list[tuple[str, str, str]] = [
                                 "object restored after it (failurePolicy: Fail)"),
     ("@config", "@webhooks", "a webhook whose service is not running yet would reject every "
                              "object restored after it (failurePolicy: Fail)"),
+    ("@config", "@policies", "an admission policy enforced during the restore would refuse the objects "
+                             "the source admitted before the policy existed; its params come first"),
+    ("@workloads", "@policies", "an admission policy enforced during the restore would refuse the "
+                                "objects the source admitted before the policy existed"),
+    (f"validatingadmissionpolicies.{AR}", f"validatingadmissionpolicybindings.{AR}",
+     "a binding enforces the policy it names (spec.policyName): the policy first, as it was written"),
 ]
 # Orders that help but that a reference outranks (a TrainJob is configuration, its runtime a
 # workload): set aside first when they close a cycle (dr.model.levelling's loose edges).
@@ -79,6 +86,7 @@ HINTS: list[tuple[str, str, str]] = [
 ]
 FIRM, REFERENCE, LOOSE = "firm", "reference", "loose"
 _RANK = {LOOSE: 0, REFERENCE: 1, FIRM: 2}
+POLICIES = {(AR, "validatingadmissionpolicies"), (AR, "validatingadmissionpolicybindings")}
 WEBHOOKS = {("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
             ("admissionregistration.k8s.io", "mutatingwebhookconfigurations")}
 
@@ -101,9 +109,9 @@ class Level:
 
 
 def matches(selector: str, info: TypeInfo) -> bool:
-    webhook = info.rtype.key in WEBHOOKS
+    webhook, policy = info.rtype.key in WEBHOOKS, info.rtype.key in POLICIES
     sets = {"@custom": info.custom, "@namespaced": info.rtype.namespaced, "@workloads": info.workload,
-            "@webhooks": webhook, "@config": not info.workload and not webhook}
+            "@webhooks": webhook, "@policies": policy, "@config": not info.workload and not webhook and not policy}
     return sets[selector] if selector in sets else selector == info.rtype.qualified
 
 
