@@ -12,7 +12,7 @@ string may name something a restore needs from outside the cluster:
                               detail says which Service it resolves to
   arn:aws:<service>:<region>:...
                               an AWS resource's ARN in any field (a StorageClass's kmsKeyId, a
-                              role, a secret): kms-key, secret-store (secretsmanager, ssm),
+                              role, a secret): kms, secret-store (secretsmanager, ssm),
                               acm-certificate, else cloud-resource; the placer reads its region
   host[:port][/path]          a bare host name, only when the plan places it (a location's host
                               or prefix, a placement rule): otherwise every dotted word would count
@@ -53,7 +53,7 @@ _SERVICE_DNS = re.compile(r"(?<![\w.-])([a-z0-9](?:[-a-z0-9]*[a-z0-9])?)\.([a-z0
 _BARE_HOST = re.compile(r"(?<![\w.@/:-])([a-zA-Z0-9](?:[-a-zA-Z0-9]*[a-zA-Z0-9])?(?:\.[-a-zA-Z0-9]+)+)"
                         r"(:\d{1,5})?(/[^\s\"'<>`\\,;]*)?")
 _ARN = re.compile(r"(?<![\w-])arn:aws[\w-]*:([\w-]+):[\w-]*:(?:\d*|aws):[^\s\"'<>`\\,;]+")
-ARN_KINDS = {"kms": "kms-key", "secretsmanager": "secret-store", "ssm": "secret-store", "acm": "acm-certificate"}
+ARN_KINDS = {"kms": "kms", "secretsmanager": "secret-store", "ssm": "secret-store", "acm": "acm-certificate"}
 _GCP_KMS_KEY = re.compile(r"(?<![\w-])projects/[\w.:-]+/locations/[\w-]+/keyRings/[\w-]+/cryptoKeys/[\w-]+")
 _TRAILING = ".,;:)]}'\""
 _IMAGE_TAG = re.compile(r"/[^/]+(?::[\w][\w.-]{0,127}|@sha256:[0-9a-f]{64})$")
@@ -132,7 +132,7 @@ def _cloud_keys(text: str, spans: list[tuple[int, int]]) -> Iterator[tuple[str, 
             yield ARN_KINDS.get(match.group(1), "cloud-resource"), match.group(0).rstrip(_TRAILING), ""
     for match in _GCP_KMS_KEY.finditer(text):
         if not _inside(match.start(), spans):
-            yield "kms-key", match.group(0), ""
+            yield "kms", match.group(0), ""
 
 
 def resolves_to(url: str) -> str:
