@@ -4,7 +4,7 @@ Each real server (MLflow, OpenBao, a distribution registry, moto S3) is put behi
 tests.harness.tls.TlsProxy, whose leaf certificate a PrivateCA signed. Without being told about
 that CA, each client must refuse the server; told the way its ecosystem tells it
 (MLFLOW_TRACKING_SERVER_CERT_PATH, VAULT_CACERT/VAULT_CAPATH, docker's certs.d or the source's
-ca_file, AWS_CA_BUNDLE, REQUESTS_CA_BUNDLE), it must get the real server's answer. The machine's
+ca_file, helm's ca_file, AWS_CA_BUNDLE), it must get the real server's answer. The machine's
 own REQUESTS_CA_BUNDLE (set here to the system bundle, as on CI) must not stand in the way.
 """
 
@@ -17,6 +17,7 @@ import time
 
 import pytest
 
+from dr.exporters.helm.transport import ChartError, Transport
 from dr.exporters.images.auth import Credentials
 from dr.exporters.images.errors import RegistryError
 from dr.exporters.images.exporter import Connections
@@ -29,6 +30,7 @@ from dr.repository.stores.s3 import S3Store
 from tests.fixtures_s3 import s3_client
 from tests.harness.registries import DistributionRegistry
 from tests.harness.tls import PrivateCA, TlsProxy
+from tests.helm.charts import ChartServer
 from tests.openbao import OpenBao
 from tests.servers import mlflow_server
 
@@ -155,6 +157,23 @@ def test_registry_trusts_docker_certs_d_or_the_source_ca_file(ca, registry_tls, 
     before = registry_tls.handshakes
     _registry(host, tmp_path).check()
     assert registry_tls.handshakes > before
+
+
+# -- a helm chart repository --------------------------------------------------------------------------
+@pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
+def test_helm_trusts_its_ca_file_and_tls_verify_false_beats_requests_ca_bundle(ca, tmp_path):
+    (tmp_path / "index.yaml").write_text("apiVersion: v1\nentries: {}\n")
+    server = ChartServer(tmp_path)
+    port = int(server.url.rsplit(":", 1)[1])
+    try:
+        with TlsProxy(port, ca.leaf("charts")) as proxy:
+            index = proxy.url + "/index.yaml"
+            with pytest.raises(ChartError, match="SSLError"):
+                Transport(5).request("GET", index)
+            assert "entries" in Transport(5, ca_file=ca.ca_file).request("GET", index).text
+            assert "entries" in Transport(5, verify_tls=False).request("GET", index).text
+    finally:
+        server.stop()
 
 
 # -- S3 (moto) ----------------------------------------------------------------------------------------
