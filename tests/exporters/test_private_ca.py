@@ -1,11 +1,12 @@
 """Every HTTPS client reaches a server behind a private CA (made here) through its ecosystem's settings.
 
-Each real server (MLflow, OpenBao, a distribution registry, moto S3) is put behind
+Each real server (MLflow, OpenBao, a distribution registry, a chart repository, moto S3) is put behind
 tests.harness.tls.TlsProxy, whose leaf certificate a PrivateCA signed. Without being told about
 that CA, each client must refuse the server; told the way its ecosystem tells it
 (MLFLOW_TRACKING_SERVER_CERT_PATH, VAULT_CACERT/VAULT_CAPATH, docker's certs.d or the source's
 ca_file, helm's ca_file, AWS_CA_BUNDLE), it must get the real server's answer. The machine's
 own REQUESTS_CA_BUNDLE (set here to the system bundle, as on CI) must not stand in the way.
+MLflow is also reached through HTTPS_PROXY (tests.harness.tls.ConnectProxy), and past it with NO_PROXY.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from dr.repository.stores.base import StoreError
 from dr.repository.stores.s3 import S3Store
 from tests.fixtures_s3 import s3_client
 from tests.harness.registries import DistributionRegistry
-from tests.harness.tls import PrivateCA, TlsProxy
+from tests.harness.tls import ConnectProxy, PrivateCA, TlsProxy
 from tests.helm.charts import ChartServer
 from tests.openbao import OpenBao
 from tests.servers import mlflow_server
@@ -37,7 +38,9 @@ from tests.servers import mlflow_server
 SYSTEM_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 CA_VARIABLES = ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE", "SSL_CERT_DIR", "AWS_CA_BUNDLE",
                 "MLFLOW_TRACKING_SERVER_CERT_PATH", "MLFLOW_TRACKING_CLIENT_CERT_PATH",
-                "MLFLOW_TRACKING_INSECURE_TLS", "VAULT_CACERT", "VAULT_CAPATH", "VAULT_SKIP_VERIFY")
+                "MLFLOW_TRACKING_INSECURE_TLS", "VAULT_CACERT", "VAULT_CAPATH", "VAULT_SKIP_VERIFY",
+                *(f"{p}_PROXY" for p in ("HTTPS", "HTTP", "ALL", "NO")),
+                *(f"{p}_proxy" for p in ("https", "http", "all", "no")))
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +50,7 @@ def ca(tmp_path_factory) -> PrivateCA:
 
 @pytest.fixture(autouse=True)
 def system_trust_only(monkeypatch):
-    """Only the system bundle is trusted to begin with, through the generic variable."""
+    """Only the system bundle is trusted to begin with, through the generic variable; no proxy."""
     for name in CA_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", SYSTEM_BUNDLE)
@@ -93,6 +96,18 @@ def test_mlflow_client_certificate_and_insecure_tls(monkeypatch, ca, mlflow_tls,
     monkeypatch.delenv("MLFLOW_TRACKING_SERVER_CERT_PATH")
     monkeypatch.setenv("MLFLOW_TRACKING_INSECURE_TLS", "true")  # beats REQUESTS_CA_BUNDLE
     assert "Default" in _experiments(mlflow_tls.url)
+
+
+def test_mlflow_goes_through_https_proxy_unless_no_proxy(monkeypatch, ca, mlflow_tls, client_pem):
+    monkeypatch.setenv("MLFLOW_TRACKING_SERVER_CERT_PATH", ca.ca_file)
+    monkeypatch.setenv("MLFLOW_TRACKING_CLIENT_CERT_PATH", client_pem)
+    with ConnectProxy() as proxy:
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+        assert "Default" in _experiments(mlflow_tls.url)
+        assert proxy.tunnels == [f"127.0.0.1:{mlflow_tls.port}"]
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        assert "Default" in _experiments(mlflow_tls.url)
+        assert len(proxy.tunnels) == 1  # reached directly
 
 
 # -- Vault / OpenBao ----------------------------------------------------------------------------------

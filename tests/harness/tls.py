@@ -61,7 +61,36 @@ class PrivateCA:
                 _write(os.path.join(self.folder, f"{name}.key"), key_pem))
 
 
-class TlsProxy:
+class _Listener:
+    """A loopback listener handing each connection to self._handle in a thread of its own."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return  # closed
+            threading.Thread(target=self._handle, args=(client,), daemon=True).start()
+
+    def _handle(self, client: socket.socket) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self.listener.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class TlsProxy(_Listener):
     """https://127.0.0.1:PORT, terminating TLS with `leaf` and relaying to 127.0.0.1:upstream_port."""
 
     def __init__(self, upstream_port: int, leaf: tuple[str, str], client_ca: str | None = None) -> None:
@@ -71,21 +100,11 @@ class TlsProxy:
         if client_ca:  # mutual TLS: a client certificate signed by client_ca is required
             self.context.verify_mode = ssl.CERT_REQUIRED
             self.context.load_verify_locations(cafile=client_ca)
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.url = f"https://127.0.0.1:{self.port}"
         self.handshakes = 0  # connections whose TLS handshake succeeded (the client trusted the leaf)
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__()
+        self.url = f"https://127.0.0.1:{self.port}"
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return  # closed
-            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
-
-    def _serve(self, client: socket.socket) -> None:
+    def _handle(self, client: socket.socket) -> None:
         try:
             tls = self.context.wrap_socket(client, server_side=True)
         except (ssl.SSLError, OSError):
@@ -96,14 +115,34 @@ class TlsProxy:
         threading.Thread(target=_pump, args=(upstream, tls), daemon=True).start()
         _pump(tls, upstream)
 
-    def close(self) -> None:
-        self.listener.close()
 
-    def __enter__(self) -> TlsProxy:
-        return self
+class ConnectProxy(_Listener):
+    """An HTTP proxy that only tunnels (CONNECT host:port), as HTTPS_PROXY names one; counts `tunnels`."""
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __init__(self) -> None:
+        self.tunnels: list[str] = []  # the host:port of each CONNECT
+        super().__init__()
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def _handle(self, client: socket.socket) -> None:
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = client.recv(4096)
+            if not chunk:
+                client.close()
+                return
+            head += chunk
+        verb, target = head.split(b" ", 2)[:2]
+        if verb != b"CONNECT":
+            client.sendall(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
+            client.close()
+            return
+        host, port = target.decode().rsplit(":", 1)
+        self.tunnels.append(target.decode())
+        upstream = socket.create_connection((host, int(port)))
+        client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        threading.Thread(target=_pump, args=(upstream, client), daemon=True).start()
+        _pump(client, upstream)
 
 
 def _pump(source: socket.socket, target: socket.socket) -> None:
