@@ -22,7 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from dr.cli.exitcodes import Exit
 from dr.cli.main import main
 from dr.model import clock
-from tests.cli.planfiles import local_target, write_plan
+from tests.cli.planfiles import local_target, tree_bytes, write_plan
 
 RPO = timedelta(minutes=90)  # hourly runs: the second failed run is the first past it
 RUNS = 24
@@ -84,22 +84,13 @@ def _kept(capsys, plan: str, good: str) -> None:
     assert main(["verify", "--plan", plan, "--read-data", "-q"]) == Exit.OK
 
 
-def _tree(root) -> dict[str, bytes]:
-    out = {}
-    for folder, _, names in os.walk(root):
-        for name in names:
-            path = os.path.join(folder, name)
-            with open(path, "rb") as handle:
-                out[os.path.relpath(path, root)] = handle.read()
-    return out
-
 
 def test_a_removed_files_path_never_costs_its_last_good_backup(tmp_path, capsys, hours):
     data = tmp_path / "data"
     (data / "sub").mkdir(parents=True)
     (data / "app.yaml").write_text("replicas: 3\n")
     (data / "sub" / "token").write_bytes(os.urandom(3000))
-    original = _tree(data)
+    original = tree_bytes(data)
     plan = _plan(tmp_path, f'  - name: data\n    type: files\n    paths: ["{data}"]\n')
     code, first = _run(capsys, "backup", "--plan", plan)
     assert code == Exit.OK and first["results"][0]["sources"][0]["artifacts"] == 4
@@ -114,7 +105,7 @@ def test_a_removed_files_path_never_costs_its_last_good_backup(tmp_path, capsys,
     captured = capsys.readouterr()
     assert f"snapshot {first['results'][0]['snapshot'][:8]}, source data: restored" in captured.out
     assert "restoring its newest good backup" in captured.err and "the run since failed" in captured.err
-    assert _tree(out / "data") == original
+    assert tree_bytes(out / "data") == original
 
 
 def _git(*argv, cwd=None) -> str:
