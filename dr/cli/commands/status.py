@@ -10,7 +10,7 @@ import argparse
 from datetime import timedelta
 
 from dr.audit.rpo_status import rpo_status
-from dr.cli.arguments import CommandSpec, identities, open_plan, plan_and_target_args
+from dr.cli.arguments import CommandSpec, identities, lock_wait_arg, open_plan, plan_and_target_args
 from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
 from dr.cli.metrics import metrics_args, publish
@@ -91,8 +91,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
                    "the repository (without it: marker, manifest and sizes are checked)")
     p.add_argument("--identity", metavar="FILE", help="age identity file, to read secret artifacts that record "
                    "copies (default: the file named by the plan's identity_env)")
-    p.add_argument("--lock-wait", type=float, default=0.0, metavar="SECONDS",
-                   help="wait this long for a running prune (the exclusive lock) to finish; default: fail at once")
+    lock_wait_arg(p)
     metrics_args(p)
 
 
