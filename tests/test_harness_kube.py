@@ -143,7 +143,8 @@ BUILTINS = {
     "scheduling.k8s.io/v1": ["priorityclasses"],
     "storage.k8s.io/v1": ["storageclasses"],
     "apiextensions.k8s.io/v1": ["customresourcedefinitions"],
-    "admissionregistration.k8s.io/v1": ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"],
+    "admissionregistration.k8s.io/v1": ["validatingwebhookconfigurations", "mutatingwebhookconfigurations",
+                                        "validatingadmissionpolicies", "validatingadmissionpolicybindings"],
 }
 
 
@@ -710,3 +711,57 @@ def test_kmock_reactions_still_override_the_emulation(cluster, core, ns):
     # kmock's own request log and filters see every request, with the parsed Kubernetes parts
     seen = list(cluster.emulator[f"get /api/v1/namespaces/{ns}/configmaps/teapot"])
     assert len(seen) == 2 and seen[-1].name == "teapot" and seen[-1].namespace == ns
+
+
+# ---------------------------------------------------------------------------------------------
+# Request body limit and admission policies (issue 25)
+# ---------------------------------------------------------------------------------------------
+
+LLM_CRD = FIXTURES / "kserve" / "crds" / "serving.kserve.io_llminferenceservices.yaml"
+CRDS_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+def test_bodies_up_to_3_mib_are_accepted_and_larger_ones_refused_with_413(cluster):
+    crd = yaml.load(LLM_CRD.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    body = json.dumps(crd, indent=1).encode()  # a pretty-printed file, as `kubectl create --raw -f` sends it
+    assert 1024 ** 2 < len(body) < 3 * 1024 ** 2, len(body)  # over aiohttp's default limit
+    status, _, created = raw(cluster, "POST", CRDS_PATH, body)
+    assert status == 201, created
+    assert created["spec"] == crd["spec"]
+
+    too_big = dict(crd, metadata={"name": "toobig.example.com"})
+    too_big["padding"] = "x" * (3 * 1024 ** 2)
+    status, _, refused = raw(cluster, "POST", CRDS_PATH, json.dumps(too_big).encode())
+    assert status == 413
+    assert refused["kind"] == "Status" and refused["reason"] == "RequestEntityTooLarge"
+    assert refused["message"] == "Request entity too large: limit is 3145728"
+    assert cluster.get_object("apiextensions.k8s.io/v1", "CustomResourceDefinition", "toobig.example.com") is None
+
+
+def _policy(name: str) -> dict:
+    # JobSet's own policy, abridged: managed pods must not change their JobSet labels.
+    return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": name},
+            "spec": {"failurePolicy": "Fail",
+                     "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                                                              "operations": ["UPDATE"], "resources": ["pods"]}]},
+                     "validations": [{"expression": "object.metadata.labels == oldObject.metadata.labels",
+                                      "message": "JobSet labels are immutable"}]}}
+
+
+def test_validating_admission_policies_and_bindings_are_served(api):
+    admission = kubernetes.client.AdmissionregistrationV1Api(api)
+    admission.create_validating_admission_policy(_policy("jobset-labels"))
+    admission.create_validating_admission_policy_binding({
+        "metadata": {"name": "jobset-labels"},
+        "spec": {"policyName": "jobset-labels", "validationActions": ["Deny"]}})
+    policy = admission.read_validating_admission_policy("jobset-labels")
+    assert policy.kind == "ValidatingAdmissionPolicy"
+    assert policy.spec.validations[0].message == "JobSet labels are immutable"
+    bindings = admission.list_validating_admission_policy_binding().items
+    assert [(b.metadata.name, b.spec.policy_name) for b in bindings] == [("jobset-labels", "jobset-labels")]
+    patched = admission.patch_validating_admission_policy_status(
+        "jobset-labels", {"status": {"observedGeneration": 1}})
+    assert patched.status.observed_generation == 1
+    admission.delete_validating_admission_policy_binding("jobset-labels")
+    assert admission.list_validating_admission_policy_binding().items == []

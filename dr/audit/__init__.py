@@ -40,7 +40,7 @@ own image (dr_image). Credentials or a key kept only inside the snapshot they un
 blocker, circular (dr.audit.credentials), also when found through the Secrets dr's own
 workload reads. With live (dr audit --live), coverage (dr.audit.coverage): what each
 source's exporter discovers now but the snapshot does not hold. None of these can be covered by the snapshot. Staleness
-(dr.audit.staleness): the newest snapshot holding each source, against its RPO. What the
+(dr.audit.staleness): the newest good snapshot of each source, against its RPO. What the
 backup itself noticed (dr.audit.backup_findings): the exporters' findings that the audited
 snapshot's manifest keeps (a Kueue queue naming a missing flavor ...), as `backup-finding`.
 With readiness (dr audit --readiness), the readiness scenario: the findings exporters record

@@ -1,7 +1,8 @@
 """Running an audit: read one snapshot's catalog, then judge it in every scenario.
 
 The flow: pick the snapshot (latest by default) in the audited target, stream its catalog
-once into a dependency index (dr.audit.gathering), place every distinct reference once
+once into a dependency index (dr.audit.gathering; with latest, a source whose run failed there
+is read from its newest good backup instead: _audited_records), place every distinct reference once
 (cached), then for each scenario judge the essentials (dr.audit.essentials) and the
 dependencies (dr.audit.judging), both through the verdict engine (dr.model.recovery). Staleness and placement gaps hold in every scenario and are
 reported once, as are the exporters' own findings kept in the snapshot's manifest
@@ -11,8 +12,9 @@ never the private key (catalogs are not encrypted).
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Mapping
+from datetime import datetime
+from itertools import chain
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from dr.audit.alternatives import AnyOfNeeds
 from dr.audit.audits import AuditReport, Readiness, ScenarioResult, SnapshotInfo
@@ -29,7 +31,8 @@ from dr.exporters.contract import Exporter
 from dr.model.locations import canonical_image
 from dr.model.plans import Plan, TargetSpec
 from dr.model.recovery import Copy, Placements, Scenario, essentials
-from dr.model.snapshots import Snapshot
+from dr.model import clock
+from dr.model.snapshots import Snapshot, newest_good
 from dr.repository import layout, names
 from dr.repository.catalogs import read_catalog_records
 from dr.repository.repositories import Repository
@@ -55,13 +58,13 @@ def run_audit(plan: Plan, repo: Repository, target: TargetSpec, scenarios: list[
     source -> the exporter built from the plan (as restore planning builds them), asked only for
     its any-of needs (contract v2 restore_needs, dr.audit.alternatives); None: every dependency
     is judged on its own."""
-    now = now or datetime.now(timezone.utc)
+    now = now or clock.now()  # the clock snapshot times are stamped with, as dr status measures
     snapshots = repo.snapshots()
     snapshot = _select(repo, snapshots, snapshot_ref)
     held = HeldIdentities()
     any_of = AnyOfNeeds(exporters)
     if snapshot:
-        records = read_catalog_records(repo, snapshot.catalog)
+        records = _audited_records(repo, snapshots, snapshot, snapshot_ref)
         records = any_of.record(held.record(records) if live is not None else records)
         index = gather(records, plan.spec.dr_image, names.plan_name_key(plan.spec.encryption.recipients))
     else:
@@ -121,6 +124,29 @@ def _select(repo: Repository, snapshots: list[Snapshot], ref: str) -> Snapshot |
     if ref == "latest":
         return snapshots[-1] if snapshots else None  # none: every source is reported stale
     return repo.find_snapshot(ref)
+
+
+def _audited_records(repo: Repository, snapshots: list[Snapshot], snapshot: Snapshot,
+                     ref: str) -> Iterable[dict[str, Any]]:
+    """The catalog lines judged: the snapshot's; with `latest`, a source whose run failed there is
+    judged from its newest good backup instead (docs/format.md section 9), the backup that
+    `dr restore --source` would restore, its lines replacing what the failed run captured."""
+    lines = read_catalog_records(repo, snapshot.catalog)
+    older: dict[str, tuple[Snapshot, set[str]]] = {}
+    for result in snapshot.sources if ref == "latest" else []:
+        good = None if result.good else newest_good(snapshots, result.name)
+        if good is not None:
+            older.setdefault(good.id, (good, set()))[1].add(result.name)
+    if not older:
+        return lines
+    moved = set().union(*(names for _, names in older.values()))
+    return chain(_lines_of(lines, lambda source: source not in moved),
+                 *(_lines_of(read_catalog_records(repo, good.catalog), names.__contains__)
+                   for good, names in older.values()))
+
+
+def _lines_of(lines: Iterable[dict[str, Any]], wanted: Callable[[Any], bool]) -> Iterator[dict[str, Any]]:
+    return (line for line in lines if wanted(line.get("source")))
 
 
 def _intact(repo: Repository, copy: Copy) -> bool:

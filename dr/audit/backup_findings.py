@@ -26,8 +26,9 @@ is the exporter's (`error` counts as `warning`); with `--strict` a warning is a 
 gate can refuse a platform that is not ready to go live.
 
 A record with `category: readiness-fact` is no problem but facts a readiness check joins across
-sources (the spot-capable jobs, for spot-save-exceeds-notice: dr.audit.spot_saves); it is
-neither listed nor counted.
+sources (the spot-capable jobs, for spot-save-exceeds-notice: dr.audit.spot_saves); one with
+`category: inventory` accounts for what the backup held (the kubernetes exporter's served types,
+each with its count or the reason it is not exported). Neither is listed nor counted.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ OBJECT_FACTS = ("object", "referrer", "identity", "path", "image", "repository",
 _SEVERITIES = {"warning": WARNING, "info": INFO}
 READINESS = "readiness"  # the `category` fact of a readiness finding, and the scenario's name
 FACT = "readiness-fact"  # the `category` of a record that states facts for a check, not a problem
+INVENTORY = "inventory"  # the `category` of a record that accounts for what was backed up
 _RUNBOOK = re.compile(r"runbooks/[a-z0-9][a-z0-9-]*\.md")
 
 
@@ -53,8 +55,10 @@ def is_readiness(recorded: dict[str, Any]) -> bool:
 
 
 def is_fact(recorded: dict[str, Any]) -> bool:
-    """A record a check joins across sources (dr.audit.spot_saves), never listed as a finding."""
-    return recorded.get("category") == FACT
+    """A record a check joins across sources (dr.audit.spot_saves), or an exporter's account of
+    what it backed up (`category: inventory`: the kubernetes exporter's served types and their
+    counts): never listed as a finding."""
+    return recorded.get("category") in (FACT, INVENTORY)
 
 
 def finding_object(facts: dict[str, Any]) -> str:

@@ -9,17 +9,15 @@ never with the catalog's length; judging then runs once per distinct reference.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from dr.model.locations import canonical_image
 from dr.model.recovery import Copy, normalize, provided_in
+from dr.model.recovery.circular import dr_image_matcher, workload_secrets
 from dr.repository import names
 
 Record = dict[str, Any]  # one parsed catalog line (docs/format.md, "The catalog")
 
-_OBJECT = re.compile(r"^[A-Z][A-Za-z0-9]*/[^/\s]+")  # Kind/name or Kind/namespace/name
 EXAMPLES = 5  # example artifacts kept per distinct reference
 PROVIDERS = 3  # providing artifacts kept per provided reference
 
@@ -81,7 +79,7 @@ def gather(records: Iterable[Record], dr_image: str | None = None, name_key: byt
     are matched with (dr.repository.names).
     """
     index = DependencyIndex(provides=ProvidedCopies(name_key))
-    mine = _image_matcher(dr_image)
+    mine = dr_image_matcher(dr_image)
     for record in records:
         index.artifacts += 1
         index.encrypted += bool(record.get("encrypted", False))
@@ -93,13 +91,6 @@ def gather(records: Iterable[Record], dr_image: str | None = None, name_key: byt
             _add_provider(index, record, provided)
     index.references = sum(use.count for use in index.uses.values())  # each counted in one use
     return index
-
-
-def _image_matcher(dr_image: str | None):
-    if not dr_image:
-        return lambda kind, reference: False
-    wanted = canonical_image(dr_image)
-    return lambda kind, reference: kind == "image" and canonical_image(reference) == wanted
 
 
 def _add_uses(uses: dict[tuple[str, str], DependencyUse], record: Record, mine) -> bool:
@@ -127,19 +118,10 @@ def _add_uses(uses: dict[tuple[str, str], DependencyUse], record: Record, mine) 
 
 def _add_dr_workloads(found: dict[str, set[str]], record: Record,
                       uses: dict[tuple[str, str], DependencyUse]) -> None:
-    """The Secrets read by each object of the line that runs dr's image. An object is named by
-    the first word of a dependency's detail (`CronJob/ns/name .spec...`, as the kubernetes
-    scan writes it: a capitalised kind, a slash); a line whose details name no object counts as
-    one object."""
-    by_object: dict[str, list[tuple[str, str]]] = {}
-    whole = artifact_name(record)
-    for dep in record.get("dependencies", []):
-        first = str(dep.get("detail", "")).split(" ", 1)[0]
-        owner = first if _OBJECT.match(first) else whole
-        by_object.setdefault(owner, []).append((dep["kind"], dep["reference"]))
-    for owner, deps in by_object.items():
-        if any(uses[key].mine for key in deps):
-            found.setdefault(owner, set()).update(ref for kind, ref in deps if kind == "secret")
+    """The Secrets read by each object of the line that runs dr's image (the engine's rule)."""
+    deps = [(dep["kind"], dep["reference"], dep.get("detail", "")) for dep in record.get("dependencies", [])]
+    for owner, secrets in workload_secrets(artifact_name(record), deps, lambda k, r: uses[(k, r)].mine).items():
+        found.setdefault(owner, set()).update(secrets)
 
 
 def _add_provider(index: DependencyIndex, record: Record, provided: list[str]) -> None:

@@ -1,23 +1,25 @@
 """RPO now (`dr status`): how much would be lost if the sources failed at this moment.
 
-Per source: the age of the newest snapshot holding it, against the source's `rpo` objective,
-judged exactly as the audit's staleness judges it (dr.audit.staleness), and what that backup
-noticed (its exporter's findings, as the audit reports them: dr.audit.backup_findings). Then whatever each
-source's exporter keeps outside the repository and reports itself (contract v2 rpo_report):
-for checkpoints, per training run and tier, the newest complete checkpoint at the source
-against the newest complete DR copy, checked as a restore checks it (a damaged copy is a
+Per source: the age of its newest good snapshot, against the source's `rpo` objective, judged
+exactly as the audit's staleness judges it (dr.audit.staleness); how many runs failed since and
+why; and what the newest run noticed (its exporter's findings, as the audit reports them:
+dr.audit.backup_findings; a failed run's when there are some, they say why it failed). Then
+whatever each source's exporter keeps outside the repository and reports itself (contract v2
+rpo_report): for checkpoints, per training run and tier, the newest complete checkpoint at the
+source against the newest complete DR copy, checked as a restore checks it (a damaged copy is a
 breach; with read_data every byte is hashed).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 
 from dr.audit.backup_findings import source_findings
 from dr.audit.staleness import SourceAge, source_ages
 from dr.exporters.contract import ExportContext
 from dr.exporters.registry import Registry
+from dr.model import clock
 from dr.model.plans import Plan, SourceSpec, TargetSpec
 from dr.model.snapshots import Snapshot
 from dr.repository.repositories import NotARepository
@@ -26,7 +28,7 @@ from dr.repository.targets import open_target
 
 @dataclass
 class RpoStatus:
-    sources: list[dict]  # one row per source: its newest snapshot's age against its rpo
+    sources: list[dict]  # one row per source: its newest good snapshot's age against its rpo
     runs: list[dict]  # the exporters' own rows (training runs, tiers ...)
 
     @property
@@ -45,21 +47,24 @@ def rpo_status(plan: Plan, registry: Registry, target: TargetSpec, now: datetime
         snapshots, _ = repo.intact_snapshots()  # a damaged one counts for nothing: its age is not a recovery point
     except NotARepository:
         snapshots = []  # nothing backed up yet: every source with an objective is in breach
-    return RpoStatus(source_rows(plan, snapshots, now or datetime.now(timezone.utc)),
+    return RpoStatus(source_rows(plan, snapshots, now or clock.now()),
                      [row for source in plan.spec.sources for row in _exporter_rows(plan, registry, source, read_data)])
 
 
 def source_rows(plan: Plan, snapshots: list[Snapshot], now: datetime) -> list[dict]:
-    """One row per source: its newest snapshot's age against its rpo, and that backup's findings."""
+    """One row per source: its newest good snapshot's age against its rpo, the runs that failed
+    since, and the newest run's findings."""
     return [_source_row(age) for age in source_ages(plan, snapshots, now)]
 
 
 def _source_row(age: SourceAge) -> dict:
-    held = next((r for r in age.snapshot.sources if r.name == age.source.name), None) if age.snapshot else None
+    held = age.snapshot.result_of(age.source.name) if age.snapshot else None
+    newest = age.failed[-1] if age.failed else held
     return {"source": age.source.name, "snapshot": age.snapshot.id if age.snapshot else None,
             "age_seconds": age.age.total_seconds() if age.age is not None else None,
-            "rpo": age.source.rpo, "breach": age.breach,
-            "findings": source_findings(held) if held is not None else []}
+            "rpo": age.source.rpo, "breach": age.breach, "failed_runs": len(age.failed),
+            "failure": age.failed[-1].failure() if age.failed else None,
+            "findings": source_findings(newest) if newest is not None else []}
 
 
 def _exporter_rows(plan: Plan, registry: Registry, source: SourceSpec, read_data: bool) -> list[dict]:

@@ -44,8 +44,7 @@ class BackupResult:
     @property
     def failed_sources(self) -> list[SourceResult]:
         """Sources that failed, or captured less than they should (an error-severity finding)."""
-        return [s for s in self.sources
-                if not s.ok or any(f.get("severity") == "error" for f in s.findings)]
+        return [s for s in self.sources if not s.good]
 
     def to_json(self) -> dict:
         return {"target": self.target, "repository": self.repository,

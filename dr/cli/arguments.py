@@ -32,7 +32,7 @@ class CommandSpec:
 
 
 def plan_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--plan", required=True, metavar="FILE", help="the DR plan (YAML)")
+    p.add_argument("--plan", metavar="FILE", help="the DR plan (YAML); default: the file DR_PLAN names")
 
 
 def target_arg(p: argparse.ArgumentParser) -> None:
@@ -45,12 +45,10 @@ def plan_and_target_args(p: argparse.ArgumentParser) -> None:
     target_arg(p)
 
 
-def output_args(p: argparse.ArgumentParser) -> None:
-    """Every command's: how it prints, and whether an expected error shows its traceback."""
-    p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress or notes on stderr")
-    p.add_argument("--debug", action="store_true",
-                   help="print the traceback of an expected error too (one that is not a bug)")
+def lock_wait_arg(p: argparse.ArgumentParser) -> None:
+    """For the commands that take the shared lock: only a prune's exclusive one keeps them waiting."""
+    p.add_argument("--lock-wait", type=float, default=0.0, metavar="SECONDS",
+                   help="wait this long for an exclusive lock (a prune's) to go (default: fail at once)")
 
 
 def open_plan(args: argparse.Namespace) -> tuple[Plan, Registry]:

@@ -49,16 +49,37 @@ def expected_errors() -> list[tuple[tuple[type[BaseException], ...], Exit, str]]
 
 
 def _chosen(argv: list[str]) -> str | None:
-    """The command word: the first argument that is not an option (dr's own options, -h and
+    """The command word: the first argument that is not an option (dr's global options, -h and
     --version, take no value)."""
     return next((a for a in argv if not a.startswith("-")), None)
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose usage errors honour --json (or DR_JSON) as every other error
+    does: a script piping `dr ... --json | jq` gets a JSON error, not an empty stdout."""
+
+    def error(self, message: str):
+        from dr.cli.output import Output
+
+        self.print_usage(sys.stderr)
+        Output(as_json=json_wanted(sys.argv[1:] if _argv is None else _argv)).failure(
+            f"{self.prog}: {message}", Exit.USAGE, "usage")
+        self.exit(Exit.USAGE)
+
+
+_argv: list[str] | None = None  # the arguments being parsed, for Parser.error
+
+
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser; only the command `argv` names (every one when argv is None) gets its
-    arguments, which imports its module."""
-    parser = argparse.ArgumentParser(prog="dr", description="Backup and disaster recovery for AI platforms.")
-    parser.add_argument("--version", action="version", version=f"dr {__version__}")
+    arguments, which imports its module. The global options go before or after the command
+    word: the top level has them with their defaults, each command has them again with none
+    (SUPPRESS), so a spelling after the command only ever sets them."""
+    parser = Parser(prog="dr", description="Backup and disaster recovery for AI platforms.",
+                    epilog=ENVIRONMENT_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="print dr's version, the repository format and Python, and exit")
+    global_args(parser)
     # The demo drives dr's own entry point; it gets it here rather than importing this module.
     parser.set_defaults(main=main)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -66,13 +87,66 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     for entry in COMMANDS:
         command = sub.add_parser(entry.name, help=entry.help, description=entry.help)
         if argv is None or entry.name == chosen:
-            from dr.cli.arguments import output_args
-
             spec = entry.load()
             spec.arguments(command)
-            output_args(command)
+            global_args(command, default=argparse.SUPPRESS)
             command.set_defaults(handler=spec.run)
     return parser
+
+
+def global_args(p: argparse.ArgumentParser, default=False) -> None:
+    """Every command's: how it prints, and whether an expected error shows its traceback."""
+    p.add_argument("--json", action="store_true", default=default,
+                   help="machine-readable output on stdout, errors too (env DR_JSON)")
+    p.add_argument("-q", "--quiet", action="store_true", default=default,
+                   help="no progress or notes on stderr (env DR_QUIET)")
+    p.add_argument("--debug", action="store_true", default=default,
+                   help="print the traceback of an expected error too (one that is not a bug)")
+
+
+ENVIRONMENT_HELP = """environment (an option on the command line wins over its variable):
+  DR_PLAN   the plan file, for every command that takes --plan
+  DR_JSON   1/true/yes/on: as --json (0/false/no/off or empty: not)
+  DR_QUIET  1/true/yes/on: as --quiet"""
+
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
+
+
+def _flag_from(variable: str, parser: argparse.ArgumentParser) -> bool:
+    """A boolean environment variable; a value that is neither is a usage error naming it."""
+    value = os.environ.get(variable, "").strip().lower()
+    if value not in _TRUE + _FALSE:
+        parser.error(f"{variable}={os.environ[variable]!r} in the environment: expected one of "
+                     f"{', '.join(_TRUE)} (on) or {', '.join(v for v in _FALSE if v)} (off)")
+    return value in _TRUE
+
+
+def json_wanted(argv: list[str]) -> bool:
+    return "--json" in argv or os.environ.get("DR_JSON", "").strip().lower() in _TRUE
+
+
+def from_environment(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """DR_JSON, DR_QUIET and DR_PLAN fill what the command line left unset (it always wins)."""
+    args.json = args.json or _flag_from("DR_JSON", parser)
+    args.quiet = args.quiet or _flag_from("DR_QUIET", parser)
+    if "plan" in args and args.plan is None:
+        args.plan = os.environ.get("DR_PLAN") or None
+        if args.plan is None:
+            parser.error(f"{args.command}: --plan FILE is required (or set DR_PLAN)")
+
+
+class _Version(argparse.Action):
+    """`dr --version`: what a bug report needs first. The layout module is plain constants; the
+    exporter contract (pydantic, ~1 s on a loaded node) is left to `dr version`, so this stays
+    as cheap as `dr --help`."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from dr.repository.layout import FORMAT_VERSION
+
+        sys.stdout.write(f"dr {__version__} (repository format {FORMAT_VERSION}, Python "
+                         f"{sys.version.split()[0]}); `dr version` adds the exporter contract and the "
+                         "installed exporters\n")
+        parser.exit()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,11 +160,14 @@ def main(argv: list[str] | None = None) -> int:
     # makes pydantic import importlib.metadata and read every installed distribution's entry
     # points at the first model, a cost every run paid (issue 15). An operator's own setting wins.
     os.environ.setdefault(PYDANTIC_PLUGINS_ENV, "__all__")
+    global _argv
+    _argv = argv
     parser = build_parser(argv)
     args, extra = parser.parse_known_args(argv)
     if extra and not getattr(args, "accepts_exporter_options", False):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.extra = extra
+    from_environment(args, parser)
     out = Output(as_json=args.json, quiet=args.quiet)
     if args.debug:  # the library reads it too: a failed source's traceback (dr.model.failure_reports)
         os.environ[DEBUG_ENV] = "1"
@@ -99,14 +176,14 @@ def main(argv: list[str] | None = None) -> int:
             return int(args.handler(args, out))
     except Terminated:
         release_unreleased()
-        out.error("terminated (SIGTERM: a Job's deadline, a node drain or a deleted pod); this run's lock is "
-                  "released and nothing half-written is visible; run the same command again to continue")
-        return Exit.TERMINATED
+        return out.failure("terminated (SIGTERM: a Job's deadline, a node drain or a deleted pod); this run's "
+                           "lock is released and nothing half-written is visible; run the same command again "
+                           "to continue", Exit.TERMINATED)
     except KeyboardInterrupt:
         release_unreleased()
-        out.error("interrupted; nothing half-written is visible (a snapshot's manifest and a restore "
-                  "step's journal record are written last); run the same command again to continue")
-        return Exit.INTERRUPTED
+        return out.failure("interrupted; nothing half-written is visible (a snapshot's manifest and a restore "
+                           "step's journal record are written last); run the same command again to continue",
+                           Exit.INTERRUPTED)
     except Exception as exc:  # noqa: BLE001  (sorted below: a plan error, dr's own errors, or a bug)
         from dr.model.plan_loading import PlanError
 
@@ -118,13 +195,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _plan_error(exc, out) -> int:
-    from dr.cli.output import emit
+    from dr.cli.output import emit, error_document
     from dr.model.redaction import redact
 
     out.error(f"the plan is not valid ({len(exc.problems)} problem{'s' * (len(exc.problems) != 1)}):")
     for problem in exc.problems:
         emit(sys.stderr, f"  {redact(str(problem))}\n")
-    out.document({"error": "plan", "problems": [str(p) for p in exc.problems]})
+    out.document(error_document(f"the plan is not valid: {len(exc.problems)} problem(s)", Exit.USAGE, "plan",
+                                problems=[str(p) for p in exc.problems]))
     return Exit.USAGE
 
 
@@ -133,11 +211,10 @@ def _error(exc: Exception, out, debug: bool) -> int:
         if isinstance(exc, types):
             if debug:
                 out.traceback(exc)
-            out.error(f"{prefix}{exc}")
-            return code
+            return out.failure(f"{prefix}{exc}", code)
     out.traceback(exc)
-    out.error(f"this is a bug in dr: please report it with the traceback above (dr --version: {__version__})")
-    return Exit.FAILURE
+    return out.failure(f"this is a bug in dr: please report it with the traceback above (dr --version: "
+                       f"{__version__})", Exit.FAILURE, "bug")
 
 
 def entry() -> None:

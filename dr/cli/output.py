@@ -20,6 +20,20 @@ from dr.model.redaction import redact
 from dr.model.sizes import human_size  # noqa: F401  (re-exported for the commands)
 
 
+# The version of every --json document's shape (docs/json.md): keys are only ever added within
+# a version; one that a consumer would have to change for raises it.
+SCHEMA_VERSION = 1
+
+
+def error_document(message: str, code: int, kind: str | None = None, **more: Any) -> dict[str, Any]:
+    """What --json prints for a failure: `kind` is the exit code's name in lower case (usage,
+    failure, locked, integrity, ...), or a finer one (plan, bug)."""
+    from dr.cli.exitcodes import Exit
+
+    return {"error": {"message": message, "exit_code": int(code),
+                      "kind": kind or Exit(code).name.lower(), **more}}
+
+
 class Output:
     def __init__(self, as_json: bool = False, quiet: bool = False):
         self.as_json = as_json
@@ -48,14 +62,23 @@ class Output:
     def error(self, text: str) -> None:
         emit(sys.stderr, f"dr: {redact(text)}\n")
 
+    def failure(self, message: str, code: int, kind: str | None = None) -> int:
+        """A failed command: its one line on stderr and, under --json, the error document on
+        stdout (docs/json.md). Returns the exit code. `kind` defaults to the code's name."""
+        self.error(message)
+        self.document(error_document(message, code, kind))
+        return code
+
     def traceback(self, exc: BaseException) -> None:
         """The traceback of `exc` on stderr, even under --quiet (it is asked for, or a bug's)."""
         from traceback import format_exception  # (imports textwrap, linecache...: on errors only)
 
         emit(sys.stderr, redact("".join(format_exception(exc)).rstrip("\n")) + "\n")
 
-    def document(self, data: Any) -> None:
+    def document(self, data: dict[str, Any]) -> None:
+        """The command's JSON document on stdout (--json only), with its schema_version."""
         if self.as_json:
+            data = {"schema_version": SCHEMA_VERSION, **data}
             emit(sys.stdout, redact(json.dumps(data, indent=2, sort_keys=True, default=str)) + "\n")
 
     @contextmanager

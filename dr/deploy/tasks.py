@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from dr.model.plans import Plan
 
 LOCK_WAIT_SECONDS = 1800  # prune and verify wait this long for a running backup's lock
+STATUS_LOCK_WAIT_SECONDS = 300  # status (every 15 min, deadline 600 s) waits this long for a prune
 VERIFY_PARTS = 7  # a seventh of the blobs read each day: every blob read within a week
 
 
@@ -39,8 +40,9 @@ TASKS = (
          f"Reads part (UTC days since 1970-01-01 mod {VERIFY_PARTS}) + 1 of {VERIFY_PARTS} of the blobs each day "
          "(a blob's part: its digest's first 8 hex digits mod 7, plus 1), so every blob is read within a week; "
          "exit 6 (damage) fails the Job at once."),
-    Task("status", "*/15 * * * *", (), (2, 7), 600, True,
-         "RPO now, every 15 minutes: exit 7 (an objective breached) is the answer, not retried."),
+    Task("status", "*/15 * * * *", ("--lock-wait", str(STATUS_LOCK_WAIT_SECONDS)), (2, 7), 600, True,
+         "RPO now, every 15 minutes: exit 7 (an objective breached) is the answer, not retried; it waits up to "
+         f"{STATUS_LOCK_WAIT_SECONDS} s for a running prune (the exclusive lock)."),
     Task("audit", "15 5 * * *", (), (2, 4), 1800, False,
          "Blockers in each scenario the plan protects against, daily: exit 4 (blockers) is the answer, not retried."),
 )

@@ -157,6 +157,9 @@ class Outcome:
     item: str
     status: OutcomeStatus
     reason: str = ""
+    # a `failed` item refused because what the catalog says of it is damaged or hostile (a field
+    # the exporter cannot act on): the restore is then damage, exit 6, as a damaged blob is
+    damaged: bool = False
 
     @property
     def failed(self) -> bool:
@@ -402,6 +405,12 @@ class Exporter(ABC):
     def rpo_report(self, objective: timedelta | None, read_data: bool = False) -> list[RpoRow]:
         """Recovery points this exporter keeps outside the repository, judged against `objective`;
         each checked as a restore would check it (with read_data: every byte)."""
+        return []
+
+    def check_artifacts(self, artifacts: list[Artifact]) -> list[str]:
+        """What restore() would refuse in what the catalog says of these artifacts (one snapshot's,
+        of this source), without I/O: one problem a line, naming the artifact and the field
+        (`dr verify` reports each as damage, exit 6). None by default."""
         return []
 
     def verify_copies(self, artifacts: list[Artifact], reader: ContentReader, read_data: bool) -> list[CopyReport]:

@@ -48,10 +48,11 @@ _ALL = [
     Metric("dr_backup_reused_artifacts", "backup", _RUN, "artifacts reused unchanged from the previous snapshot"),
     # dr status
     Metric("dr_rpo_age_seconds", "status", _SOURCE,
-           "age of the newest snapshot holding the source (absent when it was never backed up)"),
+           "age of the newest good backup of the source: failed runs do not count "
+           "(absent when it has none)"),
     Metric("dr_rpo_objective_seconds", "status", ("plan", "source"), "the source's rpo objective"),
     Metric("dr_rto_objective_seconds", "status", ("plan", "source"), "the source's rto objective"),
-    Metric("dr_rpo_breach", "status", _SOURCE, "1 when the source's newest snapshot is older than its rpo"),
+    Metric("dr_rpo_breach", "status", _SOURCE, "1 when the source's newest good backup is older than its rpo"),
     Metric("dr_rpo_copy_breach", "status", ("plan", "source", "target", "subject"),
            "1 when a copy an exporter keeps outside the repository (a training run's DR checkpoint) "
            "breaches the rpo or is damaged"),

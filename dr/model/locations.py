@@ -1,8 +1,10 @@
 """Locations: every endpoint a plan touches, and how a reference is placed in a failure domain.
 
-A reference (a URL, an image name, an s3:// URL, a git remote, a bare host) is placed by, in
-order: the plan's explicit locations (longest matching prefix or host pattern wins), then the
-plan's placement rules (first match wins). A reference nothing places is "unknown".
+A reference (a URL, an image name, an s3:// URL, a git remote, a bare host, an ARN) is placed
+by, in order: the plan's explicit locations (longest matching prefix or host pattern wins), then
+the cloud region it names when the plan has that region's domain (dr.model.regions: an ARN, a
+regional endpoint host), then the plan's placement rules (first match wins). A reference
+nothing places is "unknown".
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from dr.model.regions import region_host_patterns, region_of, service_reference_host
+
 _SCP_LIKE = re.compile(r"^(?:[\w.-]+@)?(?P<host>[\w.-]+):(?!//)(?P<path>.*)$")
 
 
@@ -20,9 +24,14 @@ def host_of(reference: str) -> str:
 
     Handles URLs (https://h:443/x, s3://bucket/key where the bucket stands for the host),
     scp-like git remotes (git@h:org/repo), container images (h:5000/ns/img:tag; a first
-    component without a dot, colon or 'localhost' means Docker Hub) and bare hosts.
+    component without a dot, colon or 'localhost' means Docker Hub), bare hosts, and ARNs
+    (arn:aws:kms:eu-west-1:...: the service's endpoint host, kms.eu-west-1.amazonaws.com).
     """
     ref = reference.strip()
+    if ref.startswith(("arn:", "aws:")):
+        service = service_reference_host(ref)
+        if service:
+            return service
     if "://" in ref:
         return (urlsplit(ref).hostname or "").lower()
     if ref.startswith("/") or ref.startswith("."):
@@ -114,8 +123,11 @@ class Placement:
 
 @dataclass
 class Placer:
+    """regions: cloud region name (eu-central-1) -> the plan's domain of that region."""
+
     locations: list[Location] = field(default_factory=list)
     rules: list[PlacementRule] = field(default_factory=list)
+    regions: dict[str, str] = field(default_factory=dict)
 
     def host_patterns(self) -> list[str]:
         """Every host glob that places something: locations' hosts, their prefixes' hosts and
@@ -123,6 +135,7 @@ class Placer:
         patterns = [h for loc in self.locations for h in loc.hosts]
         patterns += [host_of(p) for loc in self.locations for p in loc.prefixes]
         patterns += [rule.match for rule in self.rules]
+        patterns += [p for region in self.regions for p in region_host_patterns(region)]
         return [p for p in dict.fromkeys(patterns) if p and p != "docker.io"]
 
     def place(self, reference: str) -> Placement:
@@ -132,6 +145,9 @@ class Placer:
         if scored:
             _, loc = max(scored, key=lambda s: s[0])
             return Placement(reference, host, loc.domain, location=loc.name)
+        region = region_of(reference, host) if self.regions else None
+        if region in self.regions:
+            return Placement(reference, host, self.regions[region], rule=f"region {region}")
         for rule in self.rules:
             if rule.matches(host):
                 return Placement(reference, host, rule.domain, rule=rule.match)

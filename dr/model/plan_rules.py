@@ -11,7 +11,7 @@ from collections import Counter
 from typing import Iterator
 
 from dr.model.artifacts import Sensitivity
-from dr.model.plans import PlanSpec, build_domain_tree
+from dr.model.plans import PlanSpec, all_domains, build_domain_tree
 
 Finding = tuple[str, str, str]
 
@@ -20,6 +20,7 @@ def check(spec: PlanSpec) -> list[Finding]:
     return [
         *_unique_names(spec),
         *_domain_references(spec),
+        *_domain_regions(spec),
         *_target_survives(spec),
         *_source_targets(spec),
         *_recipients(spec),
@@ -62,6 +63,21 @@ def _all_domain_names(spec: PlanSpec) -> Iterator[str]:
         domain = stack.pop()
         yield domain.name
         stack.extend(domain.children)
+
+
+def _domain_regions(spec: PlanSpec) -> Iterator[Finding]:
+    """`region` names the cloud region of a region domain, once: a reference naming it is placed there."""
+    seen: dict[str, str] = {}
+    for domain in all_domains(spec.failure_domains):
+        if domain.region and domain.kind != "region":
+            yield (f"failure_domains: {domain.name}.region", f"region '{domain.region}' on a domain of kind "
+                   f"{domain.kind}", "region only on a domain of kind region (its cloud region's name)")
+        elif domain.kind == "region":
+            cloud = domain.region or domain.name
+            if cloud in seen:
+                yield (f"failure_domains: {domain.name}.region", f"cloud region '{cloud}' also the region of "
+                       f"domain {seen[cloud]}", "each cloud region in one domain")
+            seen.setdefault(cloud, domain.name)
 
 
 def _domain_references(spec: PlanSpec) -> Iterator[Finding]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Iterator, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -33,6 +33,9 @@ class DomainSpec(Strict):
     name: Name
     kind: Literal[DOMAIN_KINDS]  # type: ignore[valid-type]
     description: str = ""
+    # The cloud region this domain is (eu-central-1, europe-west4, westeurope), for a domain of
+    # kind region; without it, the domain's name. References naming the region are placed here.
+    region: Name | None = None
     children: list["DomainSpec"] = Field(default_factory=list)
 
 
@@ -291,6 +294,7 @@ class Plan:
         self.placer = Placer(
             [loc.to_location() for loc in spec.locations],
             [PlacementRule(r.match, r.domain, r.reason) for r in spec.placement_rules],
+            cloud_regions(spec.failure_domains),
         )
 
     @property
@@ -321,6 +325,25 @@ class Plan:
 
     def retention_for(self, source: SourceSpec) -> RetentionSpec:
         return source.retention if source.retention is not None else self.spec.retention
+
+
+def cloud_regions(specs: list[DomainSpec]) -> dict[str, str]:
+    """Cloud region -> the domain of kind region that is it (its `region`, else its name);
+    the first declared wins (plan_rules refuses a region declared twice)."""
+    found: dict[str, str] = {}
+    for spec in all_domains(specs):
+        if spec.kind == "region":
+            found.setdefault(spec.region or spec.name, spec.name)
+    return found
+
+
+def all_domains(specs: list[DomainSpec]) -> Iterator[DomainSpec]:
+    """Every domain of the tree, parents first, in the order declared."""
+    stack = list(reversed(specs))
+    while stack:
+        spec = stack.pop()
+        yield spec
+        stack.extend(reversed(spec.children))
 
 
 def build_domain_tree(specs: list[DomainSpec]) -> DomainTree:

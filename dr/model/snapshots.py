@@ -4,12 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Iterable
+
+GOOD, FAILED = "good", "failed"  # a source result's `outcome` (docs/format.md section 9)
 
 
 @dataclass
 class SourceResult:
-    """What one source contributed to a snapshot: its artifacts, or why it failed."""
+    """What one source contributed to a snapshot: its artifacts, or why it failed.
+
+    `outcome` is what the manifest records; "" until then, when the run is judged by its
+    result (an error, or an error-level finding: the exporter could not capture what it should).
+    """
 
     name: str
     exporter: str
@@ -17,14 +23,38 @@ class SourceResult:
     bytes: int = 0
     error: str = ""
     findings: list[dict[str, Any]] = field(default_factory=list)
+    outcome: str = ""
 
     @property
     def ok(self) -> bool:
+        """The exporter ran to its end (no `error`); it may still have failed to capture (see good)."""
         return not self.error
+
+    @property
+    def good(self) -> bool:
+        """The run counts as a backup of the source: RPO, retention and `latest` measure from it."""
+        return (self.outcome or self._judged()) == GOOD
+
+    @property
+    def holds(self) -> bool:
+        """Its artifacts can be restored: a good run, or a failed one that still captured some."""
+        return self.ok and (self.good or self.artifacts > 0)
+
+    def _judged(self) -> str:
+        errors = any(f.get("severity") == "error" for f in self.findings)
+        return FAILED if self.error or errors else GOOD
+
+    def failure(self) -> str:
+        """Why the run failed, in one line: its error, else its first error-level finding."""
+        if self.error:
+            return self.error
+        first = next((f for f in self.findings if f.get("severity") == "error"), None)
+        return f"{first.get('code')}: {first.get('message')}" if first else "recorded as failed"
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"name": self.name, "exporter": self.exporter,
-                                "artifacts": self.artifacts, "bytes": self.bytes}
+                                "artifacts": self.artifacts, "bytes": self.bytes,
+                                "outcome": GOOD if self.good else FAILED}
         if self.error:
             data["error"] = self.error
         if self.findings:
@@ -33,8 +63,19 @@ class SourceResult:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "SourceResult":
-        return cls(data["name"], data["exporter"], int(data.get("artifacts", 0)),
-                   int(data.get("bytes", 0)), data.get("error", ""), list(data.get("findings", [])))
+        result = cls(data["name"], data["exporter"], int(data.get("artifacts", 0)),
+                     int(data.get("bytes", 0)), data.get("error", ""), list(data.get("findings", [])))
+        result.outcome = _recorded_outcome(data.get("outcome"), result)
+        return result
+
+
+def _recorded_outcome(recorded: Any, result: SourceResult) -> str:
+    """A manifest's outcome; one written before `outcome` existed is failed when it has an error,
+    or an error-level finding and no artifacts (docs/format.md section 9). Unknown values: failed."""
+    if recorded is None:
+        legacy = result.error or (result.artifacts == 0 and result._judged() == FAILED)
+        return FAILED if legacy else GOOD
+    return GOOD if recorded == GOOD else FAILED
 
 
 @dataclass
@@ -56,7 +97,15 @@ class Snapshot:
         return self.id[:8]
 
     def source_names(self) -> list[str]:
-        return [s.name for s in self.sources if s.ok]
+        """The sources it holds: whose artifacts a restore can read (SourceResult.holds)."""
+        return [s.name for s in self.sources if s.holds]
+
+    def good_source_names(self) -> list[str]:
+        """The sources it is a good backup of: what RPO, retention and `latest` count."""
+        return [s.name for s in self.sources if s.good]
+
+    def result_of(self, source: str) -> SourceResult | None:
+        return next((s for s in self.sources if s.name == source), None)
 
     @property
     def held_bytes(self) -> int:
@@ -89,3 +138,24 @@ class Snapshot:
             tags=list(data.get("tags", [])),
             id=snapshot_id,
         )
+
+
+def newest_good(snapshots: Iterable[Snapshot], source: str) -> Snapshot | None:
+    """The newest snapshot that is a good backup of `source` (None: there is none)."""
+    good = [s for s in snapshots if source in s.good_source_names()]
+    return max(good, key=lambda s: s.time) if good else None
+
+
+def failed_since(snapshots: Iterable[Snapshot], source: str, since: Snapshot | None) -> list[SourceResult]:
+    """The failed runs of `source` newer than `since` (all of them without one), oldest first."""
+    runs = sorted((s for s in snapshots if since is None or s.time > since.time), key=lambda s: s.time)
+    results = [s.result_of(source) for s in runs]
+    return [r for r in results if r is not None and not r.good]
+
+
+def failed_runs(count: int, reason: str, since_good: bool) -> str:
+    """"; the 4 runs since failed: <the newest one's reason>" (empty when none did)."""
+    if not count:
+        return ""
+    runs = "run" if count == 1 else f"{count} runs"
+    return f"; {'the' if since_good else 'its'} {runs}{' since' if since_good else ''} failed: {reason}"

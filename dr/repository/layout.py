@@ -26,7 +26,7 @@ def sha256(data: bytes) -> str:
 
 
 def is_digest(text: str) -> bool:
-    return bool(_DIGEST.match(text))
+    return isinstance(text, str) and bool(_DIGEST.match(text))  # a hostile manifest may hold anything
 
 
 def blob_key(digest: str) -> str:

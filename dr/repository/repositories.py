@@ -178,13 +178,13 @@ class Repository:
             return b"", None, str(exc)
         return _parsed_or_problem(snapshot_id, data)
 
-    def find_snapshot(self, ref: str, source: str | None = None) -> Snapshot:
-        """Resolve 'latest' (optionally: latest holding `source`) or a unique id prefix."""
+    def find_snapshot(self, ref: str) -> Snapshot:
+        """Resolve 'latest' or a unique id prefix. (The newest good backup of one source:
+        dr.model.snapshots.newest_good.)"""
         if ref == "latest":
-            candidates = [s for s in self.snapshots() if source is None or source in s.source_names()]
+            candidates = self.snapshots()
             if not candidates:
-                scope = f" holding source '{source}'" if source else ""
-                raise RepositoryError(f"{self.description}: no snapshot{scope}")
+                raise RepositoryError(f"{self.description}: no snapshot")
             return candidates[-1]
         matches = [i for i in self.snapshot_ids() if i.startswith(ref.lower())]
         if len(matches) != 1:

@@ -3,7 +3,8 @@
 Where it sits: `dr verify` checks the repository (dr.repository.checking), then calls
 check_outside_copies(): every source's exporter is asked, through the contract
 (Exporter.verify_copies), to check the copies that its artifacts record (checkpoint DR copies,
-images in DR registries) the way restore() checks them before reading. The snapshot checked
+images in DR registries) the way restore() checks them before reading, and (Exporter.check_artifacts)
+what restore() would refuse in the catalog entries themselves. The snapshot checked
 per source is the one a restore of `latest` would read (the newest holding it), or the one
 --snapshot names. Read-only, and under the caller's shared lock.
 """
@@ -55,7 +56,16 @@ def check_outside_copies(plan: Plan, registry: Registry, repo: Repository, *, sn
             catalogs[snapshot.id] = names.open_all(read_catalog(repo, snapshot.catalog), identities or [])
         mine = [a for a in catalogs[snapshot.id] if a.source == source.name]
         context = ExportContext(source.name, plan.options[source.name], plan.base_dir, source.sensitivity)
-        reports = cls(context).verify_copies(mine, reader, read_data)
+        exporter = cls(context)
+        reports = _catalog_report(exporter.check_artifacts(mine), snapshot.short_id, source.name)
+        reports += exporter.verify_copies(mine, reader, read_data)
         if reports:
             out.append(SourceCopies(source.name, snapshot.short_id, reports))
     return out
+
+
+def _catalog_report(problems: list[str], snapshot: str, source: str) -> list[CopyReport]:
+    """What the exporter would refuse in the catalog, as one report beside its copies."""
+    if not problems:
+        return []
+    return [CopyReport(f"snapshot {snapshot}'s catalog", f"{source}'s catalog entries", problems)]

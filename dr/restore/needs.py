@@ -11,16 +11,23 @@ step's exporter declares (contract v2):
     a blocker;
   * any-of needs (restore_needs): met when one of several references survives (a checkpoint's
     DR copies in several tiers: the exporter falls back from a lost tier to the next). Their
-    dependency kinds are judged only that way.
+    dependency kinds are judged only that way;
+  * circular essentials (dr.model.recovery.circular, the audit's `credentials-circular`): the
+    credentials or key kept only inside the snapshot they open. In a scenario that loses
+    anything, each is a blocker need of every step (its encrypted ones, for the key), and the
+    Secret that holds it is a blocker wherever a step needs it, not "the snapshot restores it".
 """
 
 from __future__ import annotations
 
 import re
+from typing import Iterable
 
 from dr.model.plans import Plan, TargetSpec
-from dr.model.recovery import (BLOCKED, CREDENTIALS, KEY, OK, REMAPPED, TARGET, UNKNOWN, EssentialVerdicts, Judgement,
-                               RecoveryJudge, judge_any, normalize)
+from dr.model.artifacts import Artifact
+from dr.model.recovery import (BLOCKED, CREDENTIALS, KEY, OK, REMAPPED, TARGET, UNKNOWN, Essential, EssentialVerdicts,
+                               Judgement, RecoveryJudge, Scenario, copies_of, judge_any, normalize)
+from dr.model.recovery.circular import Circular, circular, dr_workloads
 from dr.exporters.contract import AnyOf
 from dr.restore.remaps import rewrite
 from dr.restore.steps import Need, Step
@@ -40,8 +47,9 @@ def remap_kinds_for(step: Step, kind: str, reference: str) -> list[str]:
 class NeedJudge:
     """Needs of steps in one scenario; `label` says what failed, for reasons people read."""
 
-    def __init__(self, plan: Plan, judge: RecoveryJudge, label: str):
+    def __init__(self, plan: Plan, judge: RecoveryJudge, label: str, circles: Iterable[Circular] = ()):
         self.plan, self.judge, self.label = plan, judge, label
+        self.circles = {normalize(ref): c for c in circles for ref in c.references}
 
     def where(self, j: Judgement) -> str:
         placement = j.placement
@@ -63,6 +71,9 @@ class NeedJudge:
         return found[0].source if found else None
 
     def _need(self, step: Step, kind: str, reference: str, count: int) -> Need:
+        circle = self.circles.get(normalize(reference))
+        if circle is not None:
+            return Need(kind, reference, BLOCKED, _circular_reason(circle, self.label), self.provider(reference), count)
         j = self.judge.judge(reference)
         if j.verdict in (OK, REMAPPED):
             provider = j.copy.source if j.copy else self.provider(reference)
@@ -159,11 +170,28 @@ def _distinct(step: Step, skip: frozenset[str] | set[str]) -> dict[tuple[str, st
     return found
 
 
-def precondition_needs(plan: Plan, essentials: EssentialVerdicts, target: TargetSpec, label: str) -> list[Need]:
+def circular_essentials(plan: Plan, items: list[Essential], target: TargetSpec, failure: Scenario,
+                        artifacts: list[Artifact]) -> list[Circular]:
+    """The target's credentials and the key that only the snapshot holds, when the scenario loses
+    anything (restoring where nothing failed, they are still where they live now)."""
+    if not failure.lost and not failure.lost_locations:
+        return []
+    copies = copies_of(artifacts)
+    return circular(items, target.name, lambda ref: copies.get(normalize(ref), []),
+                    dr_workloads(artifacts, plan.spec.dr_image))
+
+
+def _circular_reason(circle: Circular, label: str) -> str:
+    return f"{circle.message} (credentials-circular; {label})"
+
+
+def precondition_needs(plan: Plan, essentials: EssentialVerdicts, target: TargetSpec, label: str,
+                       circles: Iterable[Circular] = ()) -> list[Need]:
     """What every step needs: the snapshot's target and the credentials that reach it.
 
     essentials: the verdict engine's judgement of the plan's essentials in this scenario (the
     audit's too); a restore needs only its own target's, and only a lost one refuses steps.
+    circles: the credentials only the snapshot holds (circular_essentials).
     """
     needs = []
     for item in essentials.blocked(TARGET, target.name):
@@ -173,11 +201,17 @@ def precondition_needs(plan: Plan, essentials: EssentialVerdicts, target: Target
         needs.append(Need("credentials", item.reference, BLOCKED,
                           f"the credentials for target {target.name} are kept in "
                           f"{plan.domains.path(item.domain)}, which is lost when {label}"))
+    needs += [Need(CREDENTIALS, c.reference, BLOCKED, _circular_reason(c, label)) for c in circles
+              if c.item.role == CREDENTIALS]
     return needs
 
 
-def key_need(plan: Plan, essentials: EssentialVerdicts, label: str) -> Need | None:
-    """Steps with encrypted artifacts need the private key: is where it is kept lost?"""
+def key_need(plan: Plan, essentials: EssentialVerdicts, label: str, circles: Iterable[Circular] = ()) -> Need | None:
+    """Steps with encrypted artifacts need the private key: is where it is kept lost, or only
+    inside the snapshot?"""
+    for circle in circles:
+        if circle.item.role == KEY:
+            return Need(KEY, circle.reference, BLOCKED, _circular_reason(circle, label))
     for item in essentials.blocked(KEY):
         return Need("key", item.reference, BLOCKED, f"the private key that decrypts secret content is kept in "
                     f"{plan.domains.path(item.domain)}, which is lost when {label}")

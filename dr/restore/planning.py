@@ -27,7 +27,7 @@ from dr.model.plans import Plan, TargetSpec
 from dr.model.recovery import Evidence, RecoveryJudge, copies_of, essentials, judge_essentials, scenario
 from dr.model.snapshots import Snapshot, SourceResult
 from dr.restore.destinations import provided_at, units_for
-from dr.restore.needs import NeedJudge, key_need, precondition_needs
+from dr.restore.needs import NeedJudge, circular_essentials, key_need, precondition_needs
 from dr.restore.ordering import order
 from dr.restore.steps import HELD, READY, REFUSED, Need, Step, StepStatus, group_steps
 
@@ -109,15 +109,16 @@ def plan_restore(plan: Plan, snapshot: Snapshot, artifacts: list[Artifact], targ
     destinations = dict(destinations or {})
     failure = scenario(plan.domains, failed, plan.placer.locations, plan.spec.protects_against)
     evidence = Evidence(plan, copies_of(artifacts), lambda c: all(blob_exists(d) for d in c.chunks))
-    essentials_judged = judge_essentials(essentials(plan, evidence.placements, needs_key=True), failure.lost,
-                                         failure.lost_locations)
+    items = essentials(plan, evidence.placements, needs_key=True)
+    essentials_judged = judge_essentials(items, failure.lost, failure.lost_locations)
     judge = RecoveryJudge(evidence, failure.lost, essentials_judged.reachable(target.name),
                           lost_locations=failure.lost_locations)
     held = {r.name: r for r in snapshot.sources}
     steps = group_steps(artifacts, {s.name: s.type for s in plan.spec.sources}, exporters)
-    preconditions = precondition_needs(plan, essentials_judged, target, failure.label)
-    key = key_need(plan, essentials_judged, failure.label)
-    needs = NeedJudge(plan, judge, failure.label)
+    circles = circular_essentials(plan, items, target, failure, artifacts)
+    preconditions = precondition_needs(plan, essentials_judged, target, failure.label, circles)
+    key = key_need(plan, essentials_judged, failure.label, circles)
+    needs = NeedJudge(plan, judge, failure.label, circles)
     provided = provided_at(artifacts)
     for step in steps:
         step.units, step.problem = units_for(plan, step, destinations.get(step.name), provided)

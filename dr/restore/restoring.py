@@ -156,7 +156,9 @@ def run_plan_restore(prepared: Prepared, registry: Registry, *,
     runner = StepRunner(prepared.plan, registry, ArtifactReader(prepared.repo, identities),
                         overwrite=overwrite, log=log)
     results = execute(rp, runner, earlier=earlier, journal=writer, run=run, parallel=parallel, on_event=on_event)
-    outcome = RestoreRun(journal.restore_id, resumed, run, results, list(dict.fromkeys(runner.reader.damage)))
+    said_damaged = [f"{o.item}: {o.reason}" for r in results for o in r.outcomes if o.damaged]
+    outcome = RestoreRun(journal.restore_id, resumed, run, results,
+                         list(dict.fromkeys(runner.reader.damage + said_damaged)))
     counts: dict[str, int] = {}
     for result in results:
         counts[result.status] = counts.get(result.status, 0) + 1

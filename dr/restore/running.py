@@ -13,7 +13,7 @@ import pyrage
 from dr.exporters.contract import ExportContext, Outcome, OutcomeStatus, RestoreRequest
 from dr.exporters.registry import Registry
 from dr.model.plans import Plan
-from dr.model.snapshots import Snapshot
+from dr.model.snapshots import Snapshot, SourceResult, failed_runs, failed_since, newest_good
 from dr.repository import names
 from dr.repository.catalogs import read_catalog
 from dr.repository.encryption import EncryptionError
@@ -29,6 +29,12 @@ class RestoreResult:
     snapshot: Snapshot
     outcomes: list[Outcome] = field(default_factory=list)
     damage: list[str] = field(default_factory=list)  # integrity problems met reading (exit 6)
+    failed_since: list[SourceResult] = field(default_factory=list)  # latest: the source's failed runs since
+
+    def failed_runs(self) -> str:
+        """"the 4 runs since failed: <why>", empty when none did (or a snapshot was named)."""
+        reason = self.failed_since[-1].failure() if self.failed_since else ""
+        return failed_runs(len(self.failed_since), reason, True).removeprefix("; ")
 
     @property
     def failed(self) -> list[Outcome]:
@@ -42,7 +48,7 @@ class RestoreResult:
 
     def to_json(self) -> dict:
         return {"source": self.source, "snapshot": self.snapshot.id, "counts": self.counts(),
-                "outcomes": [o.to_json() for o in self.outcomes]}
+                "failed_runs_since": len(self.failed_since), "outcomes": [o.to_json() for o in self.outcomes]}
 
 
 def run_restore(plan: Plan, registry: Registry, source_name: str, snapshot_ref: str = "latest", *,
@@ -52,13 +58,13 @@ def run_restore(plan: Plan, registry: Registry, source_name: str, snapshot_ref: 
     repo = open_target(plan, choose_target(plan, target_name))
     repo.open()
     with Lock(repo, exclusive=False, command=f"dr restore --source {source_name}").acquire(lock_wait):
-        snapshot = repo.find_snapshot(snapshot_ref, source=source_name)
+        snapshot, failed = _choose(repo, snapshot_ref, source_name)
         if source_name not in snapshot.source_names():
             raise RepositoryError(f"snapshot {snapshot.short_id} holds no data for source '{source_name}'")
         artifacts = [a for a in read_catalog(repo, snapshot.catalog) if a.source == source_name]
         context = ExportContext(source.name, plan.options[source.name], plan.base_dir, source.sensitivity)
         exporter = registry.get(source.type)(context)
-        result = RestoreResult(source_name, snapshot)
+        result = RestoreResult(source_name, snapshot, failed_since=failed)
         reader = ArtifactReader(repo, identities)
         try:
             opened, refused = names.split_open(artifacts, reader.identities)  # format.md 8.1
@@ -68,10 +74,26 @@ def run_restore(plan: Plan, registry: Registry, source_name: str, snapshot_ref: 
             result.outcomes.append(Outcome(source_name, OutcomeStatus.FAILED, f"integrity: {reader.met(exc)}"))
         except EncryptionError as exc:  # secret content and no identity that opens it
             result.outcomes.append(Outcome(source_name, OutcomeStatus.FAILED, f"decryption: {exc}"))
-        result.damage = list(dict.fromkeys(reader.damage))
+        said_damaged = [f"{o.item}: {o.reason}" for o in result.outcomes if o.damaged]
+        result.damage = list(dict.fromkeys(reader.damage + said_damaged))
         return result
 
 
 def sealed_outcomes(refused: list) -> list[Outcome]:
     """A failed item per artifact whose sealed name no identity opens (dr.repository.names)."""
     return [Outcome(f"{a.kind} {a.identity}", OutcomeStatus.FAILED, f"decryption: {why}") for a, why in refused]
+
+
+def _choose(repo, snapshot_ref: str, source: str) -> tuple[Snapshot, list[SourceResult]]:
+    """The snapshot named, or for `latest` the source's newest good backup and its failed runs
+    since (docs/format.md section 9: a failed run is no recovery point)."""
+    if snapshot_ref != "latest":
+        return repo.find_snapshot(snapshot_ref), []
+    snapshots = repo.snapshots()
+    chosen = newest_good(snapshots, source)
+    failed = failed_since(snapshots, source, chosen)
+    if chosen is None:
+        reason = failed[-1].failure() if failed else ""
+        raise RepositoryError(f"{repo.description}: no snapshot is a good backup of source '{source}'"
+                              + failed_runs(len(failed), reason, False))
+    return chosen, failed

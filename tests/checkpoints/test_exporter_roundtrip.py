@@ -100,6 +100,8 @@ def test_restore_a_chosen_step_to_a_bucket(two_domains, s3_bucket):
     assert [o.status for o in outcomes] == [OutcomeStatus.RESTORED], outcomes
     assert bucket_files(env["a"], target, "resume/llama/step-100") == \
         bucket_files(env["a"], env["src"], "runs/llama/step-100")
+    assert sorted(bucket_files(env["a"], target, "resume/llama")) == \
+        sorted(f"step-100/{k}" for k in bucket_files(env["a"], env["src"], "runs/llama/step-100"))  # no staging left
     again = env["repo"].restore(make_exporter(env["options"]), backup.artifacts, to=f"s3://{target}/resume",
                                 remap=remap)
     assert [o.status for o in again] == [OutcomeStatus.UNCHANGED]
@@ -148,6 +150,22 @@ def test_one_flipped_byte_is_found_by_verify_and_refused_by_restore(two_domains,
     assert not (restored / ".metadata").exists() and not (restored / "__0_1.distcp").exists()
     (in_place,) = env["repo"].restore(make_exporter(env["options"]), backup.artifacts, remap={"run": "llama"})
     assert in_place.status == OutcomeStatus.FAILED and "__0_1.distcp" in in_place.reason
+
+
+def test_a_refused_restore_to_a_bucket_leaves_no_object_and_no_upload(two_domains, s3_bucket):
+    """S3 has no rename: the files are staged under a dot prefix, copied into place only when
+    every one verified (staging.py); a refusal deletes the staging prefix."""
+    env = two_domains
+    backup = env["repo"].backup(make_exporter(env["options"]))
+    _corrupt(env["b"], env["dr"], "dr/ckpts/llama/step-300/__0_1.distcp")
+    target = s3_bucket()
+    remap = {"run": "llama", "endpoint_url": env["a"]}
+    (outcome,) = env["repo"].restore(make_exporter(env["options"]), backup.artifacts, to=f"s3://{target}/resume",
+                                     remap=remap)
+    assert outcome.status == OutcomeStatus.FAILED and "__0_1.distcp" in outcome.reason
+    client = s3_client(env["a"])
+    assert client.list_objects_v2(Bucket=target).get("KeyCount") == 0
+    assert not client.list_multipart_uploads(Bucket=target).get("Uploads")
 
 
 def test_tampered_manifest_and_missing_marker_are_refused(two_domains, tmp_path):

@@ -92,6 +92,11 @@ TAMPERING = {
 
 @pytest.fixture
 def backed_up(tmp_path, capsys):
+    return back_up(tmp_path, capsys)
+
+
+def back_up(tmp_path, capsys) -> tuple[Path, str]:
+    """A real DCP step 100 of run llama, backed up with a directory DR copy, intact."""
     save_steps(tmp_path / "runs", "llama", [100], single_file_per_rank=False)
     plan = _plan(tmp_path)
     assert main(["backup", "--plan", plan, "-q"]) == Exit.OK

@@ -72,3 +72,14 @@ def blob_count(repo_root) -> int:
     """Blobs stored so far in a local repository."""
     blobs = os.path.join(str(repo_root), "blobs")
     return sum(len(names) for _, _, names in os.walk(blobs)) if os.path.isdir(blobs) else 0
+
+
+def tree_bytes(root) -> dict[str, bytes]:
+    """Every file below `root`, by its path relative to it: to compare a restored tree."""
+    out = {}
+    for folder, _, names in os.walk(str(root)):
+        for name in names:
+            path = os.path.join(folder, name)
+            with open(path, "rb") as handle:
+                out[os.path.relpath(path, str(root))] = handle.read()
+    return out

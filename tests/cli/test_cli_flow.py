@@ -145,7 +145,7 @@ def test_prune_applies_retention(tmp_path, capsys):
 
 def test_plugins_lists_the_builtins(capsys):
     assert main(["plugins", "--json"]) == Exit.OK
-    names = {p["name"] for p in _json(capsys)}
+    names = {p["name"] for p in _json(capsys)["exporters"]}
     assert {"git", "files"} <= names
 
 

@@ -18,7 +18,7 @@ import pytest
 from dr.cli.exitcodes import Exit
 from dr.repository.repositories import Repository
 from dr.repository.stores.local import LocalStore
-from tests.cli.planfiles import blob_count, files_source, local_target, random_tree, write_plan
+from tests.cli.planfiles import blob_count, files_source, local_target, random_tree, tree_bytes, write_plan
 from tests.cli.together import run_together
 
 DR = [sys.executable, "-m", "dr.cli.main"]
@@ -78,17 +78,8 @@ def test_two_backups_of_the_same_source_at_once_both_restore(tmp_path, s3_bucket
         restored = _dr("restore", "--plan", plan, "--source", "data", "--target", "here", "--snapshot", snapshot,
                        "--to", str(back), "-q")
         assert restored.returncode == Exit.OK, restored.stderr
-        assert _files(back / "data") == _files(data)
+        assert tree_bytes(back / "data") == tree_bytes(data)
 
-
-def _files(root) -> dict[str, bytes]:
-    out = {}
-    for folder, _, names in os.walk(root):
-        for name in names:
-            path = os.path.join(folder, name)
-            with open(path, "rb") as handle:
-                out[os.path.relpath(path, root)] = handle.read()
-    return out
 
 
 def test_a_prune_waits_for_a_running_backup_and_never_takes_its_blobs(tmp_path):

@@ -15,7 +15,6 @@ import json
 import random
 import shutil
 import tempfile
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -172,7 +171,7 @@ def _mutated(record: dict, field: str, value) -> dict:
     return out
 
 
-@settings(max_examples=60, deadline=timedelta(seconds=20), derandomize=True, database=None,
+@settings(max_examples=60, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(which=st.integers(min_value=0, max_value=5), field=st.sampled_from(ENTRY_FIELDS),
        value=st.one_of(st.just(DELETE), HOSTILE))
@@ -193,7 +192,7 @@ def test_a_hostile_catalog_entry_is_refused_as_damage(world, which, field, value
     _refused_as_damage(world, field)
 
 
-@settings(max_examples=40, deadline=timedelta(seconds=20), derandomize=True, database=None,
+@settings(max_examples=40, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(field=st.sampled_from(MANIFEST_FIELDS + ["catalog.blob", "catalog.entries"]),
        value=st.one_of(st.just(DELETE), HOSTILE))

@@ -35,7 +35,7 @@ def test_the_switch_keeps_the_bits_and_without_it_they_are_stripped(tmp_path, ca
 
 def test_plugins_lists_it_and_a_value_is_refused(tmp_path, capsys):
     assert main(["plugins", "--json"]) == Exit.OK
-    files = next(p for p in json.loads(capsys.readouterr().out) if p["name"] == "files")
+    files = next(p for p in json.loads(capsys.readouterr().out)["exporters"] if p["name"] == "files")
     assert files["restore_options"] == ["--keep-special-bits: restore setuid, setgid and sticky bits as the "
                                         "catalog records them (stripped by default)"]
     plan = _plan(tmp_path)

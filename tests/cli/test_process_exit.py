@@ -15,7 +15,7 @@ ENTRY = [sys.executable, "-c", "from dr.cli.main import entry; entry()"]
 def test_piped_output_is_complete_and_the_exit_code_is_the_commands(tmp_path):
     ok = subprocess.run(ENTRY + ["plugins", "--json"], capture_output=True, text=True, timeout=60)
     assert ok.returncode == 0
-    assert {"git", "files", "kubernetes", "checkpoints"} <= {p["name"] for p in json.loads(ok.stdout)}
+    assert {"git", "files", "kubernetes", "checkpoints"} <= {p["name"] for p in json.loads(ok.stdout)["exporters"]}
     bad = subprocess.run(ENTRY + ["backup", "--plan", str(tmp_path / "absent.yaml")],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "absent.yaml" in bad.stderr and "Traceback" not in bad.stderr

@@ -6,7 +6,7 @@ import argparse
 import os
 import re
 
-from dr.cli.arguments import output_args
+from dr.cli.main import global_args as output_args
 from dr.cli.commands import COMMANDS
 from dr.cli.exitcodes import MEANINGS
 

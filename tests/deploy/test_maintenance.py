@@ -25,7 +25,7 @@ def test_a_one_target_plan_gets_one_cronjob_of_each_task(wide_plan, rendered_jso
     assert commands["dr-prune"] == ["dr", "prune", "--plan", "/etc/dr/plan.yaml", "--lock-wait", "1800", *tail]
     assert commands["dr-verify"] == ["dr", "verify", "--plan", "/etc/dr/plan.yaml", "--read-data-subset", "auto/7",
                                      "--lock-wait", "1800", *tail]
-    assert commands["dr-status"] == ["dr", "status", "--plan", "/etc/dr/plan.yaml", *tail]
+    assert commands["dr-status"] == ["dr", "status", "--plan", "/etc/dr/plan.yaml", "--lock-wait", "300", *tail]
     assert commands["dr-audit"] == ["dr", "audit", "--plan", "/etc/dr/plan.yaml", *tail]
     for cron in backups(docs):  # the backups publish too
         assert container(cron)["command"][-2:] == ["--pushgateway", PUSHGATEWAY]

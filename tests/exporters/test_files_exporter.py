@@ -124,7 +124,7 @@ def test_secret_content_is_encrypted_and_needs_the_identity(harness, tree, tmp_p
     dest = tmp_path / "out"
     [denied] = harness.restore(FilesExporter, opts(tree), secret, to=str(dest))
     assert denied.status == OutcomeStatus.FAILED and "identity" in denied.reason
-    assert os.listdir(dest / "cfg") == []  # no file, no temporary left behind
+    assert not dest.exists()  # no file, no temporary, not the directories made for it (all or nothing)
 
     outcomes = harness.restore(FilesExporter, opts(tree), backup.artifacts, to=str(dest), identities=keys)
     assert set(statuses(outcomes).values()) == {OutcomeStatus.RESTORED}, outcomes
@@ -245,8 +245,9 @@ def test_damaged_blob_fails_and_leaves_nothing_half_written(harness, tree, tmp_p
     result = {o.item: o for o in harness.restore(FilesExporter, opts(tree), backup.artifacts, to=str(dest))}
     assert result["cfg/big.bin"].status == OutcomeStatus.FAILED
     assert "IntegrityError" in result["cfg/big.bin"].reason
-    assert result["cfg/run.sh"].status == OutcomeStatus.RESTORED
-    assert not any(name.startswith(".dr-restore") or name == "big.bin" for name in os.listdir(dest / "cfg"))
+    # all or nothing: the intact files were written under staging names, never renamed into place
+    assert result["cfg/run.sh"].status == OutcomeStatus.FAILED and "cfg/big.bin" in result["cfg/run.sh"].reason
+    assert not dest.exists()  # nor the destination the restore created
 
 
 def test_destination_that_is_a_file_fails_every_item(harness, tree, tmp_path):

@@ -20,7 +20,8 @@ injects one of the faults a real object store and network produce:
 Requests of one connection are sequential (HTTP/1.1 keep-alive); connections are served by
 threads. The RNG is shared under a lock, so the sequence of decisions is fixed by the seed,
 though which request meets which decision depends on the order threads reach it.
-`counts` says how many requests were seen and how many faults of each kind were injected.
+`counts` says how many requests were seen and how many faults of each kind were injected;
+set `journal` to a list to have every request recorded in it as (method, path, fault or '').
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ class FaultProxy:
         if unknown:
             raise ValueError(f"unknown faults {sorted(unknown)}; known: {KNOWN}")
         self.counts: Counter = Counter()
+        self.journal: list[tuple[str, str, str]] | None = None
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self.server = _Server(("127.0.0.1", 0), type("Handler", (_Handler,), {"proxy": self}))
@@ -127,6 +129,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _any(self) -> None:
         fault, share = self.proxy.decide()
+        if self.proxy.journal is not None:
+            self.proxy.journal.append((self.command, self.path, fault))
         try:
             if fault == "reset_request":
                 self._read_body(limit=int(self._length() * share))

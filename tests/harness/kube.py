@@ -39,6 +39,8 @@ What is emulated (as a real API server does it)
   kind/apiVersion (a real server omits them too; custom resource list items have them).
 * Watch: ADDED/MODIFIED/DELETED events, from a resourceVersion (410 Expired when too old) or
   starting with the current state, selectors, ``timeoutSeconds``.
+* Request bodies up to 3 MiB, as kube-apiserver's limit; a larger one answers 413
+  RequestEntityTooLarge (a ``Status``), whatever its verb.
 * Secrets: ``stringData`` folded into base64 ``data``, ``type`` defaults to Opaque.
 * Namespaces: default, kube-system, kube-public, kube-node-lease exist (the first three cannot be
   deleted: 403); ``kubernetes.io/metadata.name`` label, phase Active, deletion cascades to the
@@ -57,7 +59,12 @@ What is emulated (as a real API server does it)
 
 What a real API server does differently (not emulated)
 ------------------------------------------------------
-* No authentication, authorization (RBAC is stored, not enforced), admission or webhooks.
+* No authentication, authorization (RBAC is stored, not enforced) or webhooks; admission only
+  through stand-ins a test adds (``add_admission_webhook``: a Python check run on every create,
+  its refusal answered in kube-apiserver's words, ``admission webhook "<name>" denied the request``).
+* No etcd behind the store: a real cluster's etcd refuses a value over its ``--max-request-bytes``
+  (1.5 MiB by default) with "etcdserver: request is too large", even under the 3 MiB body limit.
+* ValidatingAdmissionPolicies and their bindings are stored and served, never evaluated.
 * No schema validation: invalid objects are accepted (custom resources are only pruned and
   defaulted); built-in types get no defaulting beyond the few listed above.
 * No controllers: Deployments create no Pods, Jobs never run, PVCs stay Pending, no garbage
@@ -168,6 +175,10 @@ _BUILTINS: list[tuple[str, str, str, str, bool, tuple[str, ...], tuple[str, ...]
      "ValidatingWebhookConfiguration", False, (), (), ()),
     ("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
      "MutatingWebhookConfiguration", False, (), (), ()),
+    ("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies",
+     "ValidatingAdmissionPolicy", False, ("status",), (), ()),
+    ("admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings",
+     "ValidatingAdmissionPolicyBinding", False, (), (), ()),
     ("networking.k8s.io", "v1", "ingresses", "Ingress", True, ("status",), ("ing",), ()),
     ("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", True, (), ("netpol",), ()),
     ("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, ("status",), ("pdb",), ()),
@@ -177,6 +188,11 @@ _BUILTINS: list[tuple[str, str, str, str, bool, tuple[str, ...], tuple[str, ...]
 # Resources whose DELETE answers the deleted object rather than a Status (ReturnDeletedObject).
 _RETURN_DELETED = {("", "pods"), ("", "services"), ("", "namespaces"),
                    ("apiextensions.k8s.io", "customresourcedefinitions")}
+
+# kube-apiserver's MaxRequestBodyBytes (k8s.io/apiserver server.Config): a larger body is refused
+# with 413 before it is decoded. aiohttp's own default (1 MiB) would refuse the big upstream CRDs.
+MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: a 3 MiB body in 1 s, not 60
 
 CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
 NS_KEY = ("", "namespaces")
@@ -288,6 +304,7 @@ class RequestRecord:
     status: int | None = None
     fault: bool = False
     time: float = dataclasses.field(default_factory=time.monotonic)
+    size: int = 0  # bytes of the request body
 
 
 @dataclasses.dataclass(eq=False)
@@ -616,12 +633,13 @@ class KubeApiEmulator(kmock.KubernetesEmulator):
     # ---- request entry point -----------------------------------------------------------
 
     async def __call__(self, raw: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
+        raw = raw.clone(client_max_size=0)  # read it all: the limit is the API server's, below
         body = await raw.read()
         route = _Route.parse(raw.method, raw.path, raw.query)
         record = RequestRecord(method=route.method, path=route.path, query=dict(raw.query),
                                verb=route.verb, group=route.group, version=route.version,
                                resource=route.plural, namespace=route.namespace, name=route.name,
-                               subresource=route.subresource)
+                               subresource=route.subresource, size=len(body))
         self.log.append(record)
         try:
             data = json.loads(body) if body else None
@@ -654,6 +672,8 @@ class KubeApiEmulator(kmock.KubernetesEmulator):
 
     async def _serve(self, raw: aiohttp.web.BaseRequest, route: _Route, kreq: rendering.Request,
                      record: RequestRecord, body: bytes) -> aiohttp.web.StreamResponse:
+        if len(body) > MAX_REQUEST_BODY_BYTES:
+            raise ApiError(413, f"Request entity too large: limit is {MAX_REQUEST_BODY_BYTES}")
         for fault in self.faults:
             if fault.matches(route.path, route.method, route.verb):
                 fault.hits += 1
@@ -742,7 +762,7 @@ class KubeApiEmulator(kmock.KubernetesEmulator):
     def _parse_body(raw: aiohttp.web.BaseRequest, body: bytes) -> Any:
         try:
             if "yaml" in raw.content_type:
-                return yaml.safe_load(body.decode())
+                return yaml.load(body.decode(), Loader=_YAML_LOADER)
             return json.loads(body) if body else None
         except (ValueError, yaml.YAMLError) as exc:
             raise ApiError(400, f"the request body could not be decoded: {exc}") from None
@@ -1000,6 +1020,7 @@ class KubeApiEmulator(kmock.KubernetesEmulator):
         meta = obj["metadata"]
         meta.update(uid=str(uuid.uuid4()), creationTimestamp=_now(), generation=1)
         meta["managedFields"] = self._managed_fields(rtype, version, obj, None, manager, "Update", None)
+        self._admit(rtype, obj)
         if dry_run:
             return obj
         meta["resourceVersion"] = str(self.next_rv())
@@ -1007,6 +1028,14 @@ class KubeApiEmulator(kmock.KubernetesEmulator):
         self._emit("ADDED", rtype, obj)
         self._after_create(rtype, obj)
         return obj
+
+    # ---- admission: stand-ins for validating webhooks (EmulatedCluster.add_admission_webhook) ----
+
+    def _admit(self, rtype: ResourceType, obj: dict[str, Any]) -> None:
+        for name, code, check in getattr(self, "admission_webhooks", ()):
+            refusal = check(self, rtype, obj)
+            if refusal:
+                raise ApiError(code, f'admission webhook "{name}" denied the request: {refusal}')
 
     def _after_create(self, rtype: ResourceType, obj: dict[str, Any]) -> None:
         if rtype.key == NS_KEY and self.namespace_defaults:
@@ -1727,6 +1756,13 @@ class EmulatedCluster:
         rtype = ResourceType(group=group, plural=plural, kind=kind, namespaced=namespaced,
                              versions=[version], subresources=tuple(subresources))
         self.call(lambda em: em.add_type(rtype))
+
+    def add_admission_webhook(self, name: str, check: Callable[[KubeApiEmulator, ResourceType, dict[str, Any]],
+                                                           str | None], code: int = 403) -> None:
+        """A stand-in validating webhook: `check(emulator, type, object)` runs on every create, in the
+        emulator's thread (so it may read the store); a non-empty answer refuses the create with `code`."""
+        # kept out of __attrs_post_init__ on purpose: a stand-in is a test's own addition
+        self.call(lambda em: em.__dict__.setdefault("admission_webhooks", []).append((name, code, check)))
 
     @property
     def resource_version(self) -> int:

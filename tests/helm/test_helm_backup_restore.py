@@ -131,3 +131,31 @@ def test_a_drill_restores_the_charts_into_a_chart_directory_under_its_scratch_fo
     index = yaml.safe_load((scratch / "charts" / "index.yaml").read_text())
     assert sorted(index["entries"]) == ["api", "web"]
     assert (scratch / "charts" / "web-1.0.0.tgz").read_bytes() == (charts.packaged / "web-1.0.0.tgz").read_bytes()
+
+
+class _Serving:
+    """The repository's reader, but one artifact's stored bytes are `data` (a hostile or
+    damaged repository whose catalog digest agrees with what it holds)."""
+
+    def __init__(self, reader, identity: str, data: bytes) -> None:
+        self.reader, self.identity, self.data = reader, identity, data
+
+    def read(self, artifact):
+        return self.data if artifact.identity == self.identity else self.reader.read(artifact)
+
+
+def test_a_chart_that_is_not_a_chart_is_refused_before_anything_is_written(tmp_path, charts):
+    plan = plan_with(tmp_path, _listed(charts))
+    _, found, reader = backup(plan)
+    web, api = found[f"{charts.http.url}/web:1.0.0"], found[f"{charts.oci_api}:0.1.0"]
+    junk = b"\x1f\x8b not a gzip stream"
+    web.meta = {**web.meta, "digest": "sha256:" + hashlib.sha256(junk).hexdigest()}
+    exporter = HelmExporter(ExportContext("charts", HelmOptions(), str(tmp_path)))
+    out = tmp_path / "out"
+    outcomes = {o.item: o for o in exporter.restore([web, api], _Serving(reader, web.identity, junk),
+                                                    RestoreRequest(to=str(out)))}
+    assert outcomes[web.identity].status == OutcomeStatus.FAILED and "not a readable chart" in \
+        outcomes[web.identity].reason
+    assert outcomes[api.identity].status == OutcomeStatus.RESTORED  # each chart is its own unit
+    assert sorted(p.name for p in out.iterdir()) == ["api-0.1.0.tgz", "index.yaml"]  # no web, no .prov
+    assert sorted(yaml.safe_load((out / "index.yaml").read_text())["entries"]) == ["api"]

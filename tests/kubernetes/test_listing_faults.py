@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
 
 from dr.exporters.contract import ExportContext
 from dr.exporters.kubernetes import KubernetesExporter
-from dr.exporters.kubernetes.requesting import RequestTimeout
+from dr.exporters.kubernetes.connecting import api_client, dynamic_client
+from dr.exporters.kubernetes.discovering import served_types
+from dr.exporters.kubernetes.requesting import Api, RequestTimeout
 
 
 def test_lists_are_paginated(pipeline, source):
@@ -50,10 +53,73 @@ def test_a_list_that_hangs_past_the_timeout_fails_loudly_naming_the_resource(pip
     assert time.monotonic() - started < 4.5, "the other lists must be cancelled, not awaited"
 
 
-def test_a_refused_list_fails_the_backup(pipeline, source):
+def _served(pipeline) -> set[str]:
+    """What discovery itself says the source serves."""
+    client = api_client(pipeline.kubeconfig, "source", pool_size=2)
+    return {t.qualified for t in served_types(Api(dynamic_client(client, pipeline.root + "-discovery")))}
+
+
+def _finding(backup, code: str) -> list[dict]:
+    return [f for f in backup.findings if f["code"] == code]
+
+
+def test_a_refused_list_is_an_error_finding_naming_the_type_and_the_rest_is_kept(pipeline, source):
+    whole = pipeline.backup()
     source.fail_next("/api/v1/secrets", 403, times=1)
-    with pytest.raises(Exception, match=r"list secrets: 403"):
-        pipeline.backup()
+    backup = pipeline.backup()
+    [refused] = _finding(backup, "kubernetes-list-failed")
+    assert (refused["severity"], refused["type"], refused["status"]) == ("error", "secrets", 403)
+    assert "secrets could not be listed" in refused["message"] and "403" in refused["message"]
+    # the other types are all there; no Secret is, and the inventory does not count them as exported
+    assert backup.identities() == {i for i in whole.identities() if not i.startswith("secrets/")}
+    [served] = _finding(backup, "kubernetes-served-types")
+    assert "secrets" not in served["exported"] and served["left_out"]["secrets"].startswith("listing failed: ")
+    assert any(line.startswith("not exported: secrets: listing failed") for line in backup.log)
+
+
+def test_a_list_failing_past_its_retries_is_a_finding_not_a_smaller_count(pipeline, source):
+    source.fail_next("/apis/kueue.x-k8s.io/v1beta2/clusterqueues", 500, times=None)
+    try:
+        backup = pipeline.backup()
+    finally:
+        source.clear_faults()
+    [failed] = _finding(backup, "kubernetes-list-failed")
+    assert (failed["type"], failed["status"]) == ("clusterqueues.kueue.x-k8s.io", 500)
+    assert "clusterqueues.kueue.x-k8s.io" not in backup.identities()
+    assert "clusterqueues.kueue.x-k8s.io" not in _finding(backup, "kubernetes-served-types")[0]["exported"]
+
+
+def test_a_group_version_whose_discovery_fails_is_named(pipeline, source):
+    """An aggregated API whose backend is down answers 503: the kubernetes client's discoverer
+    reads that as "no resources", a smaller backup in silence."""
+    source.fail_next(re.compile(r"^/apis/kueue\.x-k8s\.io/v[^/]+$"), 503, times=None, verb="get")
+    try:
+        backup = pipeline.backup()
+    finally:
+        source.clear_faults()
+    failed = _finding(backup, "kubernetes-discovery-failed")
+    assert {f["severity"] for f in failed} == {"error"}
+    assert "kueue.x-k8s.io/v1beta2" in {f["group_version"] for f in failed}
+    assert not any(i.endswith(".kueue.x-k8s.io") for i in backup.identities())
+    assert any(line.startswith("not discovered: kueue.x-k8s.io/v1beta2") for line in backup.log)
+
+
+def test_every_served_type_is_printed_and_recorded_with_its_count_or_why_not(pipeline, source):
+    backup = pipeline.backup()
+    [served] = _finding(backup, "kubernetes-served-types")
+    assert served["severity"] == "info"
+    stored: dict[str, int] = {}
+    for artifact in backup.artifacts:
+        if artifact.kind == "kubernetes-objects":
+            qualified = artifact.identity.split("/", 1)[0]
+            stored[qualified] = stored.get(qualified, 0) + artifact.meta["objects"]
+    assert {k: v for k, v in served["exported"].items() if v} == stored
+    left_out = served["left_out"]
+    assert left_out["workloads.kueue.x-k8s.io"].startswith("never exported: Kueue runtime state")
+    assert "not a custom resource" in left_out["events"]
+    assert set(served["exported"]) | set(left_out) == {t for t in _served(pipeline)}
+    [line] = [line for line in backup.log if line.startswith("served types: ")]
+    assert f"exported {len(served['exported'])} " in line and "configmaps (" in line
 
 
 def test_kueue_missing_flavor_and_admission_check_are_findings(pipeline):

@@ -82,7 +82,7 @@ def test_crd_conversion_webhooks_and_secret_stores():
     external = {"apiVersion": "external-secrets.io/v1beta1", "kind": "ExternalSecret",
                 "metadata": {"name": "db", "namespace": "n"}, "spec": {"secretStoreRef": {"name": "a", "kind": "SecretStore"}}}
     assert [(d.kind, d.reference) for d in Scanner().scan(store)[0]] == [("secret-store", "https://vault.internal:8200")]
-    assert [d.reference for d in Scanner().scan(aws)[0]] == ["aws:SecretsManager:eu-west-1"]
+    assert [d.reference for d in Scanner().scan(aws)[0]] == ["https://secretsmanager.eu-west-1.amazonaws.com"]
     assert [d.reference for d in Scanner().scan(external)[0]] == ["secretstore:n/a"]
 
 

@@ -125,3 +125,17 @@ def test_a_real_backup_records_them(pipeline):
     assert findings[key]["severity"] == "info"
     assert not [k for k in findings if k[0] == "cert-manager-issuer-missing"]  # web's Issuer is there
     assert not [k for k in findings if k[0] == "kueue-check-parameters-missing"]  # prov-test-config is there
+
+
+def test_an_issuer_ref_whose_kind_defaults_to_issuer_while_a_cluster_issuer_exists():
+    """cert-manager reads a missing issuerRef.kind as Issuer: a ClusterIssuer of that name is not used."""
+    certificate = _obj("Certificate", "web", {"secretName": "web-tls", "issuerRef": {"name": "letsencrypt"}},
+                       "ml", api=f"{CM}/v1")
+    found = _findings([certificate, _obj("ClusterIssuer", "letsencrypt", {"acme": {}}, api=f"{CM}/v1")])
+    finding = found[("cert-manager-issuer-missing", "Certificate/ml/web", "Issuer/ml/letsencrypt")]
+    assert finding["field"] == "spec.issuerRef.kind"
+    assert "defaults to Issuer" in finding["message"] and "ClusterIssuer/letsencrypt does" in finding["message"]
+    assert finding["action"].startswith("set spec.issuerRef.kind: ClusterIssuer in Certificate/ml/web")
+    # with no ClusterIssuer of that name either, the plain finding
+    plain = _findings([certificate])[("cert-manager-issuer-missing", "Certificate/ml/web", "Issuer/ml/letsencrypt")]
+    assert "field" not in plain and "not in the backup" in plain["message"]

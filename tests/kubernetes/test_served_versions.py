@@ -14,9 +14,9 @@ import pytest
 from dr.exporters.kubernetes.connecting import api_client, dynamic_client
 from dr.exporters.kubernetes.discovering import served_types, version_priority
 from dr.exporters.kubernetes.requesting import Api
-from tests.harness import EmulatedCluster, write_kubeconfig
+from tests.harness import write_kubeconfig
 from tests.kubernetes.conftest import Pipeline
-from tests.kubernetes.upstream import upstream, wait_established
+from tests.kubernetes.upstream import cluster_with, upstream
 from tests.upstream_fixtures import FIXTURES
 
 GROUPS = ["kserve/crds", "external-secrets/crds"]
@@ -54,15 +54,8 @@ def _objects() -> list[dict]:
 
 @pytest.fixture(scope="module")
 def serving_cluster():
-    cluster = EmulatedCluster(name="source").start()
-    try:
-        crds = _crds()
-        cluster.create_objects(crds)
-        wait_established(cluster, crds)
-        cluster.create_objects(_objects())
+    with cluster_with(_crds(), _objects()) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 def test_discovery_lists_every_served_kind_once_at_its_best_version(serving_cluster, tmp_path):

@@ -8,12 +8,14 @@ fails the test: a test that silently skipped would hide a broken checkout.
 from __future__ import annotations
 
 import base64
+import contextlib
 import gzip
 import json
 import time
 
 import yaml
 
+from tests.harness import EmulatedCluster
 from tests.upstream_fixtures import FIXTURES, missing
 
 CANARY = "dr-canary-7f3a9c-never-in-plaintext"
@@ -200,3 +202,26 @@ def populate(cluster) -> None:
     certificate = next(o for o in created if o["kind"] == "Certificate")
     cluster.create_objects(cert_manager_objects(certificate["metadata"]["uid"]))
     cluster.create_objects(lws_objects())
+
+
+def schemaless_crd(group: str, plural: str, kind: str, version: str = "v1") -> dict:
+    """A namespaced CRD that keeps every field: for kinds whose upstream CRD the fixtures lack."""
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.{group}"},
+            "spec": {"group": group, "scope": "Namespaced",
+                     "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
+                     "versions": [{"name": version, "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                         "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}
+
+
+@contextlib.contextmanager
+def cluster_with(crds: list[dict], objects: list[dict], name: str = "source"):
+    """A started emulated cluster holding `crds` (Established) and then `objects`; stopped after."""
+    cluster = EmulatedCluster(name=name).start()
+    try:
+        cluster.create_objects(crds)
+        wait_established(cluster, crds)
+        cluster.create_objects(objects)
+        yield cluster
+    finally:
+        cluster.stop()

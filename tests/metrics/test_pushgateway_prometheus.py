@@ -88,6 +88,8 @@ def test_status_audit_drill_and_verify_pushed_are_read_back(tmp_path, pushgatewa
     code, verify, _ = _run(capsys, "verify", "--plan", plan, "--read-data", "--json", "--pushgateway", pushgateway)
     assert code == Exit.OK
 
+    # verify pushed last: once a scrape holds its series, it holds everything pushed before it
+    prometheus.wait_for('dr_verify_read_data{plan="pushed-status"}', lambda v: len(v) == 1, timeout=60.0)
     phases = prometheus.wait_for('dr_drill_rto_seconds{plan="pushed-status"}', lambda v: len(v) == 4)
     assert _by(phases, "phase") == pytest.approx(drill["rto"]["phases"])
     assert list(prometheus.values('dr_drill_rpo_seconds{plan="pushed-status"}').values()) == \

@@ -81,7 +81,7 @@ def test_unknown_key_deep_in_the_domain_tree(plan_file, registry):
     assert plan_file.problems(registry) == [
         Problem(plan_file.path, "failure_domains[0].children[0].children[0].kind", MISSING, REQUIRED, line - 1),
         Problem(plan_file.path, "failure_domains[0].children[0].children[0].knid", "unknown key 'knid'",
-                "did you mean 'kind'? valid keys here: children, description, kind, name", line),
+                "did you mean 'kind'? valid keys here: children, description, kind, name, region", line),
     ]
 
 
@@ -515,8 +515,8 @@ def test_cli_json_lists_the_problems(plan_file, capsys):
     code, out, err = _run_cli(capsys, ["snapshots", "--plan", plan_file.write(), "--json"])
     assert code == 2 and "Traceback" not in err
     document = json.loads(out)
-    assert document["error"] == "plan"
-    assert document["problems"] == [
+    assert (document["schema_version"], document["error"]["kind"], document["error"]["exit_code"]) == (1, "plan", 2)
+    assert document["error"]["problems"] == [
         f"{plan_file.path}:{plan_file.line_of('type: gti')}: sources[0].type: found unknown exporter type 'gti'; "
         f"expected did you mean 'git'? an installed exporter: {', '.join(Registry().names())} (see 'dr plugins')"]
 

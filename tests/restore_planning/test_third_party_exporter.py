@@ -70,7 +70,7 @@ def test_without_the_plugin_its_type_and_remap_kind_are_plan_errors(world):
 def test_a_whole_plan_restore_uses_its_remap_kind_role_and_destination(installed, world, capsys):
     plan = _plan(world)
     assert main(["plugins", "--json"]) == Exit.OK
-    tables = next(p for p in _json(capsys) if p["name"] == "tables")
+    tables = next(p for p in _json(capsys)["exporters"] if p["name"] == "tables")
     assert (tables["contract_version"], tables["remap_kinds"]) == (2, ["table-endpoint"])
     assert main(["backup", "--plan", plan, "-q"]) == Exit.OK
     capsys.readouterr()

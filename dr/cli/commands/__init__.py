@@ -37,6 +37,8 @@ _HELP = {
     "restore": "restore every source of a snapshot as one ordered, journaled plan (or one source with --source)",
     "prune": "forget snapshots retention no longer keeps; reclaim unreferenced blobs",
     "plugins": "list the installed exporters",
+    "plan": "validate plan files offline (no target, credential or network), or print the plan's JSON Schema",
+    "version": "dr's version, the repository format, the exporter contract, Python and the installed exporters",
     "unlock": "remove stale locks left by dead dr processes",
     "demo": "back up, list, verify and restore local stand-ins: no cluster needed",
     "audit": "judge whether a restore needs anything from a failed domain (exit 4 on blockers)",

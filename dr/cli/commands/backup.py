@@ -70,7 +70,8 @@ def _print_result(out: Output, result) -> None:
                 f"{human_size(stats['bytes_uploaded'])} uploaded in {stats['blobs_uploaded']} new blobs, "
                 f"{stats['artifacts_reused']} unchanged artifacts reused{_transferred(stats)}")
     for source in result.sources:
-        state = "ok" if source.ok else f"FAILED: {source.error}"
+        state = "ok" if source.good else f"FAILED: {source.error}" if source.error else \
+            "FAILED (the error below): not a good backup"
         out.say(f"  {source.name} ({source.exporter}): {source.artifacts} artifacts, "
                 f"{human_size(source.bytes)} - {state}")
         for finding in source.findings:

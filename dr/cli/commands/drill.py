@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from dr.cli.arguments import CommandSpec, UsageError, identities, open_plan, plan_arg
+from dr.cli.arguments import CommandSpec, UsageError, identities, lock_wait_arg, open_plan, plan_arg
 from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
 from dr.cli.metrics import metrics_args, publish, wanted
@@ -49,7 +49,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="restore blocked steps anyway (recorded)")
     p.add_argument("--identity", metavar="FILE", help="age identity file for secret content")
     p.add_argument("--parallel", type=int, default=4, metavar="N", help="steps restored at once (default 4)")
-    p.add_argument("--lock-wait", type=float, default=0.0, metavar="SECONDS")
+    lock_wait_arg(p)
     metrics_args(p)
 
 

@@ -20,7 +20,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
             out.say(f"{'':<14} restore option {option}")
         if info.remap_kinds:
             out.say(f"{'':<14} remap kinds: {', '.join(info.remap_kinds)}")
-    out.document([info.__dict__ for info in infos])
+    out.document({"exporters": [info.__dict__ for info in infos]})
     return Exit.FAILURE if any(i.error for i in infos) else Exit.OK
 
 

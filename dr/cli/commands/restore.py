@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import argparse
 
-from dr.cli.arguments import CommandSpec, UsageError, identities, open_plan, plan_and_target_args
+from dr.cli.arguments import CommandSpec, UsageError, identities, lock_wait_arg, open_plan, plan_and_target_args
 from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
 from dr.cli.output import Output
@@ -61,7 +61,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace items that exist and differ")
     p.add_argument("--identity", metavar="FILE", help="age identity file for secret content "
                    "(default: the file named by the plan's identity_env variable)")
-    p.add_argument("--lock-wait", type=float, default=0.0, metavar="SECONDS")
+    lock_wait_arg(p)
     p.add_argument("--remap", action="append", metavar="KEY=VALUE",
                    help="an exporter remap key (docs/restore.md lists them), repeatable")
 
@@ -91,6 +91,9 @@ def _restore_source(args: argparse.Namespace, out: Output) -> int:
                          identities=keys, target_name=args.target, lock_wait=args.lock_wait)
     verb = "would restore" if args.dry_run else "restored"
     out.say(f"snapshot {result.snapshot.short_id}, source {result.source}: {verb} to {to or '(default)'}")
+    if result.failed_since:
+        out.warn(f"source {result.source}: restoring its newest good backup, snapshot {result.snapshot.short_id} "
+                 f"({result.snapshot.time:%Y-%m-%d %H:%M}Z); {result.failed_runs()}")
     out.say_lines(_outcome_lines(result.outcomes, quiet=out.quiet))
     counts = ", ".join(f"{n} {status}" for status, n in sorted(result.counts().items()))
     out.say(f"summary: {counts or 'nothing to restore'}")

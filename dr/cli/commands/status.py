@@ -10,7 +10,7 @@ import argparse
 from datetime import timedelta
 
 from dr.audit.rpo_status import rpo_status
-from dr.cli.arguments import CommandSpec, identities, open_plan, plan_and_target_args
+from dr.cli.arguments import CommandSpec, identities, lock_wait_arg, open_plan, plan_and_target_args
 from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
 from dr.cli.metrics import metrics_args, publish
@@ -20,6 +20,7 @@ from dr.exporters.registry import PluginError, Registry
 from dr.metrics.samples import status_run_samples, status_samples
 from dr.model.durations import format_duration
 from dr.model.plans import Plan
+from dr.model.snapshots import failed_runs
 from dr.repository.locks import Lock
 from dr.repository.repositories import NotARepository
 from dr.repository.targets import choose_target, open_target
@@ -32,10 +33,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
     status = rpo_status(plan, registry, target, read_data=args.read_data)
     status.runs.extend(_copy_rows(plan, registry, target, args))
     for row in status.sources:
-        age = "never backed up" if row["age_seconds"] is None else \
-            f"{format_duration(timedelta(seconds=int(row['age_seconds'])))} ago"
-        out.say(f"{row['source']:<24} newest snapshot {age}; rpo {row['rpo'] or '-'}"
-                + ("  BREACH" if row["breach"] else ""))
+        out.say(_source_line(row))
         for finding in row["findings"]:
             out.say(f"  {finding['severity']:<7} {finding['code']}"
                     + (f" {finding['object']}" if finding["object"] else "") + f": {finding['message']}")
@@ -48,6 +46,15 @@ def run(args: argparse.Namespace, out: Output) -> int:
     return Exit.RPO_BREACH if status.breached else Exit.OK
 
 
+def _source_line(row: dict) -> str:
+    """"config  newest good backup 5h ago; the 4 runs since failed: <why>; rpo 1h  BREACH"."""
+    seconds = row["age_seconds"]
+    age = "no good backup" if seconds is None else \
+        f"newest good backup {format_duration(timedelta(seconds=int(seconds)))} ago"
+    failed = failed_runs(row["failed_runs"], row["failure"] or "", seconds is not None)
+    return f"{row['source']:<24} {age}{failed}; rpo {row['rpo'] or '-'}" + ("  BREACH" if row["breach"] else "")
+
+
 def _copy_rows(plan: Plan, registry: Registry, target, args: argparse.Namespace) -> list[dict]:
     """The newest copies outside the repository that no exporter's own rpo_report checks (images
     in DR registries, model weights): checked exactly as `dr verify` checks them, because a copy
@@ -58,7 +65,7 @@ def _copy_rows(plan: Plan, registry: Registry, target, args: argparse.Namespace)
     except NotARepository:
         return []  # nothing backed up yet: the per-source rows already say so
     sources = {s.name for s in plan.spec.sources if not _reports_own_copies(registry, s.type)}
-    with Lock(repo, exclusive=False, command="dr status").acquire():
+    with Lock(repo, exclusive=False, command="dr status").acquire(args.lock_wait):
         found = check_outside_copies(plan, registry, repo, read_data=args.read_data,
                                      identities=identities(args, plan), sources=sources)
     return [{"source": copies.source, "subject": f"{copies.source} copy {report.what}",
@@ -84,6 +91,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
                    "the repository (without it: marker, manifest and sizes are checked)")
     p.add_argument("--identity", metavar="FILE", help="age identity file, to read secret artifacts that record "
                    "copies (default: the file named by the plan's identity_env)")
+    lock_wait_arg(p)
     metrics_args(p)
 
 

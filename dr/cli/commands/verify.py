@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from datetime import datetime, timezone
 
-from dr.cli.arguments import CommandSpec, UsageError, identities, open_plan, plan_and_target_args
+from dr.cli.arguments import CommandSpec, UsageError, identities, lock_wait_arg, open_plan, plan_and_target_args
 from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
 from dr.cli.metrics import metrics_args, publish
@@ -32,8 +32,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
                    "digest is in it; auto/T: today's part (UTC days since 1970-01-01 mod T, plus 1), so a daily "
                    "run reads every blob within T days. Copies outside the repository are checked as without "
                    "--read-data")
-    p.add_argument("--lock-wait", type=float, default=0.0, metavar="SECONDS",
-                   help="wait this long for an exclusive lock (a prune's) to go (default: fail at once)")
+    lock_wait_arg(p)
     p.add_argument("--images", action="store_true", help="only the copies of the plan's images sources, by "
                    "digest: each DR registry copy's tags, manifests (hashed) and blobs (present with their "
                    "sizes; hashed with --read-data), and image blobs kept in the repository; the rest of the "

@@ -15,11 +15,12 @@ root or tier in the same bucket, else the remap's endpoint_url/region/profile, e
 environment's (AWS_ENDPOINT_URL_S3 ...). With no `to`, nothing is copied: the
 copy is verified and the outcome names it, so the trainer loads it in place.
 
-Nothing unverified becomes visible: every file is hashed while it is written and checked
-against the manifest (whose own digest is checked against the snapshot's record and the
-copy's marker) before it is renamed or its upload completed, and index files (`.metadata`)
-are written only after every data file verified: a restore that fails leaves no checkpoint a
-trainer could mistake for complete. A mismatch fails the item, naming the file.
+Nothing unverified becomes visible: every file is hashed while it is written under a staging
+name and checked against the manifest (whose own digest is checked against the snapshot's
+record and the copy's marker); the checkpoint is published under its own name only when every
+file verified (staging.py: one rename of the step directory; on S3, copies into place, index
+files last). A restore that is refused, or killed, leaves nothing new under a final name, so
+no trainer can mistake half a checkpoint for one. A mismatch fails the item, naming the file.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from dr.exporters.checkpointing.places.contract import Place
 from dr.exporters.checkpointing.transfer.transferring import DigestMismatch, FileJob, Transfer, hash_file
 from dr.exporters.checkpointing.formats.tree import parent_of
 from dr.exporters.checkpointing.copies.verifying import check_copy
+from dr.exporters.checkpointing.staging import Stage, open_stage
 from dr.exporters.contract import ContentReader, Outcome, OutcomeStatus, RestoreRequest
 from dr.model.artifacts import Artifact
 
@@ -127,50 +129,67 @@ def _from_copy(x: "CheckpointsExporter", artifact: Artifact, record: dict, reque
 
 def _write(x: "CheckpointsExporter", item: str, src: Place, layout: Layout, files: list[dict], record: dict,
            request: RestoreRequest, tried: list[str]) -> Outcome | None:
-    """Copy and verify into the destination; None (reason in `tried`) when the copy itself
-    turns out damaged, so the next tier is tried."""
+    """Copy and verify under a staging name, then publish (staging.py); None (reason in
+    `tried`) when the copy itself turns out damaged, so the next tier is tried."""
     fallback = f" (after: {'; '.join(tried)})" if tried else ""
     dest, prefix = _destination(x, request, record["checkpoint"]["path"], layout.is_dir)
-    same, differs = _existing(dest, prefix, files)
+    same, differs = _existing(dest, prefix, files, layout.is_dir)
     if differs and not request.overwrite:
         return Outcome(item, OutcomeStatus.CONFLICT, f"{dest.url_of(prefix)} exists and differs ({differs}); "
                                                      "--overwrite replaces it")
     if len(same) == len(files):
         return Outcome(item, OutcomeStatus.UNCHANGED, f"{dest.url_of(prefix)} already holds this checkpoint")
-    inside = src.is_s3 and dest.is_s3 and _same_store(src, dest) and x.options.server_side_copy
-    transfer = Transfer(src, dest, part_size=x.options.part_size,
-                        max_buffer=x.options.max_buffer_mib << 20,
-                        parallel_files=x.options.parallel_files, server_side=inside)
+    if layout.is_dir and not dest.is_s3:
+        same = set()  # a step directory is published whole, by one rename
+    todo = [f for f in files if f["path"] not in same]
+    stage = open_stage(dest, prefix, record["checkpoint"]["path"], layout.is_dir)
     try:
-        for phase in (False, True):
-            jobs = [FileJob(layout.file(f["path"]), _join(prefix, f["path"]), f["size"], sha256=f["sha256"])
-                    for f in files if x.options.written_last(f["path"]) == phase and f["path"] not in same]
-            _, failed = transfer.run(jobs)
-            if failed:
-                names = "; ".join(f"{p.removeprefix(layout.base + '/')}: {e}" for p, e in sorted(failed.items()))
-                if all(isinstance(e, (DigestMismatch, FileNotFoundError)) for e in failed.values()):
-                    tried.append(f"tier {record['tier']} ({record['copy']}): {names}")
-                    return None
-                return Outcome(item, OutcomeStatus.FAILED, f"not restored (index files not written): {names}")
+        failed = _stage(x, src, stage, layout, todo)
+        if not failed:
+            stage.publish(todo, x.options.written_last)
     finally:
-        transfer.close()
+        stage.discard()
+    if failed:
+        names = "; ".join(f"{p.removeprefix(layout.base + '/')}: {e}" for p, e in sorted(failed.items()))
+        if all(isinstance(e, (DigestMismatch, FileNotFoundError)) for e in failed.values()):
+            tried.append(f"tier {record['tier']} ({record['copy']}): {names}")
+            return None
+        return Outcome(item, OutcomeStatus.FAILED, f"not restored (nothing written at {dest.url_of(prefix)}): "
+                                                   f"{names}")
     total = sum(f["size"] for f in files)
     return Outcome(item, OutcomeStatus.RESTORED, f"{len(files)} files, {total} bytes from {record['copy']} to "
                                                  f"{dest.url_of(prefix)}; every SHA-256 verified{fallback}")
 
 
-def _existing(dest: Place, prefix: str, files: list[dict]) -> tuple[set[str], str]:
-    """Files already at the destination with the manifest's bytes (a restore interrupted, or
-    one that fell back to another tier, continues), and the first file that differs ('')."""
+def _stage(x: "CheckpointsExporter", src: Place, stage: Stage, layout: Layout, files: list[dict]
+           ) -> dict[str, BaseException]:
+    """Copy every file under the staging name, each hashed while written; what failed."""
+    inside = src.is_s3 and stage.place.is_s3 and _same_store(src, stage.place) and x.options.server_side_copy
+    transfer = Transfer(src, stage.place, part_size=x.options.part_size,
+                        max_buffer=x.options.max_buffer_mib << 20,
+                        parallel_files=x.options.parallel_files, server_side=inside)
+    try:
+        _, failed = transfer.run([FileJob(layout.file(f["path"]), stage.target(f["path"]), f["size"],
+                                          sha256=f["sha256"]) for f in files])
+    finally:
+        transfer.close()
+    return failed
+
+
+def _existing(dest: Place, prefix: str, files: list[dict], is_dir: bool) -> tuple[set[str], str]:
+    """Files already at the destination with the manifest's bytes, and the first file that
+    differs (''); in a step directory, a file the checkpoint does not have differs too."""
     listed = {f.path: f for f in dest.list_files(prefix)}
     same: set[str] = set()
     for f in files:
-        got = listed.get(_join(prefix, f["path"]))
+        got = listed.pop(_join(prefix, f["path"]), None)
         if got is None:
             continue
         if got.size != f["size"] or hash_file(dest, got.path)[0] != f["sha256"]:
             return same, f"{f['path']} has other content"
         same.add(f["path"])
+    if is_dir and listed:
+        return same, f"{min(listed).removeprefix(prefix + '/')} is not the checkpoint's"
     return same, ""
 
 

@@ -20,8 +20,9 @@ the keys that decrypt it live. Such a file is read once more, for its metadata (
 
 Restore never writes outside the destination: identities that are absolute or contain '..'
 are refused, every parent directory is opened relative to the previous one with O_NOFOLLOW (a
-symlink in the destination is never written through), and files are written to a temporary
-name in their final directory, then renamed over the old name: nothing is ever half-written.
+symlink in the destination is never written through), and files are written to a staging
+name in their final directory, renamed over the old names only when every item of the restore
+was written: nothing is ever half-written, and a failed restore writes nothing (restoring.py).
 
 Modules: exporter (the plugin: options, the walk, export, SOPS dependencies) and restoring (the
 restore into a destination directory, imported only when a restore runs).

@@ -4,6 +4,7 @@ The rules are in the package docstring."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fnmatch
 import io
@@ -221,19 +222,33 @@ class FilesExporter(Exporter):
         return needs
 
     # -- restore -------------------------------------------------------------------------
+    def check_artifacts(self, artifacts: list[Artifact]) -> list[str]:
+        """The catalog facts restore() refuses as damage (identities that leave the destination,
+        modes, times, link targets), so that dr verify finds them first."""
+        from dr.exporters.files.restoring import catalog_problems
+
+        return catalog_problems(artifacts)
+
     def restore(self, artifacts: list[Artifact], reader: ContentReader,
                 request: RestoreRequest) -> Iterator[Outcome]:
         # imported here, not at the top: a backup never loads the restore side
         from dr.exporters.files.restoring import Restore, destination_problem
 
         dest = os.path.abspath(request.to or ".")
+        existed = os.path.isdir(dest)
         problem = destination_problem(dest, request)
         if problem:
             yield from (Outcome(a.identity, Status.FAILED, problem) for a in artifacts)
             return
         root = os.open(dest, os.O_RDONLY | os.O_DIRECTORY) if os.path.isdir(dest) else None
+        failed = False
         try:
-            yield from Restore(root, dest, reader, request).run(artifacts)
+            for outcome in Restore(root, dest, reader, request).run(artifacts):
+                failed |= outcome.status == Status.FAILED
+                yield outcome
         finally:
             if root is not None:
                 os.close(root)
+        if failed and not existed:  # a refused restore leaves no trace, not even the --to it made
+            with contextlib.suppress(OSError):  # only if empty
+                os.rmdir(dest)

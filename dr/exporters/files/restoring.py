@@ -1,9 +1,18 @@
 """The `files` restore: one destination directory, written without leaving it.
 
 Identities that are absolute or contain '..' are refused; every parent directory is opened
-relative to the previous one with O_NOFOLLOW; files go to a temporary name in their final
-directory and are renamed over the old name (nothing half-written); setuid, setgid and sticky
-bits are stripped unless the request keeps them (dr.exporters.files, the package docstring).
+relative to the previous one with O_NOFOLLOW; setuid, setgid and sticky bits are stripped
+unless the request keeps them (dr.exporters.files, the package docstring).
+
+All or nothing: every file and symlink is first written to a staging name in its final
+directory (`.dr-restore-<random>.tmp`, dot-prefixed, fsynced; a file's bytes verified by the
+reader as they are read), and only when every item of the restore succeeded are they renamed
+over their names, one rename each. If any item fails (a damaged or undecryptable blob, a
+symlink in the way), nothing is renamed: the staging files and the directories this restore
+created are removed, a file that stood where a directory belongs (--overwrite) and was set
+aside under a staging name is put back, and the destination is as it was; every item says so. A killed restore
+leaves only staging files (and new directories), which the next restore removes from each
+directory it writes to; a file under its own name is always whole.
 """
 
 from __future__ import annotations
@@ -21,6 +30,10 @@ from dr.exporters.contract import OutcomeStatus as Status
 from dr.exporters.files.exporter import (DIR_FLAGS, KEEP_SPECIAL, KINDS, READ_FLAGS, SPECIAL_BITS, WRITE_FLAGS, Stat,
                                          mode_text)
 from dr.model.artifacts import Artifact
+
+
+class _Damaged(Exception):
+    """What the catalog says of an item is damaged or hostile: the item is refused as damage."""
 
 
 class _Refused(Exception):
@@ -43,11 +56,11 @@ def destination_problem(dest: str, request: RestoreRequest) -> str:
 def _parts(identity: str) -> list[str]:
     """The components of a safe identity; refuse anything that could name a path outside."""
     if not identity or "\0" in identity or os.path.isabs(identity):
-        raise _Refused(f"refused: field 'identity' {identity!r:.200} is absolute or empty: the catalog is "
+        raise _Damaged(f"refused: field 'identity' {identity!r:.200} is absolute or empty: the catalog is "
                        "damaged or hostile")
     parts = identity.split("/")
     if any(p in ("", ".", "..") for p in parts):
-        raise _Refused(f"refused: field 'identity' {identity!r:.200} contains '..', '.' or an empty component: "
+        raise _Damaged(f"refused: field 'identity' {identity!r:.200} contains '..', '.' or an empty component: "
                        "the catalog is damaged or hostile")
     return parts
 
@@ -58,13 +71,13 @@ def _check_meta(artifact: Artifact) -> None:
     meta = artifact.meta
     mode, mtime = meta.get("mode"), meta.get("mtime_ns")
     if not (isinstance(mode, str) and len(mode) <= 6 and mode.isdigit() and set(mode) <= set("01234567")):
-        raise _Refused(f"refused: field 'meta.mode' is {mode!r:.60}, not an octal mode: the catalog is damaged or hostile")
+        raise _Damaged(f"refused: field 'meta.mode' is {mode!r:.60}, not an octal mode: the catalog is damaged or hostile")
     if type(mtime) is not int or not 0 <= mtime < 1 << 63:
-        raise _Refused(f"refused: field 'meta.mtime_ns' is {mtime!r:.60}, not nanoseconds since the epoch: the "
+        raise _Damaged(f"refused: field 'meta.mtime_ns' is {mtime!r:.60}, not nanoseconds since the epoch: the "
                        "catalog is damaged or hostile")
     target = meta.get("target", "")
     if not isinstance(target, str) or "\0" in target or (artifact.kind == "symlink" and not target):
-        raise _Refused(f"refused: field 'meta.target' is {target!r:.60}, not a symlink target: the catalog is "
+        raise _Damaged(f"refused: field 'meta.target' is {target!r:.60}, not a symlink target: the catalog is "
                        "damaged or hostile")
 
 
@@ -74,6 +87,9 @@ class Restore:
     def __init__(self, root: int | None, dest: str, reader: ContentReader, request: RestoreRequest):
         self.root, self.dest, self.reader, self.request = root, dest, reader, request
         self.dirs: list[tuple[list[str], Artifact, Outcome]] = []
+        self.staged: list[tuple[list[str], str]] = []  # (the item's path parts, its staging name)
+        self.made: list[list[str]] = []  # directories this restore created, parents first
+        self.aside: list[tuple[list[str], str]] = []  # (a directory's parts, what was at its name, renamed)
         self.keep_special = request.remap.get(KEEP_SPECIAL) == "true"
 
     def _mode(self, artifact: Artifact) -> int:
@@ -93,21 +109,65 @@ class Restore:
         return outcome
 
     def run(self, artifacts: list[Artifact]) -> Iterator[Outcome]:
-        """Shallow first, so parents exist; directory modes and mtimes last, deepest first."""
+        """Shallow first, so parents exist; renames into place only when nothing failed;
+        directory modes and mtimes last, deepest first."""
+        held = []
         for artifact in sorted(artifacts, key=lambda a: (a.identity.count("/"), a.identity)):
             outcome = self._guarded(artifact, lambda a=artifact: self._one(a))
             if outcome is not None:
-                yield outcome
+                held.append(outcome)
+        failed = [o.item for o in held + [d[2] for d in self.dirs] if o.status == Status.FAILED]
+        if failed:
+            yield from self._abandon(held + [o for _, _, o in reversed(self.dirs)], failed)
+            return
+        yield from held  # nothing is renamed before every item was written: see _commit
+        self._commit()
         for parts, artifact, outcome in reversed(self.dirs):
             if outcome.status in (Status.RESTORED, Status.UNCHANGED) and not self.request.dry_run:
                 outcome = self._guarded(artifact, lambda p=parts, a=artifact, o=outcome:
                                         self._finish_dir(p, a, o))
             yield outcome
 
+    def _commit(self) -> None:
+        """Rename each staged item over its name; what was set aside for a directory goes."""
+        for parts, tmp in self.staged:  # rename(2) replaces a symlink at the name itself, never follows it
+            self._in_parent(parts, lambda fd, p=parts, t=tmp: os.replace(t, p[-1], src_dir_fd=fd, dst_dir_fd=fd))
+        for parts, aside in self.aside:
+            self._in_parent(parts, lambda fd, a=aside: os.unlink(a, dir_fd=fd))
+
+    def _abandon(self, outcomes: list[Outcome], failed: list[str]) -> Iterator[Outcome]:
+        """A failed item: remove every staging file and created directory, put back what was
+        set aside for a directory, and say so."""
+        for parts, tmp in self.staged:
+            with contextlib.suppress(OSError):
+                self._in_parent(parts, lambda fd, t=tmp: os.unlink(t, dir_fd=fd))
+        for parts in list(reversed(self.made)):
+            with contextlib.suppress(OSError):  # not empty: something not ours is in it now
+                self._in_parent(parts, lambda fd, p=parts: os.rmdir(p[-1], dir_fd=fd))
+        for parts, aside in self.aside:
+            with contextlib.suppress(OSError):
+                self._in_parent(parts, lambda fd, p=parts, a=aside: os.rename(a, p[-1], src_dir_fd=fd,
+                                                                               dst_dir_fd=fd))
+        why = (f"not restored: {len(failed)} item(s) of this restore failed ({', '.join(failed[:3])}), "
+               f"so nothing was written under its own name in {self.dest}")
+        for outcome in outcomes:
+            yield Outcome(outcome.item, Status.FAILED, why) if outcome.status == Status.RESTORED else outcome
+
+    def _in_parent(self, parts: list[str], step: Callable[[int], None]) -> None:
+        """step(fd of the item's parent directory), opened without following symlinks."""
+        parent = self._open_dir(parts[:-1])
+        try:
+            step(parent)
+        finally:
+            if parent != self.root:
+                os.close(parent)
+
     @staticmethod
     def _guarded(artifact: Artifact, step: Callable[[], Outcome | None]) -> Outcome | None:
         try:
             return step()
+        except _Damaged as exc:
+            return Outcome(artifact.identity, Status.FAILED, str(exc), damaged=True)
         except _Refused as exc:
             return Outcome(artifact.identity, Status.FAILED, str(exc))
         except Exception as exc:  # one item's failure (I/O, integrity, decryption) must not stop the rest
@@ -157,6 +217,8 @@ class Restore:
                 child = os.open(part, DIR_FLAGS, dir_fd=fd)
             except FileNotFoundError:
                 child = None if self.request.dry_run else _mkdir_open(part, fd)
+                if child is not None:
+                    self.made.append(parts[:i + 1])
             except OSError:
                 where = os.path.join(self.dest, *parts[:i + 1])
                 what = "a symlink" if os.path.islink(where) else "not a directory"
@@ -197,9 +259,13 @@ class Restore:
         decided = self._decide(artifact, existing, False, f"directory {shown}")
         if decided:
             return decided
-        if existing is not None:
-            os.unlink(name, dir_fd=parent)  # overwrite: a file or symlink where a directory belongs
+        parts = _parts(artifact.identity)
+        if existing is not None:  # overwrite: a file or symlink where a directory belongs, kept aside
+            aside = f".dr-restore-{secrets.token_hex(8)}.tmp"  # until the restore is committed
+            os.rename(name, aside, src_dir_fd=parent, dst_dir_fd=parent)
+            self.aside.append((parts, aside))
         os.mkdir(name, 0o700, dir_fd=parent)
+        self.made.append(parts)
         return Outcome(artifact.identity, Status.RESTORED, f"created directory {shown}")
 
     def _finish_dir(self, parts: list[str], artifact: Artifact, outcome: Outcome) -> Outcome:
@@ -230,12 +296,11 @@ class Restore:
                 os.utime(tmp, ns=(artifact.meta["mtime_ns"],) * 2, dir_fd=parent, follow_symlinks=False)
             else:
                 self._write_file(artifact, parent, tmp)
-            # rename(2) replaces a symlink at `name` itself; it never follows it
-            os.replace(tmp, name, src_dir_fd=parent, dst_dir_fd=parent)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(tmp, dir_fd=parent)
             raise
+        self.staged.append((_parts(artifact.identity), tmp))
         return Outcome(artifact.identity, Status.RESTORED, f"wrote {what}")
 
     def _same_file(self, artifact: Artifact, parent: int, name: str, existing: Stat) -> bool:
@@ -263,3 +328,16 @@ class Restore:
 def _mkdir_open(name: str, parent: int) -> int:
     os.mkdir(name, 0o700, dir_fd=parent)
     return os.open(name, DIR_FLAGS, dir_fd=parent)
+
+
+def catalog_problems(artifacts: list[Artifact]) -> list[str]:
+    """What a restore would refuse as damage in these catalog entries (Exporter.check_artifacts)."""
+    problems = []
+    for artifact in artifacts:
+        try:
+            _parts(artifact.identity)
+            if artifact.kind in KINDS:
+                _check_meta(artifact)
+        except _Damaged as exc:
+            problems.append(f"{artifact.identity!r:.200}: {exc}")
+    return problems

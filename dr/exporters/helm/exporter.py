@@ -54,9 +54,10 @@ class HelmExporter(Exporter):
     @property
     def transport(self) -> Transport:
         if self._transport is None:
-            path = self.options.auth_file
-            credentials = Credentials(os.path.join(self.context.base_dir, path) if path else None)
-            self._transport = Transport(self.options.timeout_seconds, self.options.tls_verify, credentials)
+            o, base = self.options, self.context.base_dir
+            credentials = Credentials(os.path.join(base, o.auth_file) if o.auth_file else None)
+            self._transport = Transport(o.timeout_seconds, o.tls_verify, credentials,
+                                        os.path.join(base, o.ca_file) if o.ca_file else None)
         return self._transport
 
     @property

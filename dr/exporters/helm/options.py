@@ -54,6 +54,7 @@ class HelmOptions(ExporterOptions):
     provenance: bool = True
     plain_http: list[str] = []
     tls_verify: bool = True
+    ca_file: str | None = None  # a PEM bundle, as helm's --ca-file (relative to the plan's folder)
     auth_file: str | None = None  # a docker config.json (relative to the plan's folder)
     timeout_seconds: float = Field(30.0, gt=0)
 

@@ -3,6 +3,10 @@
 `--to DIR`: each chart is written as `<name>-<version>.tgz` with its `.prov` beside it, and
 `index.yaml` lists every chart of the directory (those already there kept), so the directory
 can be served as a chart repository or read by `helm install DIR/<name>-<version>.tgz`.
+Nothing of a chart is written before it verified (its digest, and a readable Chart.yaml);
+each file goes to a `.dr-*` temporary name and is renamed into place, the `.prov` before the
+`.tgz` and `index.yaml` after every chart, so a consumer never sees a chart without its
+provenance nor an index entry without its chart, whatever is refused or killed.
 `--to oci://HOST/PATH`: each chart is pushed to `HOST/PATH/<name>:<version>` with Helm's media
 types (config, chart layer, provenance layer), as `helm push` does.
 
@@ -119,9 +123,15 @@ class DirectoryRestore:
         stored = check_stored(artifact, reader)
         if stored.problem:
             return Outcome(item, OutcomeStatus.FAILED, stored.problem), None
-        files = {stored.filename: stored.data}
+        try:
+            stored.chart_yaml()  # the index entry needs it: a chart that has none is refused before any write
+        except (ChartError, tarfile.TarError, OSError, yaml.YAMLError) as exc:
+            return Outcome(item, OutcomeStatus.FAILED, f"{stored.filename}: not a readable chart ({exc}); "
+                           "refused, nothing written"), None
+        files = {}  # the .prov first, the chart last: a chart visible under its name has its provenance
         if stored.provenance is not None:
             files[stored.filename + ".prov"] = stored.provenance
+        files[stored.filename] = stored.data
         present = {name: _read(os.path.join(self.to, name)) for name in files}
         where = os.path.join(self.to, stored.filename)
         if all(present[n] == data for n, data in files.items()):
@@ -156,6 +166,8 @@ def _write_atomically(path: str, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())  # renamed only once on disk: a crash never leaves an empty chart
         os.replace(temporary, path)
     except BaseException:
         if os.path.exists(temporary):

@@ -7,7 +7,8 @@ Authentication follows the server's challenge (HTTP 401 `WWW-Authenticate`):
 - `Basic`: the host's login, sent with every later request to that host.
 A host that needs a login it does not have, or refuses the one given, is a ChartError saying
 so and naming the host and `auth_file`, never the credential. Loopback hosts are reached
-without the environment's proxies.
+without the environment's proxies. TLS: the source's `ca_file` (helm's `--ca-file`), else the
+generic CA settings (dr.exporters.kit.tls); `tls_verify: false` wins over REQUESTS_CA_BUNDLE.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ import re
 from urllib.parse import urlsplit
 
 import requests
+import requests.adapters
 
 from dr.exporters.helm.credentials import Credentials, CredentialsError
+from dr.exporters.kit.tls import PinnedTLS, verify_setting
 from dr.model.redaction import redact
 
 
@@ -29,11 +32,18 @@ class NotFound(ChartError):
     pass
 
 
+class _Adapter(PinnedTLS, requests.adapters.HTTPAdapter):
+    """Sends with the source's TLS choice, whatever requests merged from the environment."""
+
+
 class Transport:
-    def __init__(self, timeout: float, verify_tls: bool = True, credentials: Credentials | None = None) -> None:
+    def __init__(self, timeout: float, verify_tls: bool = True, credentials: Credentials | None = None,
+                 ca_file: str | None = None) -> None:
         self.timeout = timeout
         self.session = requests.Session()
-        self.session.verify = verify_tls
+        adapter = _Adapter()
+        adapter.verify = verify_setting(ca_file, insecure=not verify_tls)
+        self.session.mount("https://", adapter)
         self.credentials = credentials or Credentials()
         self._tokens: dict[tuple[str, str], str] = {}
         self._basic: set[str] = set()  # hosts that asked for basic auth

@@ -25,6 +25,8 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
+from dr.exporters.kit.kubeconfigs import KubeconfigError, load_into, resolve
+
 
 @dataclass(frozen=True)
 class Credential:
@@ -161,12 +163,12 @@ def read_pull_secrets(names: list[str], kubeconfig: str | None, context: str | N
         return []
     import kubernetes  # dr depends on it; imported only when a plan names pull secrets
 
-    if kubeconfig or os.path.exists(os.path.expanduser(os.environ.get("KUBECONFIG", "~/.kube/config"))):
-        client = kubernetes.config.new_client_from_config(config_file=kubeconfig, context=context)
-    else:
-        kubernetes.config.load_incluster_config()
-        client = kubernetes.client.ApiClient()
-    api = kubernetes.client.CoreV1Api(client)
+    configuration = kubernetes.client.Configuration()
+    try:
+        load_into(configuration, resolve(kubeconfig, context))  # kubectl's rules, else in-cluster
+    except KubeconfigError as exc:
+        raise ValueError(f"pull secrets: {exc}") from None
+    api = kubernetes.client.CoreV1Api(kubernetes.client.ApiClient(configuration))
     configs = []
     for name in names:
         namespace, _, secret = name.partition("/")

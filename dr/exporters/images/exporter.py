@@ -17,25 +17,25 @@ from dr.exporters.images.exporting import KIND, ExportRun, resolve, wanted_image
 from dr.exporters.images.options import ImagesOptions, RegistryURL
 from dr.exporters.images.restoring import restore_images
 from dr.exporters.images.verifying import ImageCheck, verify_copies
+from dr.exporters.kit.tls import verify_setting
 from dr.model.artifacts import Artifact, Sensitivity
 
 
 class Connections:
     """One `Registry` per host for the life of an exporter instance (tokens and pools shared)."""
 
-    def __init__(self, options: ImagesOptions, credentials: Credentials, sleep: Callable[[float], None]) -> None:
+    def __init__(self, options: ImagesOptions, credentials: Credentials, sleep: Callable[[float], None],
+                 base_dir: str = ".") -> None:
         self.options, self.credentials, self.sleep = options, credentials, sleep
+        self.ca_file = os.path.join(base_dir, options.ca_file) if options.ca_file else None
         self._registries: dict[tuple[str, str], Registry] = {}
 
     def get(self, host: str, scheme: str | None = None) -> Registry:
         scheme = scheme or self.options.scheme_for(host)
         key = (scheme, host)
         if key not in self._registries:
-            o = self.options
             api_host = "registry-1.docker.io" if host == "docker.io" else host
-            self._registries[key] = Registry(api_host, scheme=scheme, credential=self.credentials.for_host(host),
-                                             verify_tls=o.tls_verify, timeout=o.timeout_seconds,
-                                             retries=o.retries, backoff=o.retry_wait_seconds, sleep=self.sleep)
+            self._registries[key] = self._registry(api_host, scheme, host)
         return self._registries[key]
 
     def source(self, host: str) -> Registry:
@@ -46,11 +46,28 @@ class Connections:
         url = RegistryURL(endpoint)
         key = (url.scheme, f"{url.host} for {host}")
         if key not in self._registries:
-            o = self.options
-            self._registries[key] = Registry(url.host, scheme=url.scheme, credential=self.credentials.for_host(host),
-                                             verify_tls=o.tls_verify, timeout=o.timeout_seconds,
-                                             retries=o.retries, backoff=o.retry_wait_seconds, sleep=self.sleep)
+            self._registries[key] = self._registry(url.host, url.scheme, host)
         return self._registries[key]
+
+    def _registry(self, api_host: str, scheme: str, host: str) -> Registry:
+        o = self.options
+        verify, cert = tls_for(api_host, self.ca_file, o.certs_dir, o.tls_verify)
+        return Registry(api_host, scheme=scheme, credential=self.credentials.for_host(host), verify_tls=verify,
+                        cert=cert, timeout=o.timeout_seconds, retries=o.retries, backoff=o.retry_wait_seconds,
+                        sleep=self.sleep)
+
+
+def tls_for(host: str, ca_file: str | None, certs_dir: str, verify: bool) -> tuple[bool | str, tuple[str, str] | None]:
+    """(verify, client certificate) for `host`: docker's certs.d convention, under `certs_dir`.
+
+    The CA: the source's ca_file, else <certs_dir>/<host[:port]>/ca.crt, else the generic settings
+    (REQUESTS_CA_BUNDLE, SSL_CERT_FILE...); a client certificate: client.cert + client.key there.
+    """
+    folder = os.path.join(certs_dir, host)
+    host_ca = os.path.join(folder, "ca.crt")
+    pair = (os.path.join(folder, "client.cert"), os.path.join(folder, "client.key"))
+    return (verify_setting(ca_file or (host_ca if os.path.isfile(host_ca) else None), insecure=not verify),
+            pair if all(os.path.isfile(p) for p in pair) else None)
 
 
 class ImagesExporter(Exporter):
@@ -75,7 +92,7 @@ class ImagesExporter(Exporter):
             kubeconfig = os.path.join(self.context.base_dir, o.kubeconfig) if o.kubeconfig else None
             credentials = Credentials(self._auth_file(), ecr=o.ecr, pull_secrets=lambda: read_pull_secrets(
                 o.pull_secrets, kubeconfig, o.context))
-            self._connections = Connections(o, credentials, lambda s: self.sleep(s))
+            self._connections = Connections(o, credentials, lambda s: self.sleep(s), self.context.base_dir)
         return self._connections
 
     def _auth_file(self) -> str | None:

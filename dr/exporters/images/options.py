@@ -55,6 +55,10 @@ class ImagesOptions(ExporterOptions):
     # Ingress, a mirror): references, identities and credentials keep the host as written
     endpoints: dict[str, str] = {}
     tls_verify: bool = True
+    # a PEM bundle of the CAs the registries' certificates are checked with (relative: the plan's
+    # folder); per registry, docker's <certs_dir>/<host[:port]>/ca.crt (and client.cert/client.key)
+    ca_file: str | None = None
+    certs_dir: str = "/etc/docker/certs.d"
     ecr: bool = True
     parallel_images: int = Field(8, ge=1, le=64)
     parallel_blobs: int = Field(8, ge=1, le=64)

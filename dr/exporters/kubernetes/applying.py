@@ -18,6 +18,7 @@ import threading
 from typing import Iterator
 
 from dr.exporters.contract import Outcome, OutcomeStatus
+from dr.exporters.kubernetes.admission import refused_by_webhook
 from dr.exporters.kubernetes.cleaning import differences, for_create, normalized
 from dr.exporters.kubernetes.requesting import Api, KubeError
 from dr.exporters.kubernetes.resources import ResourceType, item_name
@@ -37,7 +38,9 @@ class Applier:
         self._lock = threading.Lock()
         self.deferred: list[tuple[ResourceType, dict, list[dict]]] = []
 
-    def apply(self, rtype: ResourceType, obj: dict) -> Outcome:
+    def apply(self, rtype: ResourceType, obj: dict, held: list | None = None) -> Outcome | None:
+        """The object's outcome; None when an admission webhook refused it and `held` takes it
+        ((type, object, refusal) appended, to be tried again: admission.py)."""
         item = item_name(rtype, obj)
         body = for_create(rtype, obj)
         wanted = list(body["metadata"].get("ownerReferences") or [])
@@ -47,6 +50,9 @@ class Applier:
         try:
             outcome = self._create_or_compare(rtype, body, item)
         except KubeError as exc:
+            if held is not None and refused_by_webhook(exc):
+                held.append((rtype, obj, exc))  # list.append is atomic: workers share `held`
+                return None
             return Outcome(item, OutcomeStatus.FAILED, str(exc))
         if missing and outcome.status in (OutcomeStatus.RESTORED, OutcomeStatus.UNCHANGED):
             with self._lock:

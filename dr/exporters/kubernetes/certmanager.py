@@ -2,6 +2,8 @@
 
   Certificate -> Issuer (same namespace) or ClusterIssuer (spec.issuerRef, group cert-manager.io;
                  external issuers are not checked)          never issued or renewed
+                 (issuerRef.kind unset defaults to Issuer: when only a ClusterIssuer of that
+                 name exists, the finding says to set the kind)
   Issuer / ClusterIssuer -> the Secrets it reads: Vault auth (token, AppRole, Kubernetes), the
                  Vault CA bundle, the CA key pair, Venafi credentials
                                                             it cannot sign: every Certificate
@@ -33,8 +35,10 @@ def _certificate(certificate: dict) -> Iterator[Wanted]:
     kind = ref.get("kind") or "Issuer"
     namespace = (certificate.get("metadata") or {}).get("namespace", "")
     target = f"{namespace}/{name}" if kind == "Issuer" and namespace else name
+    meant = "" if ref.get("kind") else f"ClusterIssuer/{name}"  # the usual slip: kind left to its default
     yield Wanted(referrer("Certificate", certificate), kind, target, "cert-manager-issuer-missing",
-                 "cert-manager never issues or renews the certificate (its Secret expires)")
+                 "cert-manager never issues or renews the certificate (its Secret expires)",
+                 meant=meant, field="spec.issuerRef.kind")
 
 
 def _issuer(kind: str):

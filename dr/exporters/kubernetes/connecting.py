@@ -1,5 +1,8 @@
 """Connecting to a cluster: kubeconfig or in-cluster credentials, and the restore destination.
 
+The kubeconfig is resolved with kubectl's rules (dr.exporters.kit.kubeconfigs: the option's
+file alone, else every $KUBECONFIG file merged, else ~/.kube/config, else in-cluster).
+
 The client's own retries are switched off (urllib3 would silently retry a 429 or a timed-out
 read): retrying, with backoff that honours Retry-After, is requesting.py's job, and a list
 that times out must fail loudly rather than be retried in the dark. Sockets get a receive
@@ -12,9 +15,10 @@ import os
 import socket
 
 import kubernetes.client
-import kubernetes.config
 import kubernetes.dynamic
 from kubernetes.utils.keepalive import tcp_keepalive_socket_options
+
+from dr.exporters.kit.kubeconfigs import KubeconfigError, load_into, resolve
 
 RECEIVE_BUFFER = 4 << 20  # capped by net.core.rmem_max
 
@@ -23,26 +27,13 @@ class ConnectionFailure(Exception):
     """No usable credentials for the cluster (a permanent error: retrying will not help)."""
 
 
-def _default_kubeconfig() -> str | None:
-    env = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0]
-    home = os.path.expanduser("~/.kube/config")
-    return env or (home if os.path.isfile(home) else None)
-
-
 def api_client(kubeconfig: str | None, context: str | None, *, pool_size: int) -> kubernetes.client.ApiClient:
     """An ApiClient for `kubeconfig`/`context`; with neither available, the in-cluster account."""
     configuration = kubernetes.client.Configuration()
-    path = kubeconfig or _default_kubeconfig()
     try:
-        if path:
-            kubernetes.config.load_kube_config(config_file=path, context=context,
-                                               client_configuration=configuration,
-                                               persist_config=False)
-        else:
-            kubernetes.config.load_incluster_config(client_configuration=configuration)
-    except (kubernetes.config.ConfigException, OSError) as exc:
-        where = f"{path} (context {context or 'current'})" if path else "the in-cluster service account"
-        raise ConnectionFailure(f"cannot load Kubernetes credentials from {where}: {exc}") from None
+        load_into(configuration, resolve(kubeconfig, context))
+    except KubeconfigError as exc:
+        raise ConnectionFailure(str(exc)) from None
     configuration.retries = False
     configuration.connection_pool_maxsize = max(pool_size, 4)
     # A receive buffer that holds a whole page: the server hands page n+1 over while this

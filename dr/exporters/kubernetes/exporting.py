@@ -5,8 +5,11 @@ because they decide which types are custom resources; select the types (selectin
 the rest on a bounded thread pool, one unit per type (or per type and namespace when the plan
 names namespaces). Workers hand finished batches through a bounded queue to this thread, the
 only one that writes to the sink (the sink is not thread-safe, and the bound keeps memory
-flat when uploads are slower than lists). The first failing unit cancels the others and
-fails the export with its error: a backup never silently lacks a type.
+flat when uploads are slower than lists). A type the server refuses to list (403, 5xx after
+retries) is an error finding naming it, and the others are kept; a server that does not answer
+(a timeout) or an expired continue token cancels the others and fails the export with its
+error. Every served type is accounted for at the end (inventory.py): a backup never silently
+lacks a type.
 """
 
 from __future__ import annotations
@@ -22,12 +25,13 @@ from dr.exporters.contract import ArtifactSink, ExportContext
 from dr.exporters.kubernetes import helm_releases
 from dr.exporters.kubernetes.batches import FORMAT, Batch
 from dr.exporters.kubernetes.discovering import served_types
+from dr.exporters.kubernetes.inventory import Inventory
 from dr.exporters.kubernetes.certmanager import cert_manager_check
 from dr.exporters.kubernetes.kueue import kueue_check
 from dr.exporters.kubernetes.listing import HelmItem, UnitLister
 from dr.exporters.kubernetes.readiness import ReadinessCheck
 from dr.exporters.kubernetes.refchecks import combined
-from dr.exporters.kubernetes.requesting import Api
+from dr.exporters.kubernetes.requesting import Api, KubeError, RequestTimeout
 from dr.exporters.kubernetes.sealedsecrets import SealedSecretsCheck
 from dr.exporters.kubernetes.resources import ResourceType
 from dr.exporters.kubernetes.selecting import CRD_KEY, Selection, select
@@ -60,9 +64,12 @@ class Export:
         self.selection: Selection | None = None
         self.written = 0
         self.scanned_counts: dict[tuple[str, str], int] = {}
+        self.inventory = Inventory()
 
     def run(self) -> None:
-        served = served_types(self.api)
+        served = served_types(self.api, self.inventory.undiscovered)
+        for finding in self.inventory.discovery_findings():
+            self.context.finding(**finding)
         crd_type = next((t for t in served if t.key == CRD_KEY), None)
         crds = self._export_crds(crd_type) if crd_type else []
         self.selection = selection = select(served, crds, self.options)
@@ -79,6 +86,13 @@ class Export:
         self._report_readiness()
         for reason, count in sorted(lister.skipped.items()):
             self.context.log(f"skipped {count} objects: {reason}")
+        self._report_types(served)
+
+    def _report_types(self, served: list[ResourceType]) -> None:
+        lines, finding = self.inventory.report(served, self.selection)
+        for line in lines:
+            self.context.log(line)
+        self.context.finding(**finding)
 
     # -- CRDs, first and in this thread ----------------------------------------------------------
     def _export_crds(self, crd_type: ResourceType) -> list[dict]:
@@ -107,13 +121,22 @@ class Export:
     def _run_parallel(self, lister: UnitLister, units: list[tuple[ResourceType, str | None, bool]]) -> None:
         self._queue: queue.Queue = queue.Queue(maxsize=2 * self.options.parallelism)
         with ThreadPoolExecutor(self.options.parallelism, thread_name_prefix="kube-list") as pool:
-            futures = [pool.submit(lister.run, rtype, ns, scanned) for rtype, ns, scanned in units]
+            futures = [pool.submit(self._list, lister, rtype, ns, scanned) for rtype, ns, scanned in units]
             try:
                 self._drain(futures)
             except BaseException:
                 self.stop.set()
                 self._discard_queued(futures)
                 raise
+
+    def _list(self, lister: UnitLister, rtype: ResourceType, namespace: str | None, scanned: bool) -> None:
+        """One unit; a refusal of this type is a finding (on the writing thread), not the end."""
+        try:
+            lister.run(rtype, namespace, scanned)
+        except KubeError as exc:
+            if isinstance(exc, RequestTimeout) or exc.status in (0, 410):
+                raise
+            self._queue_put(self.inventory.list_failed(rtype, namespace, exc))
 
     def _drain(self, futures: list[Future]) -> None:
         while True:
@@ -185,6 +208,8 @@ class Export:
                             dependencies=list(batch.dependencies), meta=batch.meta(custom),
                             change_token=batch.change_token)
             self.written += 0 if batch.scanned_only else batch.count
+            if not batch.scanned_only:
+                self.inventory.count(batch.rtype, batch.count)
         finally:
             batch.close()
 

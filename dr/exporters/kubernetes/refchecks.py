@@ -30,6 +30,10 @@ class Wanted:
     code: str
     consequence: str
     severity: str = "warning"
+    # "Kind/name" the referrer most likely meant when `kind` came from a default (a Certificate's
+    # issuerRef.kind defaults to Issuer); with `field`, the fix the finding names when it exists
+    meant: str = ""
+    field: str = ""
 
 
 Reader = Callable[[dict], Iterator[Wanted]]
@@ -60,12 +64,26 @@ class ReferenceCheck:
         for want in sorted(self._wanted):
             if (want.kind, want.name) in self._present:
                 continue
+            if want.meant and tuple(want.meant.split("/", 1)) in self._present:
+                yield _defaulted_kind(want)
+                continue
             yield {"severity": want.severity, "code": want.code,
                    "message": (f"{want.referrer} names {want.kind} {want.name!r}, which is not in the backup "
                                f"(it does not exist, or this source does not export it): {want.consequence}"),
                    "referrer": want.referrer, "missing": f"{want.kind}/{want.name}", "object": want.referrer,
                    "action": f"create {want.kind} {want.name!r} at the source, or export it with this source "
                              f"(or correct {want.referrer}), then back up again"}
+
+
+def _defaulted_kind(want: Wanted) -> dict:
+    meant_kind = want.meant.split("/", 1)[0]
+    return {"severity": want.severity, "code": want.code,
+            "message": (f"{want.referrer} names {want.kind} {want.name!r} ({want.field} is not set and defaults to "
+                        f"{want.kind}), which does not exist; a {want.meant} does: {want.consequence}"),
+            "referrer": want.referrer, "missing": f"{want.kind}/{want.name}", "object": want.referrer,
+            "field": want.field,
+            "action": f"set {want.field}: {meant_kind} in {want.referrer} (or create {want.kind} {want.name!r}), "
+                      f"then back up again"}
 
 
 def combined(*checks: ReferenceCheck) -> ReferenceCheck:

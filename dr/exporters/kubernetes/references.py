@@ -10,10 +10,16 @@ string may name something a restore needs from outside the cluster:
                               resolves to that object when the snapshot holds it; inside a URL,
                               the URL is the dependency (one problem, counted once) and its
                               detail says which Service it resolves to
+  arn:aws:<service>:<region>:...
+                              an AWS resource's ARN in any field (a StorageClass's kmsKeyId, a
+                              role, a secret): kms, secret-store (secretsmanager, ssm),
+                              acm-certificate, else cloud-resource; the placer reads its region
   host[:port][/path]          a bare host name, only when the plan places it (a location's host
                               or prefix, a placement rule): otherwise every dotted word would count
+  projects/<p>/locations/<l>/keyRings/<r>/cryptoKeys/<k>
+                              a Google Cloud KMS key, kind `kms`
 Patterns are compiled once; a string is searched only when a cheap substring test says it can
-match (each pattern needs "://", "git@", ".svc" or, with plan hosts, "."; the scanner inlines
+match (each pattern needs "://", "git@", ".svc", "arn:", "keyRings/" or, with plan hosts, "."; the scanner inlines
 that test, since it runs for every string of every exported object).
 """
 
@@ -46,6 +52,9 @@ _SERVICE_DNS = re.compile(r"(?<![\w.-])([a-z0-9](?:[-a-z0-9]*[a-z0-9])?)\.([a-z0
                           r"\.svc(?:\.[a-z0-9-]+)*(?![\w-])")
 _BARE_HOST = re.compile(r"(?<![\w.@/:-])([a-zA-Z0-9](?:[-a-zA-Z0-9]*[a-zA-Z0-9])?(?:\.[-a-zA-Z0-9]+)+)"
                         r"(:\d{1,5})?(/[^\s\"'<>`\\,;]*)?")
+_ARN = re.compile(r"(?<![\w-])arn:aws[\w-]*:([\w-]+):[\w-]*:(?:\d*|aws):[^\s\"'<>`\\,;]+")
+ARN_KINDS = {"kms": "kms", "secretsmanager": "secret-store", "ssm": "secret-store", "acm": "acm-certificate"}
+_GCP_KMS_KEY = re.compile(r"(?<![\w-])projects/[\w.:-]+/locations/[\w-]+/keyRings/[\w-]+/cryptoKeys/[\w-]+")
 _TRAILING = ".,;:)]}'\""
 _IMAGE_TAG = re.compile(r"/[^/]+(?::[\w][\w.-]{0,127}|@sha256:[0-9a-f]{64})$")
 
@@ -106,11 +115,24 @@ def find(text: str, hosts: HostPatterns) -> Iterator[tuple[str, str, str]]:
         for match in _SERVICE_DNS.finditer(text):
             if not _inside(match.start(), spans):
                 yield "service", _service_name(match), ""
+    if "arn:" in text or "keyRings/" in text:
+        yield from _cloud_keys(text, spans)
     if hosts and "." in text:
         for match in _BARE_HOST.finditer(text):
             if not _inside(match.start(), spans) and hosts.matches(match.group(1)):
                 token = match.group(0).rstrip(_TRAILING)
                 yield _bare_kind(token), token, ""
+
+
+def _cloud_keys(text: str, spans: list[tuple[int, int]]) -> Iterator[tuple[str, str, str]]:
+    """ARNs and Google Cloud KMS keys outside the URLs already found; each span is taken once."""
+    for match in _ARN.finditer(text):
+        if not _inside(match.start(), spans):
+            spans.append(match.span())
+            yield ARN_KINDS.get(match.group(1), "cloud-resource"), match.group(0).rstrip(_TRAILING), ""
+    for match in _GCP_KMS_KEY.finditer(text):
+        if not _inside(match.start(), spans):
+            yield "kms", match.group(0), ""
 
 
 def resolves_to(url: str) -> str:

@@ -18,10 +18,12 @@ from typing import Callable, Iterable, Iterator
 
 from dr.exporters.contract import ContentReader, Outcome, OutcomeStatus, RestoreRequest
 from dr.exporters.kubernetes import helm_releases
+from dr.exporters.kubernetes.admission import DELAYS, final_reason, retried_reason
 from dr.exporters.kubernetes.applying import Applier
 from dr.exporters.kubernetes.batches import KIND, SCANNED_KIND
 from dr.exporters.kubernetes.discovering import served_plurals
 from dr.exporters.kubernetes.ordering import CRDS, Level, TypeInfo, levels
+from dr.exporters.kubernetes.referencing import derived
 from dr.exporters.kubernetes.remapping import Remap, RemapError
 from dr.exporters.kubernetes.requesting import Api, KubeError
 from dr.exporters.kubernetes.resources import ResourceType, item_name
@@ -57,7 +59,9 @@ class Restore:
             yield Outcome("remap", OutcomeStatus.FAILED, str(exc))
             return
         objects = [a for a in artifacts if a.kind == KIND]
-        plan = levels(_type_infos(objects).values())
+        plan = levels(_type_infos(objects).values(), derived(objects))
+        for warning in (w for level in plan for w in level.warnings):
+            self.log(warning)
         by_type: dict[str, list[Artifact]] = {}
         for artifact in sorted(objects, key=lambda a: a.identity):
             by_type.setdefault(ResourceType.from_meta(artifact.meta).qualified, []).append(artifact)
@@ -97,18 +101,41 @@ class Restore:
             for level in plan:
                 crds: list[dict] = []
                 work = self._level_items(level, by_type, remap, crds)
-                yield from bounded(pool, self._apply_one(applier), work, limit)
+                yield from self._apply_level(pool, applier, work, limit)
                 if crds:
                     self._wait_for_crds(api, crds)
         yield from applier.finish_owners()
         return True
 
-    def _apply_one(self, applier: Applier) -> Callable:
-        def run(rtype: ResourceType, obj: dict | None, ready: Outcome | None) -> Outcome:
+    def _apply_level(self, pool: ThreadPoolExecutor, applier: Applier, work: Iterator[tuple], limit: int):
+        """The level's outcomes; creates a webhook refused are tried again after the rest (admission.py)."""
+        held: list[tuple[ResourceType, dict, KubeError]] = []
+        refusals: dict[str, int] = {}
+        yield from (o for o in bounded(pool, self._apply_one(applier, held), work, limit) if o is not None)
+        for delay in DELAYS:
+            if not held:
+                return
+            for rtype, obj, _ in held:
+                item = item_name(rtype, obj)
+                refusals[item] = refusals.get(item, 0) + 1
+            again = [(rtype, obj, None) for rtype, obj, _ in held]
+            held.clear()
+            time.sleep(delay)
+            for outcome in bounded(pool, self._apply_one(applier, held), again, limit):
+                if outcome is not None:
+                    outcome.reason = retried_reason(outcome.reason, refusals.get(outcome.item, 0))
+                    yield outcome
+        for rtype, obj, exc in held:
+            item = item_name(rtype, obj)
+            yield self._noted(Outcome(item, OutcomeStatus.FAILED, final_reason(exc, refusals.get(item, 0) + 1)))
+
+    def _apply_one(self, applier: Applier, held: list | None = None) -> Callable:
+        def run(rtype: ResourceType, obj: dict | None, ready: Outcome | None) -> Outcome | None:
             if obj is None:
                 return ready
             try:
-                return self._noted(applier.apply(rtype, obj))
+                outcome = applier.apply(rtype, obj, held)
+                return None if outcome is None else self._noted(outcome)
             except Exception as exc:  # a bug or a malformed object: this item fails, not the restore
                 return Outcome(item_name(rtype, obj), OutcomeStatus.FAILED, f"unexpected error: {exc!r}")
         return run

@@ -13,8 +13,10 @@ dependency, only links and runtime state):
               image, *Image     any string under such a key                               image
   fields    fields whose meaning is known exactly, per API group (wellknown.py): Argo CD, Flux,
             cert-manager, External Secrets, ServiceAccounts
-  strings   every other string: URLs, object-store URIs, git remotes, Service DNS names and the
-            plan's own host names (references.py)
+  strings   every other string: URLs, object-store URIs, git remotes, Service DNS names, AWS
+            ARNs, Google Cloud KMS keys and the plan's own host names (references.py), except the
+            names an object asserts or serves (a Certificate's dnsNames, an Ingress's or a
+            Gateway's hosts): not dependencies
 Each dependency's detail names the object and the JSON path where it was found
 (`Deployment/ns/name .spec.template.spec.containers[0].env[2].value`). Image references are
 recorded with their registry written out (dr.model.locations.canonical_image): `busybox` is
@@ -38,12 +40,24 @@ CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
 # text, and a CRD's schema is documentation (its conversion webhook is read apart).
 _NOT_WALKED = {"Secret": ("data", "stringData"), "ConfigMap": ("binaryData",),
                "CustomResourceDefinition": ("spec",)}
+# Names an object asserts or serves, not names it needs: a certificate is issued for its names and
+# an Ingress, Gateway or route serves its hosts in whatever cluster runs it (recovery reissues and
+# re-serves them), so the walk leaves these fields out. (group, kind) -> paths; `*` is every item.
+_GW = "gateway.networking.k8s.io"
+_ASSERTED_NAMES: dict[tuple[str, str], tuple[tuple[str, ...], ...]] = {
+    ("cert-manager.io", "Certificate"): tuple(("spec", f) for f in (
+        "dnsNames", "commonName", "uris", "ipAddresses", "emailAddresses")),
+    ("networking.k8s.io", "Ingress"): (("spec", "rules", "*", "host"), ("spec", "tls", "*", "hosts")),
+    (_GW, "Gateway"): (("spec", "listeners", "*", "hostname"),),
+    **{(_GW, route): (("spec", "hostnames"),) for route in ("HTTPRoute", "GRPCRoute", "TLSRoute")},
+}
 # Object metadata and status never hold a pod spec or a reference worth recording (labels and
 # annotations are links and selectors, status is runtime state); nor do these pod-spec parts,
 # which repeat in every pod template (quantities, ports, selectors, scheduling).
 _NEVER_REFERENCES = frozenset({"metadata", "status", "resources", "ports", "securityContext", "selector",
                                "matchLabels", "matchExpressions", "affinity", "tolerations", "nodeSelector",
                                "labels"})
+_NEVER_BUT_METADATA = _NEVER_REFERENCES - {"metadata"}
 
 
 @lru_cache(maxsize=4096)  # objects of one type repeat the same few paths
@@ -126,7 +140,8 @@ class Scanner:
         for kind, reference, at in known_fields(obj, state.namespace):
             state.add(kind, reference, at)
         skipped = _NOT_WALKED.get(state.kind, ())
-        self._visit({k: v for k, v in obj.items() if k not in skipped} if skipped else obj, [], state)
+        walked = without_asserted_names(obj)
+        self._visit({k: v for k, v in walked.items() if k not in skipped} if skipped else walked, [], state)
         if state.kind == "CustomResourceDefinition":
             state.found.update(dict.fromkeys(self._conversion(obj, state.where)))
         return list(state.found), state.workload
@@ -141,8 +156,11 @@ class Scanner:
             if "storageClassName" in node or "clientConfig" in node:
                 state.found.update(dict.fromkeys(self._shapes(node, tuple(path), state.where)))
             children = node.items()
+            # `metadata` is an object's (or a template's, beside its `spec`): links, not references;
+            # elsewhere (a KEDA trigger's metadata) it is configuration like any other field
+            never = _NEVER_REFERENCES if not path or "spec" in node else _NEVER_BUT_METADATA
         elif type(node) is list:
-            children = enumerate(node)
+            children, never = enumerate(node), _NEVER_REFERENCES
         else:
             return
         with_hosts = self._with_hosts
@@ -153,10 +171,11 @@ class Scanner:
                 if key == "image" or (type(key) is str and key[-5:] == "Image"):
                     if value:
                         state.add_found("image", canonical_image(value), path, key)
-                elif "://" in value or "git@" in value or ".svc" in value or (with_hosts and "." in value):
+                elif "://" in value or "git@" in value or ".svc" in value or "arn:" in value \
+                        or "keyRings/" in value or (with_hosts and "." in value):
                     for found_kind, reference, note in references.find(value, self.hosts):
                         state.add_found(found_kind, reference, path, key, note)
-            elif (kind is dict and key not in _NEVER_REFERENCES) or kind is list:
+            elif (kind is dict and key not in never) or kind is list:
                 path.append(key)
                 self._visit(value, path, state)
                 path.pop()
@@ -214,6 +233,25 @@ class Scanner:
         webhook = (((obj.get("spec") or {}).get("conversion") or {}).get("webhook") or {})
         if isinstance(webhook.get("clientConfig"), dict):
             yield from _webhook(webhook["clientConfig"], ("spec", "conversion", "webhook", "clientConfig"), where)
+
+
+def without_asserted_names(obj: dict) -> dict:
+    """The object without the names it asserts or serves (_ASSERTED_NAMES); copied only along them."""
+    group = str(obj.get("apiVersion", "")).rpartition("/")[0]
+    for path in _ASSERTED_NAMES.get((group, obj.get("kind", "")), ()):
+        obj = _without(obj, path)
+    return obj
+
+
+def _without(node: Any, path: tuple[str, ...]) -> Any:
+    head, rest = path[0], path[1:]
+    if head == "*" and isinstance(node, list):
+        return [_without(item, rest) for item in node]
+    if not isinstance(node, dict) or head not in node:
+        return node
+    if not rest:
+        return {k: v for k, v in node.items() if k != head}
+    return {**node, head: _without(node[head], rest)}
 
 
 def _ref(kind: str, namespace: str, name: str, where: str, at: tuple) -> Dependency:

@@ -101,6 +101,7 @@ class Selection:
     excluded_namespaces: set[str]
     unknown_kinds: list[str] = field(default_factory=list)
     scanned: list[ResourceType] = field(default_factory=list)  # listed for dependencies, not stored
+    left_out: dict[tuple[str, str], str] = field(default_factory=dict)  # served, not exported: why
 
     def wants_namespace(self, namespace: str | None) -> bool:
         if not namespace:
@@ -132,8 +133,10 @@ def select(served: list[ResourceType], crds: list[dict], options) -> Selection:
     """Choose the exported types from what the cluster serves and which CRDs define them."""
     custom = {(c["spec"]["group"], c["spec"]["names"]["plural"]) for c in crds}
     chosen, named, scanned = [], set(), []
+    left_out: dict[tuple[str, str], str] = {}
     for rtype in served:
         if rtype.key in NEVER:
+            left_out[rtype.key] = f"never exported: {NEVER[rtype.key]}"
             continue
         kind_name = _wanted_kind(rtype, options.workload_kinds)
         if kind_name:
@@ -142,5 +145,16 @@ def select(served: list[ResourceType], crds: list[dict], options) -> Selection:
             chosen.append(rtype)
         elif rtype.group in ("", "apps", "batch") and _wanted_kind(rtype, DEFAULT_WORKLOAD_KINDS):
             scanned.append(rtype)
+            left_out[rtype.key] = "left out by workload_kinds (listed and scanned for dependencies)"
+        else:
+            left_out[rtype.key] = _why_not(rtype, custom)
     unknown = [k for k in options.workload_kinds if k not in named]
-    return Selection(chosen, custom, list(options.namespaces), set(options.exclude_namespaces), unknown, scanned)
+    return Selection(chosen, custom, list(options.namespaces), set(options.exclude_namespaces), unknown, scanned,
+                     left_out)
+
+
+def _why_not(rtype: ResourceType, custom: set[tuple[str, str]]) -> str:
+    if rtype.key in custom:
+        return "its group is not selected by include_groups/exclude_groups"
+    return ("not a custom resource, not configuration and not in workload_kinds "
+            "(add it to workload_kinds to export it)")

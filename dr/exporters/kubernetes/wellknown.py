@@ -15,7 +15,10 @@ they get the kind a person acts on. Each entry says what the field is, and why t
                      account key, CA key pair); Certificate spec.issuerRef: the issuer object
   external-secrets.io
                      SecretStore / ClusterSecretStore spec.provider: one secret-store per provider
-                     block (its endpoint, or `<provider>:<service>:<region>` for cloud ones);
+                     block (its endpoint; for AWS the regional endpoint host of the service,
+                     https://secretsmanager.<region>.amazonaws.com or ssm.<region> for
+                     ParameterStore, so the placer puts it in that region's domain;
+                     `<provider>:<service>:<region>` for other cloud ones);
                      ExternalSecret spec.secretStoreRef: the store object
   ServiceAccount     imagePullSecrets and secrets: the Secrets pods of that account use
   any object         the AWS load balancer annotations naming ACM certificates
@@ -23,6 +26,10 @@ they get the kind a person acts on. Each entry says what the field is, and why t
                      `service.beta.kubernetes.io/aws-load-balancer-ssl-cert` on a Service):
                      acm-certificate, the ARN (the certificates exporter's dependency kind: an
                      ACM certificate lives in one region)
+  Crossplane, ACK    managed AWS resources (*.aws.upbound.io, *.aws.crossplane.io,
+                     *.services.k8s.aws): spec.forProvider.region, or ACK's
+                     `services.k8s.aws/region` annotation: cloud-resource,
+                     aws:<service>:<region> (the service from the API group), placed in the region
 Object references are written the way artifacts declare what they provide (`secret:<ns>/<name>`),
 so the audit can tell which ones the snapshot itself restores.
 """
@@ -35,6 +42,8 @@ from typing import Callable, Iterator
 CERT_MANAGER_NAMESPACE = "cert-manager"
 # Keys of an external-secrets provider block that name the store's endpoint.
 STORE_ENDPOINT_KEYS = ("server", "url", "vaultUrl", "endpoint", "host", "address")
+# External Secrets' AWS services -> the endpoint host each one calls (SecretsManager is the default).
+AWS_STORE_HOSTS = {"SecretsManager": "secretsmanager", "ParameterStore": "ssm"}
 
 Found = tuple[str, str, tuple]  # (kind, reference, path inside the object)
 
@@ -141,6 +150,10 @@ def external_secrets(obj: dict, namespace: str) -> Iterator[Found]:
             yield "secret-store", config[key], ("spec", "provider", provider, key)
             continue
         region = config.get("region") or config.get("location") or config.get("projectID") or ""
+        if provider == "aws" and _text(region):
+            service = AWS_STORE_HOSTS.get(str(config.get("service") or "SecretsManager"), "secretsmanager")
+            yield "secret-store", f"https://{service}.{region}.amazonaws.com", ("spec", "provider", provider)
+            continue
         endpoint = ":".join(p for p in (provider, str(config.get("service", "")), str(region)) if p)
         yield "secret-store", endpoint, ("spec", "provider", provider)
     ref = _dict(spec.get("secretStoreRef"))
@@ -181,11 +194,29 @@ def certificate_annotations(obj: dict) -> Iterator[Found]:
                 yield "acm-certificate", arn.strip(), ("metadata", "annotations", key)
 
 
+# API groups of managed AWS resources (Crossplane's providers, ACK); their first label is the service.
+AWS_MANAGED_GROUPS = (".aws.upbound.io", ".aws.crossplane.io", ".services.k8s.aws")
+ACK_REGION = "services.k8s.aws/region"
+
+
+def aws_managed(obj: dict, group: str) -> Iterator[Found]:
+    region = _text(_dict(_dict(obj.get("spec")).get("forProvider")).get("region"))
+    at: tuple = ("spec", "forProvider", "region")
+    if region is None:
+        region = _text(_dict(_dict(obj.get("metadata")).get("annotations")).get(ACK_REGION))
+        at = ("metadata", "annotations", ACK_REGION)
+    if region:
+        yield "cloud-resource", f"aws:{group.split('.', 1)[0]}:{region}", at
+
+
 def known_fields(obj: dict, namespace: str) -> Iterator[Found]:
     yield from certificate_annotations(obj)
     api_version = str(obj.get("apiVersion", ""))
-    if "/" in api_version:
-        reader = BY_GROUP.get(api_version.split("/", 1)[0])
+    group = api_version.split("/", 1)[0] if "/" in api_version else ""
+    if group.endswith(AWS_MANAGED_GROUPS):
+        yield from aws_managed(obj, group)
+    if group:
+        reader = BY_GROUP.get(group)
     else:
         reader = BY_CORE_KIND.get(str(obj.get("kind", "")))
     if reader is not None:

@@ -8,6 +8,10 @@ registry and tracking endpoints dr needs are a few dozen JSON calls.
 Auth follows MLflow's own conventions: MLFLOW_TRACKING_TOKEN (a bearer token) or
 MLFLOW_TRACKING_USERNAME / MLFLOW_TRACKING_PASSWORD (basic). Credentials are read from the
 environment when a client is built and never appear in a message, a record or a finding.
+TLS too: MLFLOW_TRACKING_SERVER_CERT_PATH (a CA bundle), MLFLOW_TRACKING_CLIENT_CERT_PATH (a
+client certificate with its key), MLFLOW_TRACKING_INSECURE_TLS=true (no verification), else the
+generic CA settings (dr.exporters.kit.tls); proxies through HTTPS_PROXY/NO_PROXY, as MLflow's
+own client (requests with its environment) reaches them.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
+from dr.exporters.kit.tls import PinnedTLS, flag, verify_setting
 from dr.model.redaction import redact
 
 API = "/api/2.0/mlflow"
@@ -48,6 +53,10 @@ class MlflowUnreachable(MlflowError):
     """The server did not answer at all (refused, timed out, DNS)."""
 
 
+class _Adapter(PinnedTLS, HTTPAdapter):
+    """The pooled, retrying adapter, sending with MLflow's TLS settings."""
+
+
 class Client:
     """One tracking server. Thread-safe for the calls below (a pooled requests.Session)."""
 
@@ -55,13 +64,15 @@ class Client:
         self.url = url.rstrip("/")
         self.timeout = timeout
         self.session = requests.Session()
-        self.session.trust_env = False  # no proxies for the tracking server; auth is ours
         # read=0: a request whose answer timed out may have been done by the server; sent again,
         # a model-versions/create would consume the next version number (and runs/create make a
         # second run). Refused connections and 429/502/503/504 answers are retried.
         retry = Retry(total=retries, read=0, backoff_factor=0.2, status_forcelist=(429, 502, 503, 504),
                       allowed_methods=None, raise_on_status=False)
-        adapter = HTTPAdapter(pool_connections=pool, pool_maxsize=pool, max_retries=retry)
+        adapter = _Adapter(pool_connections=pool, pool_maxsize=pool, max_retries=retry)
+        adapter.verify = verify_setting(None, ("MLFLOW_TRACKING_SERVER_CERT_PATH",),
+                                        insecure=flag("MLFLOW_TRACKING_INSECURE_TLS"))
+        adapter.cert = os.environ.get("MLFLOW_TRACKING_CLIENT_CERT_PATH") or None
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)
         token = os.environ.get("MLFLOW_TRACKING_TOKEN")

@@ -19,6 +19,8 @@ import hvac.exceptions
 import requests
 import urllib3.exceptions
 
+from dr.exporters.kit.tls import flag, verify_setting
+
 from dr.exporters.vault.options import AppRoleAuth, KubernetesAuth, TokenAuth, VaultOptions
 
 # What a connection that breaks mid-stream raises from a streamed body.
@@ -58,13 +60,15 @@ class VaultState:
 
 
 def new_client(options: VaultOptions, base_dir: str, address: str | None = None) -> hvac.Client:
-    verify: bool | str = True
-    if options.tls_skip_verify:
-        verify = False
-    elif options.ca_cert:
-        verify = os.path.join(base_dir, options.ca_cert)
+    """A client with Vault's TLS conventions: the source's ca_cert / tls_skip_verify, else
+    VAULT_CACERT, VAULT_CAPATH, VAULT_SKIP_VERIFY and VAULT_CLIENT_CERT/KEY, read now (hvac reads
+    them when imported, and not at all when given `verify`), else the generic CA settings."""
+    ca = os.path.join(base_dir, options.ca_cert) if options.ca_cert else None
+    verify = verify_setting(ca, ("VAULT_CACERT", "VAULT_CAPATH"),
+                            insecure=options.tls_skip_verify or (not ca and flag("VAULT_SKIP_VERIFY")))
+    pair = (os.environ.get("VAULT_CLIENT_CERT"), os.environ.get("VAULT_CLIENT_KEY"))
     return hvac.Client(url=address or options.address, namespace=options.namespace, verify=verify,
-                       timeout=options.timeout_seconds)
+                       cert=pair if all(pair) else None, timeout=options.timeout_seconds)
 
 
 def read_state(client: hvac.Client) -> VaultState:

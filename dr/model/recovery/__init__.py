@@ -14,7 +14,9 @@ else decides a verdict.
   judging      Placements (cached), Evidence (placements and intact copies, the same in every
                scenario) and RecoveryJudge (one scenario);
   essentials   the targets, their credentials, the private key and dr's image, judged alike;
-  alternatives needs met by any one of several references (an exporter's AnyOf), judged alike.
+  alternatives needs met by any one of several references (an exporter's AnyOf), judged alike;
+  circular     the credentials and key only the snapshot holds (the audit's credentials-circular,
+               a restore's blocker need), judged alike.
 
 The rules (written out for operators in dr.audit's module docstring; this code is that text):
   lost      a domain is lost when it, or any domain it is nested in, failed; a reference is

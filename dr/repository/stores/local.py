@@ -21,7 +21,8 @@ class LocalStore(Store):
     def __init__(self, root: str):
         self.root = os.path.abspath(root)
         self.description = f"file://{self.root}"
-        os.makedirs(os.path.join(self.root, TMP_DIR), exist_ok=True)
+        # Nothing is created until the first put: a read-only command (dr snapshots, verify,
+        # status) pointed at a missing directory says there is no repository and leaves no trace.
 
     def _path(self, key: str) -> str:
         return os.path.join(self.root, *check_key(key).split("/"))
@@ -31,6 +32,7 @@ class LocalStore(Store):
         if key.split("/", 1)[0] == TMP_DIR:
             raise ValueError("tmp/ is reserved for the store's own staging")
         os.makedirs(os.path.dirname(final), exist_ok=True)
+        os.makedirs(os.path.join(self.root, TMP_DIR), exist_ok=True)
         staging = os.path.join(self.root, TMP_DIR, secrets.token_hex(16))
         try:
             with open(staging, "wb") as handle:
@@ -83,7 +85,7 @@ class LocalStore(Store):
         """Files a crashed writer left under tmp/ (never visible as objects). Only called
         under the repository's exclusive lock, so no live writer is staging."""
         staging = os.path.join(self.root, TMP_DIR)
-        names = os.listdir(staging)
+        names = os.listdir(staging) if os.path.isdir(staging) else []
         for name in names:
             _unlink_quietly(os.path.join(staging, name))
         return len(names)

@@ -24,6 +24,7 @@ from typing import Callable
 
 from dr.exporters.checkpointing.sharding.executors import CANNOT_START, Executor, ExecutorError, ShardJob, ShardOutcome
 from dr.exporters.contract import AWS_CREDENTIALS
+from dr.exporters.kit.kubeconfigs import KubeconfigError, load_into, resolve
 
 MOUNT = "/etc/dr-shard"
 PYTHON = "python"  # the image's interpreter (Dockerfile: python:3.11-slim)
@@ -112,7 +113,6 @@ class KubernetesExecutor(Executor):
     @classmethod
     def from_options(cls, options, base_dir: str) -> "KubernetesExecutor":
         import kubernetes.client
-        import kubernetes.config
 
         image = options.image or os.environ.get("DR_IMAGE")
         if not image:
@@ -120,15 +120,10 @@ class KubernetesExecutor(Executor):
                                   "set it to dr's own image (the plan's dr_image)")
         configuration = kubernetes.client.Configuration()
         kubeconfig = os.path.join(base_dir, options.kubeconfig) if options.kubeconfig else None
-        try:
-            if kubeconfig or not os.path.exists(IN_CLUSTER_NAMESPACE):
-                kubernetes.config.load_kube_config(config_file=kubeconfig, context=options.context,
-                                                   client_configuration=configuration, persist_config=False)
-            else:
-                kubernetes.config.load_incluster_config(client_configuration=configuration)
-        except (kubernetes.config.ConfigException, OSError) as exc:
-            raise ShardSetupError(f"shards.kubernetes: cannot load Kubernetes credentials "
-                                  f"({kubeconfig or 'in-cluster, then ~/.kube/config'}): {exc}") from None
+        try:  # kubectl's rules: the option's file, else $KUBECONFIG, else ~/.kube/config, else in-cluster
+            load_into(configuration, resolve(kubeconfig, options.context))
+        except KubeconfigError as exc:
+            raise ShardSetupError(f"shards.kubernetes: {exc}") from None
         return cls(kubernetes.client.ApiClient(configuration), options.namespace or _own_namespace(), image,
                    service_account=options.service_account, secret=options.secret,
                    timeout_seconds=options.timeout_seconds)
