@@ -21,12 +21,11 @@ from typing import Callable
 from dr.exporters.contract import ExportContext, Outcome, OutcomeStatus, RestoreRequest
 from dr.exporters.registry import Registry
 from dr.model.plans import Plan
-from dr.repository import names
 from dr.repository.encryption import EncryptionError
 from dr.repository.reading import ArtifactReader
 from dr.repository.repositories import IntegrityError
 from dr.restore.journals import STEP, JournalWriter
-from dr.restore.running import sealed_outcomes
+from dr.restore.running import restore_opened
 from dr.restore.planning import RestorePlan
 from dr.restore.steps import HELD, REFUSED, ResultStatus, Step, StepResult
 
@@ -63,9 +62,7 @@ class StepRunner:
             for unit in step.units:
                 request = RestoreRequest(to=unit.to, dry_run=self.dry_run, overwrite=self.overwrite,
                                          remap=dict(unit.remap))
-                artifacts, refused = names.split_open(unit.artifacts, self.reader.identities)  # format.md 8.1
-                outcomes.extend(sealed_outcomes(refused))
-                outcomes.extend(exporter.restore(artifacts, self.reader, request))
+                outcomes.extend(restore_opened(exporter, unit.artifacts, self.reader, request))  # format.md 8.1
         except IntegrityError as exc:
             outcomes.append(Outcome(step.name, OutcomeStatus.FAILED, f"integrity: {self.reader.met(exc)}"))
         except EncryptionError as exc:  # secret content and no identity that opens it

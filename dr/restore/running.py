@@ -7,6 +7,7 @@ as it is read (dr.repository.reading); the exporter reports one outcome per item
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Iterator
 
 import pyrage
 
@@ -67,9 +68,7 @@ def run_restore(plan: Plan, registry: Registry, source_name: str, snapshot_ref: 
         result = RestoreResult(source_name, snapshot, failed_since=failed)
         reader = ArtifactReader(repo, identities)
         try:
-            opened, refused = names.split_open(artifacts, reader.identities)  # format.md 8.1
-            result.outcomes.extend(sealed_outcomes(refused))
-            result.outcomes.extend(exporter.restore(opened, reader, request))
+            result.outcomes.extend(restore_opened(exporter, artifacts, reader, request))
         except IntegrityError as exc:
             result.outcomes.append(Outcome(source_name, OutcomeStatus.FAILED, f"integrity: {reader.met(exc)}"))
         except EncryptionError as exc:  # secret content and no identity that opens it
@@ -79,9 +78,16 @@ def run_restore(plan: Plan, registry: Registry, source_name: str, snapshot_ref: 
         return result
 
 
-def sealed_outcomes(refused: list) -> list[Outcome]:
-    """A failed item per artifact whose sealed name no identity opens (dr.repository.names)."""
-    return [Outcome(f"{a.kind} {a.identity}", OutcomeStatus.FAILED, f"decryption: {why}") for a, why in refused]
+def restore_opened(exporter, artifacts: list, reader: ArtifactReader, request: RestoreRequest) -> Iterator[Outcome]:
+    """The exporter's outcomes for the artifacts whose sealed names an identity opens, and a
+    failed item per one none opens (format.md 8.1): a restore never writes under a digest's name.
+    When none opens, the exporter is not called: it writes nothing, not even the --to directory
+    (an exporter that restores all or nothing, files, would refuse them all anyway)."""
+    opened, refused = names.split_open(artifacts, reader.identities)
+    for artifact, why in refused:
+        yield Outcome(f"{artifact.kind} {artifact.identity}", OutcomeStatus.FAILED, f"decryption: {why}")
+    if opened or not refused:
+        yield from exporter.restore(opened, reader, request)
 
 
 def _choose(repo, snapshot_ref: str, source: str) -> tuple[Snapshot, list[SourceResult]]:
