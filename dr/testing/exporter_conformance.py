@@ -35,6 +35,7 @@ from dr.model.plan_loading import parse_plan
 from dr.model.plans import Plan
 from dr.model.recovery import provided_in
 from dr.model.redaction import redact
+from dr.repository import names
 from dr.repository.catalogs import read_catalog
 from dr.repository.encryption import generate_identity
 from dr.repository.reading import ArtifactReader
@@ -129,7 +130,9 @@ class ExporterConformance:
         return result
 
     def _artifacts(self, plan: Plan, result: BackupResult, source: str = SOURCE) -> list[Artifact]:
-        return [a for a in read_catalog(self._repository(plan), result.snapshot.catalog) if a.source == source]
+        """The source's lines with their sealed names opened, as dr restore reads them (format.md 8.1)."""
+        lines = read_catalog(self._repository(plan), result.snapshot.catalog)
+        return names.open_all([a for a in lines if a.source == source], self._identities)
 
     @property
     def first_backup(self) -> BackupResult:
