@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 from dr.model.artifacts import Artifact
+from dr.repository import names
 from dr.repository.encryption import EncryptionError
 from dr.repository.reading import ArtifactReader
 from dr.repository.repositories import IntegrityError, Repository
@@ -27,7 +28,7 @@ class ArtifactChecks:
 
     def add(self, snapshot: str, artifact: Artifact) -> None:
         key = (artifact.digest, artifact.size, tuple(artifact.chunks), artifact.encrypted)
-        self._seen.setdefault(key, f"snapshot {snapshot}: {artifact.source}/{artifact.identity}")
+        self._seen.setdefault(key, f"snapshot {snapshot}: {names.shown(artifact)}")
 
     def listed_problems(self) -> list[str]:
         """What the blob listing alone shows: sizes, and one-chunk digests, of plain artifacts."""

@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
+from dr.repository import names
 from dr.repository.artifact_checks import ArtifactChecks
 from dr.repository.catalogs import read_catalog
 from dr.repository.data_subsets import DataSubset
@@ -95,7 +96,7 @@ def _check_snapshot(repo: Repository, snapshot_id: str, stored: dict[str, int],
         for digest in artifact.chunks:
             referenced.add(digest)
             if digest not in stored:
-                report.problems.append(f"snapshot {snapshot.short_id}: {artifact.source}/{artifact.identity}: "
+                report.problems.append(f"snapshot {snapshot.short_id}: {names.shown(artifact)}: "
                                        f"blob {digest} is missing")
 
 

@@ -60,6 +60,12 @@ def is_sealed(artifact: Artifact) -> bool:
     return SEALED in artifact.meta
 
 
+def shown(artifact: Artifact) -> str:
+    """`source/identity` for messages, saying when the identity is a sealed name's digest."""
+    sealed = " (a sealed name: docs/format.md 8.1)" if is_sealed(artifact) else ""
+    return f"{artifact.source}/{artifact.identity}{sealed}"
+
+
 class Sealer:
     """What a backup uses to write secret lines: digests with the name key, and encryption."""
 

@@ -55,7 +55,8 @@ def test_commands_without_the_identity_work_and_name_secrets_by_their_keyed_iden
     os.remove(next((tmp_path / "repo" / "blobs").rglob(sealed.chunks[0])))
     code, output = _run(capsys, "verify", "--plan", plan)
     assert code == Exit.INTEGRITY
-    assert f"vault-keys/{sealed.identity}" in output and sealed.identity.startswith(names.PREFIX)
+    assert f"vault-keys/{sealed.identity} (a sealed name: docs/format.md 8.1)" in output  # said so
+    assert sealed.identity.startswith(names.PREFIX)
     assert not any(c in output for c in CANARIES), output
 
 
