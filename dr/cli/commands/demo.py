@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from dr.cli.arguments import CommandSpec
+from dr.cli.arguments import CommandSpec, UsageError
 from dr.cli.commands import help_of
 from dr.cli.demo import run_demo
 from dr.cli.demo_vault import VaultStandIn
@@ -37,6 +37,9 @@ def arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
+    if out.as_json:  # its stdout is the walkthrough's text: one JSON document could not carry it
+        raise UsageError("dr demo is a walkthrough for a person and prints text; run it without --json "
+                         "(every command it shows takes --json)")
     registries = (args.registry, args.dr_registry) if args.registry and args.dr_registry else None
     vault = VaultStandIn(args.vault, args.vault_target, args.vault_credentials) \
         if args.vault and args.vault_target and args.vault_credentials else None
