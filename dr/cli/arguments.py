@@ -7,10 +7,11 @@ Command modules (dr.cli.commands.*) import this module and the library, never on
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import dataclass
 from typing import Callable
 
-from dr.cli.output import Output
+from dr.cli.output import Output, emit
 from dr.exporters.registry import Registry
 from dr.model.plan_loading import load_plan
 from dr.model.plans import Plan, TargetSpec
@@ -49,6 +50,22 @@ def lock_wait_arg(p: argparse.ArgumentParser) -> None:
     """For the commands that take the shared lock: only a prune's exclusive one keeps them waiting."""
     p.add_argument("--lock-wait", type=float, default=0.0, metavar="SECONDS",
                    help="wait this long for an exclusive lock (a prune's) to go (default: fail at once)")
+
+
+class Renamed(argparse._StoreAction):
+    """An option renamed so that one concept has one spelling across commands (issue 31): the
+    first option string is its name, the others are old spellings kept for one release. Using
+    one prints a one-line warning on stderr (never on --json's stdout) and works as the name."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if option_string != self.option_strings[0]:
+            deprecated(f"{parser.prog} {option_string}", self.option_strings[0])
+        super().__call__(parser, namespace, values, option_string)
+
+
+def deprecated(old: str, new: str) -> None:
+    """The warning for an old spelling, shown under --quiet too: a cron job must learn of it."""
+    emit(sys.stderr, f"warning: {old} is deprecated and will be removed in the next release: use {new}\n")
 
 
 def open_plan(args: argparse.Namespace) -> tuple[Plan, Registry]:
