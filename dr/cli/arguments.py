@@ -7,6 +7,7 @@ Command modules (dr.cli.commands.*) import this module and the library, never on
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import dataclass
 from typing import Callable
@@ -71,7 +72,26 @@ def deprecated(old: str, new: str) -> None:
 def open_plan(args: argparse.Namespace) -> tuple[Plan, Registry]:
     """The plan --plan names, validated with the installed exporters' option schemas."""
     registry = Registry()
-    return load_plan(args.plan, registry), registry
+    return with_cluster_flags(load_plan(args.plan, registry), args), registry
+
+
+# The options by which a source names the cluster it reads (kubernetes, images' pull secrets).
+CLUSTER_OPTIONS = ("kubeconfig", "context")
+
+
+def with_cluster_flags(plan: Plan, args: argparse.Namespace) -> Plan:
+    """`plan` with --kubeconfig and --context over each source's kubeconfig and context options:
+    the command line wins over the plan, as it does over the environment. Each flag replaces its
+    own option only; a relative --kubeconfig is the working directory's, not the plan folder's."""
+    given = {"kubeconfig": os.path.abspath(args.kubeconfig) if getattr(args, "kubeconfig", None) else None,
+             "context": getattr(args, "context", None)}
+    given = {key: value for key, value in given.items() if value}
+    if not given:
+        return plan
+    for name, options in plan.options.items():
+        if set(CLUSTER_OPTIONS) <= set(getattr(type(options), "model_fields", ())):
+            plan.options[name] = options.model_copy(update=given)
+    return plan
 
 
 def open_repository(args: argparse.Namespace) -> tuple[Plan, TargetSpec, Repository]:

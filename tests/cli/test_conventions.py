@@ -19,7 +19,7 @@ from dr.cli.main import build_parser, main
 from tests.cli.planfiles import files_source, local_target, write_plan
 
 README = os.path.join(os.path.dirname(__file__), "..", "..", "README.md")
-GLOBAL = {"help", "json", "quiet", "debug"}
+GLOBAL = {"help", "json", "quiet", "debug", "kubeconfig", "context"}
 
 
 @pytest.fixture

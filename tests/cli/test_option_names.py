@@ -29,6 +29,7 @@ CONCEPTS = {
     "where to restore": ("--to", "--dest", "--destination", "--target-dir"),
     "a failure domain that is gone": ("--failed", "--fail", "--lost"),
     "the kubeconfig file": ("--kubeconfig", "--kube-config"),
+    "the kubeconfig context": ("--context", "--kube-context"),
     "a Pushgateway to push metrics to": ("--pushgateway", "--push-gateway", "--push-url"),
     "the node-exporter metrics file": ("--metrics-file", "--textfile", "--metrics-out"),
 }

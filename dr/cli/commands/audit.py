@@ -23,7 +23,7 @@ from dr.audit import UnknownDomain, choose_audited_target, run_audit, scenarios_
 from dr.audit.reports_html import render_html
 from dr.audit.reports_json import render_json, to_document
 from dr.audit.reports_md import render_markdown
-from dr.cli.arguments import CommandSpec, UsageError, deprecated, plan_arg
+from dr.cli.arguments import CommandSpec, UsageError, deprecated, plan_arg, with_cluster_flags
 from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
 from dr.cli.metrics import metrics_args, publish
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
     if args.format == "json":
         deprecated("dr audit --format json", "--json")
     registry = Registry()
-    plan = load_plan(args.plan, registry) if live else load_plan(args.plan)
+    plan = with_cluster_flags(load_plan(args.plan, registry), args) if live else load_plan(args.plan)
     try:
         scenarios = scenarios_for(plan, args.failed)
     except UnknownDomain as exc:
