@@ -84,8 +84,9 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_Version, nargs=0,
                         help="print dr's version, the repository format and Python, and exit")
     global_args(parser)
-    # The demo drives dr's own entry point; it gets it here rather than importing this module.
-    parser.set_defaults(main=main)
+    # The demo drives dr's own entry point and the completion walks the whole parser; they get
+    # them here rather than importing this module.
+    parser.set_defaults(main=main, build_parser=build_parser)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     chosen = _chosen(argv) if argv is not None else None
     for entry in COMMANDS:

@@ -57,6 +57,7 @@ def test_global_options_go_before_or_after_the_command(plan, capsys):
     (["--json", "no-such-command"], Exit.USAGE, "usage"),
     (["--json", "snapshots", "--plan", "{missing}"], Exit.USAGE, "plan"),
     (["demo", "--dir", "{missing}", "--json"], Exit.USAGE, "usage"),  # a walkthrough's text, not a document
+    (["--json", "completion", "bash"], Exit.USAGE, "usage"),  # a shell script, not a document
 ])
 def test_every_failure_under_json_prints_a_json_error(plan, tmp_path, capsys, monkeypatch, argv, code, kind):
     monkeypatch.delenv("DR_PLAN", raising=False)
@@ -178,7 +179,7 @@ def test_the_documents_have_the_keys_docs_json_md_lists(plan, tmp_path, capsys, 
         code, out, err = _run(capsys, [*command.split(), *runs.get(command, []), "--json"])
         document = json.loads(out)
         assert set(document) == keys, (command, code, err, sorted(document))
-    assert {c.split()[0] for c in documented} == set(_commands()) - {"demo"}
+    assert {c.split()[0] for c in documented} == set(_commands()) - {"demo", "completion"}
     assert set(runs) <= set(documented)
 
 
