@@ -17,7 +17,10 @@ through the verdict engine dr.model.recovery that restore planning and drills ju
             from the snapshot's own copy (an info finding that tells the operator which copy
             to restore first);
   blocker   placed in a lost domain and not covered;
-  unknown   placed nowhere and not covered: a warning, a blocker under strict.
+  unknown   placed nowhere and not covered: a warning, a blocker under strict. Not for a
+            class an object names (storage-, priority-, runtime-, ingress-class): that is an
+            object the recovery cluster must have, not a place, and the backup's own
+            `class-missing` finding (below) reports it.
 
 The remap rule ("covered"). A dependency is covered when
   1. some artifact of the same snapshot lists the dependency's reference in meta['provides']

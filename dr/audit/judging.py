@@ -48,6 +48,13 @@ _KIND_CODES = {
 }
 
 
+# Cluster-scoped classes an object names (the kubernetes exporter's classes.py): objects the
+# recovery cluster must have, not places. One that nothing places and the snapshot does not
+# restore is what the backup's own `class-missing` finding reports (a backup-finding naming
+# the referrer, the field and the fixes), not an unknown location.
+CLASS_KINDS = frozenset({"storage-class", "priority-class", "runtime-class", "ingress-class"})
+
+
 def code_for(kind: str) -> str:
     return _KIND_CODES.get(kind, "dependency-in-failed-domain")
 
@@ -93,6 +100,7 @@ class DependencyJudge:
         judge = RecoveryJudge(self.evidence, scenario.lost, copies_survive, holder="the audited target",
                               lost_locations=scenario.lost_locations)
         judged = [Judged(use, judge.judge(use.reference)) for use in self.index.uses.values()]
+        judged = [item for item in judged if not _class_left_to_backup(item.use, item.verdict)]
         return judged + [_any_judged(need, found) for need, found in judge_needs(judge, self.any_needs)]
 
     # -- findings ----------------------------------------------------------------------------
@@ -114,7 +122,8 @@ class DependencyJudge:
         findings = []
         for use in self.index.uses.values():
             placement = self.placements.place(use.reference)
-            if placement.domain is None and self.evidence.intact_copy(use.reference)[0] is None:
+            if placement.domain is None and self.evidence.intact_copy(use.reference)[0] is None \
+                    and use.kind not in CLASS_KINDS:
                 message = (f"nothing in the plan places {use.kind} '{redacted(use.reference)}' "
                            f"(host '{placement.host or '-'}'), so the audit cannot tell whether a "
                            f"restore of {_sources(use)} can still reach it")
@@ -192,6 +201,11 @@ def _any_judged(need: AnyNeed, found: AnyJudgement) -> Judged:
     judgement = (Judgement(found.verdict, j.placement, j.copy, j.note) if j is not None
                  else Judgement(found.verdict, Placement(reference, "", None)))  # it names no reference
     return Judged(need.use(reference), judgement, found)
+
+
+def _class_left_to_backup(use: DependencyUse, verdict: Verdict) -> bool:
+    """A class reference nothing places and the snapshot lacks: the backup's finding reports it."""
+    return verdict == UNKNOWN and use.kind in CLASS_KINDS
 
 
 def count_verdicts(judged: list[Judged]) -> dict[Verdict, int]:

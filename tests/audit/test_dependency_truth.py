@@ -80,20 +80,27 @@ def cluster():
         yield cluster
 
 
-@pytest.fixture
-def audited(dr, capsys, tmp_path, cluster):  # noqa: F811
+def backup_and_audit(dr, capsys, tmp_path, cluster, workload_kinds: list[str],  # noqa: F811
+                     locations: tuple[dict, ...] = ()) -> tuple[int, dict]:
+    """`dr backup` of the emulated cluster with the planted-references plan (these workload_kinds,
+    these extra locations), then `dr audit --format json`."""
     kubeconfig = write_kubeconfig(os.path.join(tmp_path, "kubeconfig"), {"source": cluster}, current="source")
     plan_path = _plan(tmp_path, kubeconfig)
     with open(plan_path) as source:
         plan = yaml.safe_load(source)
-    plan["sources"][0]["workload_kinds"] = ["Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "Pod",
-                                            "Ingress"]
-    plan["locations"].append({"name": "kms-eu", "domain": "eu-west-1", "kind": "kms",
-                              "prefixes": ["arn:aws:kms:eu-west-1:"]})
+    plan["sources"][0]["workload_kinds"] = workload_kinds
+    plan["locations"] += list(locations)
     with open(plan_path, "w") as out:
         yaml.safe_dump(plan, out, sort_keys=False)
     assert dr(["backup", "--plan", plan_path]) == Exit.OK, capsys.readouterr()
     return _audit(dr, capsys, plan_path)
+
+
+@pytest.fixture
+def audited(dr, capsys, tmp_path, cluster):  # noqa: F811
+    kms = {"name": "kms-eu", "domain": "eu-west-1", "kind": "kms", "prefixes": ["arn:aws:kms:eu-west-1:"]}
+    return backup_and_audit(dr, capsys, tmp_path, cluster,
+                            ["Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "Pod", "Ingress"], (kms,))
 
 
 def test_asserted_names_are_no_blockers_and_a_real_dependency_still_is(audited):

@@ -27,6 +27,7 @@ from dr.exporters.kubernetes.batches import FORMAT, Batch
 from dr.exporters.kubernetes.discovering import served_types
 from dr.exporters.kubernetes.inventory import Inventory
 from dr.exporters.kubernetes.certmanager import cert_manager_check
+from dr.exporters.kubernetes.classes import class_check, wanted_classes
 from dr.exporters.kubernetes.kueue import kueue_check
 from dr.exporters.kubernetes.listing import HelmItem, UnitLister
 from dr.exporters.kubernetes.readiness import ReadinessCheck
@@ -57,7 +58,8 @@ class Export:
     def __init__(self, api: Api, context: ExportContext, sink: ArtifactSink):
         self.api, self.context, self.sink = api, context, sink
         self.options = context.options
-        self.references = combined(kueue_check(), cert_manager_check())  # Kueue's and cert-manager's
+        # Kueue's and cert-manager's references, and the classes objects name
+        self.references = combined(kueue_check(), cert_manager_check(), class_check())
         self.sealed = SealedSecretsCheck()  # every SealedSecret opens with a backed-up key
         self.readiness = ReadinessCheck(self.options.readiness)
         self.stop = threading.Event()
@@ -115,7 +117,8 @@ class Export:
         return UnitLister(self.api, self.options, wants_namespace=wants, keep_owner=keep_owner,
                           fingerprint=_fingerprint(self.options, kinds),
                           observers=[self.references.observe, self.readiness.observe, self.sealed.observe],
-                          emit=emit, stop=self.stop, hosts=self.context.hosts)
+                          emit=emit, stop=self.stop, hosts=self.context.hosts,
+                          scanned=lambda found: self.references.want(wanted_classes(found)))
 
     # -- the parallel part -------------------------------------------------------------------------
     def _run_parallel(self, lister: UnitLister, units: list[tuple[ResourceType, str | None, bool]]) -> None:
