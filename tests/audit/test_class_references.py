@@ -11,15 +11,12 @@ finding, and a built-in PriorityClass is no dependency at all.
 
 from __future__ import annotations
 
-import pytest
-
 from dr.model.plan_loading import load_plan
 from dr.repository.catalogs import read_catalog_records
 from dr.repository.repositories import Repository
 from dr.repository.stores.local import LocalStore
 from tests.audit.test_coverage import dr  # noqa: F401  (dr is a fixture)
-from tests.audit.test_dependency_truth import backup_and_audit
-from tests.kubernetes.upstream import cluster_with
+from tests.audit.test_dependency_truth import cluster_and_audit
 
 IMAGE = "docker.io/library/busybox:1.36"
 KINDS = ["Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "Pod", "Ingress", "PersistentVolumeClaim",
@@ -70,15 +67,7 @@ def _objects() -> list[dict]:
     ]
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    with cluster_with([], _objects()) as cluster:
-        yield cluster
-
-
-@pytest.fixture
-def audited(dr, capsys, tmp_path, cluster):  # noqa: F811
-    return backup_and_audit(dr, capsys, tmp_path, cluster, KINDS)
+cluster, audited = cluster_and_audit(_objects, KINDS)
 
 
 def _class_findings(document: dict) -> dict[tuple[str, str], dict]:

@@ -14,6 +14,7 @@ are flagged in the scenarios that lose them.
 from __future__ import annotations
 
 import os
+from typing import Callable
 
 import pytest
 import yaml
@@ -94,6 +95,20 @@ def backup_and_audit(dr, capsys, tmp_path, cluster, workload_kinds: list[str],  
         yaml.safe_dump(plan, out, sort_keys=False)
     assert dr(["backup", "--plan", plan_path]) == Exit.OK, capsys.readouterr()
     return _audit(dr, capsys, plan_path)
+
+
+def cluster_and_audit(objects: Callable[[], list[dict]], workload_kinds: list[str]):
+    """The fixtures `cluster` (module-scoped: an emulated cluster holding objects()) and
+    `audited` (backup_and_audit of it), for a test module to assign."""
+    @pytest.fixture(scope="module")
+    def cluster():
+        with cluster_with([], objects()) as emulated:
+            yield emulated
+
+    @pytest.fixture
+    def audited(dr, capsys, tmp_path, cluster):  # noqa: F811
+        return backup_and_audit(dr, capsys, tmp_path, cluster, workload_kinds)
+    return cluster, audited
 
 
 @pytest.fixture
