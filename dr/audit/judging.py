@@ -48,6 +48,19 @@ _KIND_CODES = {
 }
 
 
+# Cluster-scoped classes an object names (the kubernetes exporter's classes.py): objects the
+# recovery cluster must have, not places. One that nothing places and the snapshot does not
+# restore is what the backup's own `class-missing` finding reports (a backup-finding naming
+# the referrer, the field and the fixes), not an unknown location.
+CLASS_KINDS = frozenset({"storage-class", "priority-class", "runtime-class", "ingress-class"})
+# What lies behind a backed-up Service (the kubernetes exporter's servicestate.py), recorded as
+# dependencies whose reference is the Service's DNS name: facts that qualify the snapshot's copy
+# of that Service, not needs of their own. The snapshot restores the Service and its workloads,
+# never their volume data: with state behind it, the copy does not bring the Service back.
+SERVICE_STATE, SERVICE_STATELESS = "service-state", "service-stateless"
+_FACT_KINDS = frozenset({SERVICE_STATE, SERVICE_STATELESS})
+
+
 def code_for(kind: str) -> str:
     return _KIND_CODES.get(kind, "dependency-in-failed-domain")
 
@@ -88,12 +101,30 @@ class DependencyJudge:
         self.placements = placements
         self.strict = strict
         self.evidence = Evidence(plan, index.provides, copy_is_intact, placements)
+        self.behind = {use.reference: use for use in index.uses.values() if use.kind in _FACT_KINDS}
 
     def judge(self, scenario: Scenario, copies_survive: bool) -> list[Judged]:
         judge = RecoveryJudge(self.evidence, scenario.lost, copies_survive, holder="the audited target",
                               lost_locations=scenario.lost_locations)
-        judged = [Judged(use, judge.judge(use.reference)) for use in self.index.uses.values()]
+        judged = [Judged(use, self._behind(use, judge.judge(use.reference))) for use in self.index.uses.values()
+                  if use.kind not in _FACT_KINDS]
+        judged = [item for item in judged if not _class_left_to_backup(item.use, item.verdict)]
         return judged + [_any_judged(need, found) for need, found in judge_needs(judge, self.any_needs)]
+
+    def _behind(self, use: DependencyUse, judgement: Judgement) -> Judgement:
+        """A Service the snapshot restores in place of a lost one: whether what lies behind it
+        comes back too (the rule in docs/audit-json.md, "Service names")."""
+        fact = self.behind.get(use.reference)
+        if judgement.verdict != REMAPPED or fact is None:
+            return judgement
+        if fact.kind == SERVICE_STATELESS:
+            return Judgement(REMAPPED, judgement.placement, judgement.copy,
+                             f"recreated by the restore, which holds the Service and its stateless backends "
+                             f"({fact.detail.split(': ', 1)[-1]})")
+        return Judgement(BLOCKED, judgement.placement, None,
+                         f"the state behind service {use.reference} ({fact.detail.split(': ', 1)[-1]}) lives only "
+                         f"in the lost cluster: the snapshot restores the Service and its workloads, not the "
+                         f"volume data")
 
     # -- findings ----------------------------------------------------------------------------
     def scenario_findings(self, scenario: Scenario, judged: list[Judged]) -> list[Finding]:
@@ -114,7 +145,8 @@ class DependencyJudge:
         findings = []
         for use in self.index.uses.values():
             placement = self.placements.place(use.reference)
-            if placement.domain is None and self.evidence.intact_copy(use.reference)[0] is None:
+            if placement.domain is None and self.evidence.intact_copy(use.reference)[0] is None \
+                    and use.kind not in CLASS_KINDS | _FACT_KINDS:
                 message = (f"nothing in the plan places {use.kind} '{redacted(use.reference)}' "
                            f"(host '{placement.host or '-'}'), so the audit cannot tell whether a "
                            f"restore of {_sources(use)} can still reach it")
@@ -178,6 +210,9 @@ class DependencyJudge:
     def _remap_message(self, item: Judged, scenario: Scenario) -> str:
         use, placement = item.use, item.placement
         where = f"is in {self.placements.path(placement.domain)}, lost when {scenario.label}"
+        if item.note:  # a Service whose backends the restore recreates (_behind)
+            return (f"{use.kind} '{redacted(use.reference)}' {where}, but is {item.note}: nothing outside the "
+                    f"snapshot is needed")
         return (f"{use.kind} '{redacted(use.reference)}' {where}, but the snapshot holds a verified copy "
                 f"in {item.provider.artifact if item.provider else '?'}: restore it to a new location "
                 f"and point {_sources(use)} at it")
@@ -192,6 +227,11 @@ def _any_judged(need: AnyNeed, found: AnyJudgement) -> Judged:
     judgement = (Judgement(found.verdict, j.placement, j.copy, j.note) if j is not None
                  else Judgement(found.verdict, Placement(reference, "", None)))  # it names no reference
     return Judged(need.use(reference), judgement, found)
+
+
+def _class_left_to_backup(use: DependencyUse, verdict: Verdict) -> bool:
+    """A class reference nothing places and the snapshot lacks: the backup's finding reports it."""
+    return verdict == UNKNOWN and use.kind in CLASS_KINDS
 
 
 def count_verdicts(judged: list[Judged]) -> dict[Verdict, int]:
