@@ -17,8 +17,8 @@ from dr.audit.findings import BLOCKER, INFO, WARNING, Finding, redacted
 from dr.audit.gathering import DependencyIndex, DependencyUse
 from dr.model.locations import Placement
 from dr.model.plans import Plan
-from dr.model.recovery import (BLOCKED, REMAPPED, UNKNOWN, VERDICTS, AnyJudgement, Copy, Evidence, Judgement,
-                               Placements, RecoveryJudge, Scenario, Verdict)
+from dr.model.recovery import (BLOCKED, FACT_KINDS, REMAPPED, UNKNOWN, VERDICTS, AnyJudgement, Copy, Evidence,
+                               Judgement, Placements, RecoveryJudge, Scenario, Verdict, service_facts)
 
 # Dependency kinds with a finding code (and runbook) of their own; others are generic.
 _KIND_CODES = {
@@ -53,12 +53,9 @@ _KIND_CODES = {
 # restore is what the backup's own `class-missing` finding reports (a backup-finding naming
 # the referrer, the field and the fixes), not an unknown location.
 CLASS_KINDS = frozenset({"storage-class", "priority-class", "runtime-class", "ingress-class"})
-# What lies behind a backed-up Service (the kubernetes exporter's servicestate.py), recorded as
-# dependencies whose reference is the Service's DNS name: facts that qualify the snapshot's copy
-# of that Service, not needs of their own. The snapshot restores the Service and its workloads,
-# never their volume data: with state behind it, the copy does not bring the Service back.
-SERVICE_STATE, SERVICE_STATELESS = "service-state", "service-stateless"
-_FACT_KINDS = frozenset({SERVICE_STATE, SERVICE_STATELESS})
+# What lies behind a backed-up Service (dr.model.recovery.services): facts that qualify the
+# snapshot's copy of that Service, judged by the engine, not needs of their own.
+_FACT_KINDS = FACT_KINDS
 
 
 def code_for(kind: str) -> str:
@@ -100,31 +97,16 @@ class DependencyJudge:
         self.any_needs = any_needs or []
         self.placements = placements
         self.strict = strict
-        self.evidence = Evidence(plan, index.provides, copy_is_intact, placements)
-        self.behind = {use.reference: use for use in index.uses.values() if use.kind in _FACT_KINDS}
+        facts = service_facts((use.kind, use.reference, use.detail) for use in index.uses.values())
+        self.evidence = Evidence(plan, index.provides, copy_is_intact, placements, facts)
 
     def judge(self, scenario: Scenario, copies_survive: bool) -> list[Judged]:
         judge = RecoveryJudge(self.evidence, scenario.lost, copies_survive, holder="the audited target",
                               lost_locations=scenario.lost_locations)
-        judged = [Judged(use, self._behind(use, judge.judge(use.reference))) for use in self.index.uses.values()
+        judged = [Judged(use, judge.judge(use.reference)) for use in self.index.uses.values()
                   if use.kind not in _FACT_KINDS]
         judged = [item for item in judged if not _class_left_to_backup(item.use, item.verdict)]
         return judged + [_any_judged(need, found) for need, found in judge_needs(judge, self.any_needs)]
-
-    def _behind(self, use: DependencyUse, judgement: Judgement) -> Judgement:
-        """A Service the snapshot restores in place of a lost one: whether what lies behind it
-        comes back too (the rule in docs/audit-json.md, "Service names")."""
-        fact = self.behind.get(use.reference)
-        if judgement.verdict != REMAPPED or fact is None:
-            return judgement
-        if fact.kind == SERVICE_STATELESS:
-            return Judgement(REMAPPED, judgement.placement, judgement.copy,
-                             f"recreated by the restore, which holds the Service and its stateless backends "
-                             f"({fact.detail.split(': ', 1)[-1]})")
-        return Judgement(BLOCKED, judgement.placement, None,
-                         f"the state behind service {use.reference} ({fact.detail.split(': ', 1)[-1]}) lives only "
-                         f"in the lost cluster: the snapshot restores the Service and its workloads, not the "
-                         f"volume data")
 
     # -- findings ----------------------------------------------------------------------------
     def scenario_findings(self, scenario: Scenario, judged: list[Judged]) -> list[Finding]:
@@ -210,7 +192,7 @@ class DependencyJudge:
     def _remap_message(self, item: Judged, scenario: Scenario) -> str:
         use, placement = item.use, item.placement
         where = f"is in {self.placements.path(placement.domain)}, lost when {scenario.label}"
-        if item.note:  # a Service whose backends the restore recreates (_behind)
+        if item.note:  # a Service whose backends the restore recreates (dr.model.recovery.services)
             return (f"{use.kind} '{redacted(use.reference)}' {where}, but is {item.note}: nothing outside the "
                     f"snapshot is needed")
         return (f"{use.kind} '{redacted(use.reference)}' {where}, but the snapshot holds a verified copy "

@@ -10,6 +10,8 @@ and `ghost`, a Service the snapshot does not hold (today's verdict: a blocker).
 
 from __future__ import annotations
 
+import json
+
 from tests.audit.test_coverage import dr  # noqa: F401  (dr is a fixture)
 from tests.audit.test_dependency_truth import cluster_and_audit
 
@@ -75,3 +77,16 @@ def test_a_service_the_snapshot_lacks_keeps_its_verdict(audited):
     assert finding["severity"] == "blocker" and "state behind" not in finding["message"], finding
     # a region loss takes cluster-a with it: the same verdicts there
     assert [f["severity"] for f in _in(document, "eu-west-1", DB)] == ["blocker"]
+
+
+def test_the_restore_plan_gives_the_audits_verdicts(audited, dr, capsys, tmp_path):  # noqa: F811
+    """One engine, one answer (issue 25, item 4): the needs of the whole-plan restore's step say
+    what the audit says about each Service name, with the same reason."""
+    capsys.readouterr()
+    dr(["restore", "--plan", str(tmp_path / "plan.yaml"), "--failed", "cluster-a", "--dry-run", "--json"])
+    [step] = [s for s in json.loads(capsys.readouterr().out)["steps"] if s["name"] == "cluster"]
+    needs = {n["reference"]: n for n in step["needs"]}
+    assert needs[DB]["verdict"] == "blocker", needs[DB]
+    assert "the state behind service" in needs[DB]["reason"] and "PVC data-db-0" in needs[DB]["reason"], needs[DB]
+    assert needs[CACHE]["verdict"] == "remapped" and "recreated by the restore" in needs[CACHE]["reason"], needs[CACHE]
+    assert not [n for n in step["needs"] if n["kind"].startswith("service-state")]
