@@ -16,8 +16,15 @@ through the verdict engine dr.model.recovery that restore planning and drills ju
   remapped  placed in a lost domain but COVERED: the restore rebuilds it at a new location
             from the snapshot's own copy (an info finding that tells the operator which copy
             to restore first);
+            a Service's DNS name is covered by the Service's copy only when no backend it
+            selects keeps state in a PersistentVolumeClaim (the backup's `service-state` /
+            `service-stateless` facts): with state behind it, it is a blocker naming the PVC
+            (dr holds no volume data); stateless, "recreated by the restore";
   blocker   placed in a lost domain and not covered;
-  unknown   placed nowhere and not covered: a warning, a blocker under strict.
+  unknown   placed nowhere and not covered: a warning, a blocker under strict. Not for a
+            class an object names (storage-, priority-, runtime-, ingress-class): that is an
+            object the recovery cluster must have, not a place, and the backup's own
+            `class-missing` finding (below) reports it.
 
 The remap rule ("covered"). A dependency is covered when
   1. some artifact of the same snapshot lists the dependency's reference in meta['provides']

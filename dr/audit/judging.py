@@ -17,8 +17,8 @@ from dr.audit.findings import BLOCKER, INFO, WARNING, Finding, redacted
 from dr.audit.gathering import DependencyIndex, DependencyUse
 from dr.model.locations import Placement
 from dr.model.plans import Plan
-from dr.model.recovery import (BLOCKED, REMAPPED, UNKNOWN, VERDICTS, AnyJudgement, Copy, Evidence, Judgement,
-                               Placements, RecoveryJudge, Scenario, Verdict)
+from dr.model.recovery import (BLOCKED, FACT_KINDS, REMAPPED, UNKNOWN, VERDICTS, AnyJudgement, Copy, Evidence,
+                               Judgement, Placements, RecoveryJudge, Scenario, Verdict, service_facts)
 
 # Dependency kinds with a finding code (and runbook) of their own; others are generic.
 _KIND_CODES = {
@@ -46,6 +46,16 @@ _KIND_CODES = {
     # an in-use ACM certificate (the certificates exporter), placed by its ARN's region
     "acm-certificate": "certificate-only-in-failed-region",
 }
+
+
+# Cluster-scoped classes an object names (the kubernetes exporter's classes.py): objects the
+# recovery cluster must have, not places. One that nothing places and the snapshot does not
+# restore is what the backup's own `class-missing` finding reports (a backup-finding naming
+# the referrer, the field and the fixes), not an unknown location.
+CLASS_KINDS = frozenset({"storage-class", "priority-class", "runtime-class", "ingress-class"})
+# What lies behind a backed-up Service (dr.model.recovery.services): facts that qualify the
+# snapshot's copy of that Service, judged by the engine, not needs of their own.
+_FACT_KINDS = FACT_KINDS
 
 
 def code_for(kind: str) -> str:
@@ -87,12 +97,15 @@ class DependencyJudge:
         self.any_needs = any_needs or []
         self.placements = placements
         self.strict = strict
-        self.evidence = Evidence(plan, index.provides, copy_is_intact, placements)
+        facts = service_facts((use.kind, use.reference, use.detail) for use in index.uses.values())
+        self.evidence = Evidence(plan, index.provides, copy_is_intact, placements, facts)
 
     def judge(self, scenario: Scenario, copies_survive: bool) -> list[Judged]:
         judge = RecoveryJudge(self.evidence, scenario.lost, copies_survive, holder="the audited target",
                               lost_locations=scenario.lost_locations)
-        judged = [Judged(use, judge.judge(use.reference)) for use in self.index.uses.values()]
+        judged = [Judged(use, judge.judge(use.reference)) for use in self.index.uses.values()
+                  if use.kind not in _FACT_KINDS]
+        judged = [item for item in judged if not _class_left_to_backup(item.use, item.verdict)]
         return judged + [_any_judged(need, found) for need, found in judge_needs(judge, self.any_needs)]
 
     # -- findings ----------------------------------------------------------------------------
@@ -114,7 +127,8 @@ class DependencyJudge:
         findings = []
         for use in self.index.uses.values():
             placement = self.placements.place(use.reference)
-            if placement.domain is None and self.evidence.intact_copy(use.reference)[0] is None:
+            if placement.domain is None and self.evidence.intact_copy(use.reference)[0] is None \
+                    and use.kind not in CLASS_KINDS | _FACT_KINDS:
                 message = (f"nothing in the plan places {use.kind} '{redacted(use.reference)}' "
                            f"(host '{placement.host or '-'}'), so the audit cannot tell whether a "
                            f"restore of {_sources(use)} can still reach it")
@@ -178,6 +192,9 @@ class DependencyJudge:
     def _remap_message(self, item: Judged, scenario: Scenario) -> str:
         use, placement = item.use, item.placement
         where = f"is in {self.placements.path(placement.domain)}, lost when {scenario.label}"
+        if item.note:  # a Service whose backends the restore recreates (dr.model.recovery.services)
+            return (f"{use.kind} '{redacted(use.reference)}' {where}, but is {item.note}: nothing outside the "
+                    f"snapshot is needed")
         return (f"{use.kind} '{redacted(use.reference)}' {where}, but the snapshot holds a verified copy "
                 f"in {item.provider.artifact if item.provider else '?'}: restore it to a new location "
                 f"and point {_sources(use)} at it")
@@ -192,6 +209,11 @@ def _any_judged(need: AnyNeed, found: AnyJudgement) -> Judged:
     judgement = (Judgement(found.verdict, j.placement, j.copy, j.note) if j is not None
                  else Judgement(found.verdict, Placement(reference, "", None)))  # it names no reference
     return Judged(need.use(reference), judgement, found)
+
+
+def _class_left_to_backup(use: DependencyUse, verdict: Verdict) -> bool:
+    """A class reference nothing places and the snapshot lacks: the backup's finding reports it."""
+    return verdict == UNKNOWN and use.kind in CLASS_KINDS
 
 
 def count_verdicts(judged: list[Judged]) -> dict[Verdict, int]:

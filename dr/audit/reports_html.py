@@ -119,7 +119,7 @@ def _rows(report: AuditReport, runbook_base: str):
     for (scenario, code), count in shown.items():
         if count > LIMIT:
             yield (f'<tr class="more"><td colspan="8">... and {count - LIMIT:,} more {e(code)} findings in '
-                   f"{e(scenario or 'every scenario')} (every finding is in dr audit --format json)</td></tr>")
+                   f"{e(scenario or 'every scenario')} (every finding is in dr audit --json)</td></tr>")
 
 
 def _row(finding: Finding, runbook_base: str) -> str:

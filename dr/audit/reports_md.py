@@ -102,7 +102,7 @@ def _findings(findings: list[Finding], runbook_base: str) -> list[str]:
     for code_name, count in shown.items():
         if count > LIMIT:
             lines.append(f"- ... and {count - LIMIT:,} more {code_name} finding(s) here "
-                         "(every finding is in dr audit --format json)")
+                         "(every finding is in dr audit --json)")
     return lines
 
 

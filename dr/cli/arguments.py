@@ -7,10 +7,12 @@ Command modules (dr.cli.commands.*) import this module and the library, never on
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from dataclasses import dataclass
 from typing import Callable
 
-from dr.cli.output import Output
+from dr.cli.output import Output, emit
 from dr.exporters.registry import Registry
 from dr.model.plan_loading import load_plan
 from dr.model.plans import Plan, TargetSpec
@@ -51,10 +53,45 @@ def lock_wait_arg(p: argparse.ArgumentParser) -> None:
                    help="wait this long for an exclusive lock (a prune's) to go (default: fail at once)")
 
 
+class Renamed(argparse._StoreAction):
+    """An option renamed so that one concept has one spelling across commands (issue 31): the
+    first option string is its name, the others are old spellings kept for one release. Using
+    one prints a one-line warning on stderr (never on --json's stdout) and works as the name."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if option_string != self.option_strings[0]:
+            deprecated(f"{parser.prog} {option_string}", self.option_strings[0])
+        super().__call__(parser, namespace, values, option_string)
+
+
+def deprecated(old: str, new: str) -> None:
+    """The warning for an old spelling, shown under --quiet too: a cron job must learn of it."""
+    emit(sys.stderr, f"warning: {old} is deprecated and will be removed in the next release: use {new}\n")
+
+
 def open_plan(args: argparse.Namespace) -> tuple[Plan, Registry]:
     """The plan --plan names, validated with the installed exporters' option schemas."""
     registry = Registry()
-    return load_plan(args.plan, registry), registry
+    return with_cluster_flags(load_plan(args.plan, registry), args), registry
+
+
+# The options by which a source names the cluster it reads (kubernetes, images' pull secrets).
+CLUSTER_OPTIONS = ("kubeconfig", "context")
+
+
+def with_cluster_flags(plan: Plan, args: argparse.Namespace) -> Plan:
+    """`plan` with --kubeconfig and --context over each source's kubeconfig and context options:
+    the command line wins over the plan, as it does over the environment. Each flag replaces its
+    own option only; a relative --kubeconfig is the working directory's, not the plan folder's."""
+    given = {"kubeconfig": os.path.abspath(args.kubeconfig) if getattr(args, "kubeconfig", None) else None,
+             "context": getattr(args, "context", None)}
+    given = {key: value for key, value in given.items() if value}
+    if not given:
+        return plan
+    for name, options in plan.options.items():
+        if set(CLUSTER_OPTIONS) <= set(getattr(type(options), "model_fields", ())):
+            plan.options[name] = options.model_copy(update=given)
+    return plan
 
 
 def open_repository(args: argparse.Namespace) -> tuple[Plan, TargetSpec, Repository]:

@@ -48,10 +48,14 @@ def expected_errors() -> list[tuple[tuple[type[BaseException], ...], Exit, str]]
     ]
 
 
+# dr's global options that take a value (`--kubeconfig FILE`): the word after one is not the command.
+VALUED = ("--kubeconfig", "--context")
+
+
 def _chosen(argv: list[str]) -> str | None:
-    """The command word: the first argument that is not an option (dr's global options, -h and
-    --version, take no value)."""
-    return next((a for a in argv if not a.startswith("-")), None)
+    """The command word: the first argument that is neither an option nor a global option's value."""
+    values = {i + 1 for i, a in enumerate(argv) if a in VALUED}
+    return next((a for i, a in enumerate(argv) if not a.startswith("-") and i not in values), None)
 
 
 class Parser(argparse.ArgumentParser):
@@ -80,8 +84,9 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_Version, nargs=0,
                         help="print dr's version, the repository format and Python, and exit")
     global_args(parser)
-    # The demo drives dr's own entry point; it gets it here rather than importing this module.
-    parser.set_defaults(main=main)
+    # The demo drives dr's own entry point and the completion walks the whole parser; they get
+    # them here rather than importing this module.
+    parser.set_defaults(main=main, build_parser=build_parser)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     chosen = _chosen(argv) if argv is not None else None
     for entry in COMMANDS:
@@ -102,12 +107,21 @@ def global_args(p: argparse.ArgumentParser, default=False) -> None:
                    help="no progress or notes on stderr (env DR_QUIET)")
     p.add_argument("--debug", action="store_true", default=default,
                    help="print the traceback of an expected error too (one that is not a bug)")
+    p.add_argument("--kubeconfig", metavar="FILE", default=None if default is False else default,
+                   help="the kubeconfig of every cluster the plan's sources read, over their kubeconfig option "
+                        "(then KUBECONFIG, ~/.kube/config, in-cluster)")
+    p.add_argument("--context", metavar="NAME", default=None if default is False else default,
+                   help="the kubeconfig context of every cluster the plan's sources read, over their context "
+                        "option (then the kubeconfig's current-context)")
 
 
 ENVIRONMENT_HELP = """environment (an option on the command line wins over its variable):
   DR_PLAN   the plan file, for every command that takes --plan
   DR_JSON   1/true/yes/on: as --json (0/false/no/off or empty: not)
-  DR_QUIET  1/true/yes/on: as --quiet"""
+  DR_QUIET  1/true/yes/on: as --quiet
+a cluster's kubeconfig: --kubeconfig, else the source's kubeconfig option, else KUBECONFIG (a list,
+merged as kubectl merges it), else ~/.kube/config, else the in-cluster service account; its
+context: --context, else the source's context option, else the kubeconfig's current-context"""
 
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
 

@@ -25,8 +25,8 @@ from typing import Iterable
 
 from dr.model.plans import Plan, TargetSpec
 from dr.model.artifacts import Artifact
-from dr.model.recovery import (BLOCKED, CREDENTIALS, KEY, OK, REMAPPED, TARGET, UNKNOWN, Essential, EssentialVerdicts,
-                               Judgement, RecoveryJudge, Scenario, copies_of, judge_any, normalize)
+from dr.model.recovery import (BLOCKED, CREDENTIALS, FACT_KINDS, KEY, OK, REMAPPED, TARGET, UNKNOWN, Essential,
+                               EssentialVerdicts, Judgement, RecoveryJudge, Scenario, copies_of, judge_any, normalize)
 from dr.model.recovery.circular import Circular, circular, dr_workloads
 from dr.exporters.contract import AnyOf
 from dr.restore.remaps import rewrite
@@ -102,8 +102,9 @@ class NeedJudge:
             f"step {j.copy.source if j.copy else '?'} restores it first"
         if j.verdict == OK:
             return f"placed nowhere, but the snapshot holds it ({j.copy.artifact if j.copy else '?'}): {by}"
+        note = f" ({j.note})" if j.note else ""
         return (f"in {self.where(j)}, which is lost when {self.label}; the snapshot's copy in "
-                f"{j.copy.artifact if j.copy else '?'} is rebuilt: {by}")
+                f"{j.copy.artifact if j.copy else '?'} is rebuilt{note}: {by}")
 
     def _uncovered(self, j: Judgement, remap_kinds: list[str]) -> str:
         if j.verdict == UNKNOWN:
@@ -164,8 +165,8 @@ class NeedJudge:
 def _distinct(step: Step, skip: frozenset[str] | set[str]) -> dict[tuple[str, str], int]:
     """(kind, reference) -> how many artifacts need it, without the kinds judged otherwise."""
     found: dict[tuple[str, str], int] = {}
-    for artifact in step.artifacts:
-        for dep in {(d.kind, d.reference) for d in artifact.dependencies if d.kind not in skip}:
+    for artifact in step.artifacts:  # a Service's facts qualify its copy (dr.model.recovery.services)
+        for dep in {(d.kind, d.reference) for d in artifact.dependencies if d.kind not in skip | FACT_KINDS}:
             found[dep] = found.get(dep, 0) + 1
     return found
 

@@ -14,6 +14,7 @@ are flagged in the scenarios that lose them.
 from __future__ import annotations
 
 import os
+from typing import Callable
 
 import pytest
 import yaml
@@ -80,20 +81,41 @@ def cluster():
         yield cluster
 
 
-@pytest.fixture
-def audited(dr, capsys, tmp_path, cluster):  # noqa: F811
+def backup_and_audit(dr, capsys, tmp_path, cluster, workload_kinds: list[str],  # noqa: F811
+                     locations: tuple[dict, ...] = ()) -> tuple[int, dict]:
+    """`dr backup` of the emulated cluster with the planted-references plan (these workload_kinds,
+    these extra locations), then `dr audit --format json`."""
     kubeconfig = write_kubeconfig(os.path.join(tmp_path, "kubeconfig"), {"source": cluster}, current="source")
     plan_path = _plan(tmp_path, kubeconfig)
     with open(plan_path) as source:
         plan = yaml.safe_load(source)
-    plan["sources"][0]["workload_kinds"] = ["Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "Pod",
-                                            "Ingress"]
-    plan["locations"].append({"name": "kms-eu", "domain": "eu-west-1", "kind": "kms",
-                              "prefixes": ["arn:aws:kms:eu-west-1:"]})
+    plan["sources"][0]["workload_kinds"] = workload_kinds
+    plan["locations"] += list(locations)
     with open(plan_path, "w") as out:
         yaml.safe_dump(plan, out, sort_keys=False)
     assert dr(["backup", "--plan", plan_path]) == Exit.OK, capsys.readouterr()
     return _audit(dr, capsys, plan_path)
+
+
+def cluster_and_audit(objects: Callable[[], list[dict]], workload_kinds: list[str]):
+    """The fixtures `cluster` (module-scoped: an emulated cluster holding objects()) and
+    `audited` (backup_and_audit of it), for a test module to assign."""
+    @pytest.fixture(scope="module")
+    def cluster():
+        with cluster_with([], objects()) as emulated:
+            yield emulated
+
+    @pytest.fixture
+    def audited(dr, capsys, tmp_path, cluster):  # noqa: F811
+        return backup_and_audit(dr, capsys, tmp_path, cluster, workload_kinds)
+    return cluster, audited
+
+
+@pytest.fixture
+def audited(dr, capsys, tmp_path, cluster):  # noqa: F811
+    kms = {"name": "kms-eu", "domain": "eu-west-1", "kind": "kms", "prefixes": ["arn:aws:kms:eu-west-1:"]}
+    return backup_and_audit(dr, capsys, tmp_path, cluster,
+                            ["Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "Pod", "Ingress"], (kms,))
 
 
 def test_asserted_names_are_no_blockers_and_a_real_dependency_still_is(audited):

@@ -19,7 +19,7 @@ from dr.cli.main import build_parser, main
 from tests.cli.planfiles import files_source, local_target, write_plan
 
 README = os.path.join(os.path.dirname(__file__), "..", "..", "README.md")
-GLOBAL = {"help", "json", "quiet", "debug"}
+GLOBAL = {"help", "json", "quiet", "debug", "kubeconfig", "context"}
 
 
 @pytest.fixture
@@ -28,7 +28,8 @@ def plan(tmp_path) -> str:
     (tmp_path / "cfg" / "a.txt").write_text("a\n")
     (tmp_path / "etc").mkdir()
     return write_plan(tmp_path / "plan.yaml", local_target(tmp_path / "repo"),
-                      files_source("config", [str(tmp_path / "cfg")]) + files_source("etc", [str(tmp_path / "etc")]))
+                      files_source("config", [str(tmp_path / "cfg")]) + '    schedule: "0 3 * * *"\n' +
+                      files_source("etc", [str(tmp_path / "etc")]))
 
 
 def _run(capsys, argv: list[str]) -> tuple[int, str, str]:
@@ -55,6 +56,8 @@ def test_global_options_go_before_or_after_the_command(plan, capsys):
     (["--json", "snapshots"], Exit.USAGE, "usage"),  # no --plan and no DR_PLAN
     (["--json", "no-such-command"], Exit.USAGE, "usage"),
     (["--json", "snapshots", "--plan", "{missing}"], Exit.USAGE, "plan"),
+    (["demo", "--dir", "{missing}", "--json"], Exit.USAGE, "usage"),  # a walkthrough's text, not a document
+    (["--json", "completion", "bash"], Exit.USAGE, "usage"),  # a shell script, not a document
 ])
 def test_every_failure_under_json_prints_a_json_error(plan, tmp_path, capsys, monkeypatch, argv, code, kind):
     monkeypatch.delenv("DR_PLAN", raising=False)
@@ -153,20 +156,31 @@ def _documented_keys() -> dict[str, set[str]]:
         text = handle.read()
     table = text.split("## The commands' documents", 1)[1]
     return {command: set(re.findall(r"`(\w+)`", keys)) | {"schema_version"}
-            for command, keys in re.findall(r"^\| `dr ([a-z ]+)` \| (.+) \|$", table, flags=re.M)}
+            for command, keys in re.findall(r"^\| `dr ([a-z -]+)` \| (.+) \|$", table, flags=re.M)}
+
+
+def _documented_runs(plan: str, tmp_path) -> dict[str, list[str]]:
+    """What each row of docs/json.md's table runs beyond its own words, on the fixture's plan."""
+    both = lambda name: ["--to", f"config={tmp_path / name / 'config'}", "--to", f"etc={tmp_path / name / 'etc'}"]
+    return {"plan validate": [plan], "restore --dry-run": both("planned"), "restore": both("restored"),
+            "restore --source": ["config", "--to", str(tmp_path / "one")],
+            "drill": ["--failed", "cluster-a", "--to", str(tmp_path / "drill")],
+            "drill --matrix": ["--to", str(tmp_path / "matrix")], "deploy render": ["--image", "dr:test"]}
 
 
 def test_the_documents_have_the_keys_docs_json_md_lists(plan, tmp_path, capsys, monkeypatch):
+    """Every command's row, from a real run of it (restores, drills and a rendering included)."""
     monkeypatch.setenv("DR_PLAN", plan)
     documented = _documented_keys()
-    argv = {"plan validate": ["plan", "validate", plan], "advise checkpoints": ["advise", "checkpoints"]}
+    runs = _documented_runs(plan, tmp_path)
     assert main(["backup", "-q"]) == Exit.OK
     capsys.readouterr()
     for command, keys in documented.items():
-        code, out, err = _run(capsys, [*argv.get(command, command.split()), "--json"])
+        code, out, err = _run(capsys, [*command.split(), *runs.get(command, []), "--json"])
         document = json.loads(out)
-        assert set(document) == keys, (command, code, err)
-    assert len(documented) == 10
+        assert set(document) == keys, (command, code, err, sorted(document))
+    assert {c.split()[0] for c in documented} == set(_commands()) - {"demo", "completion"}
+    assert set(runs) <= set(documented)
 
 
 def test_version_option_stays_as_cheap_as_help():

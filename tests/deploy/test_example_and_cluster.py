@@ -19,11 +19,11 @@ PUSHGATEWAY = "http://prometheus-pushgateway.monitoring.svc:9091"  # the example
 
 def test_deploy_cronjob_yaml_is_the_rendered_example_plan(tmp_path, capsys):
     fresh = tmp_path / "cronjob.yaml"
-    code, _, err = render(["--plan", MULTI_REGION, "--pushgateway", PUSHGATEWAY, "--output", str(fresh)], capsys)
+    code, _, err = render(["--plan", MULTI_REGION, "--pushgateway", PUSHGATEWAY, "--out", str(fresh)], capsys)
     assert code == 0, err
     assert open(EXAMPLE, "rb").read() == fresh.read_bytes(), (
         "deploy/cronjob.yaml is out of date: dr deploy render --plan plans/multi-region.yaml "
-        f"--pushgateway {PUSHGATEWAY} --output deploy/cronjob.yaml")
+        f"--pushgateway {PUSHGATEWAY} --out deploy/cronjob.yaml")
 
 
 @pytest.fixture(scope="module")

@@ -80,7 +80,7 @@ def _expressions(text: str, values, files, namespace, dot=None) -> str:
 
 def _chart(tmp_path, capsys) -> tuple[str, dict[str, str]]:
     out = tmp_path / "chart"
-    code, _, err = render(["--plan", MULTI_REGION, "--format", "helm", "--output", str(out)], capsys)
+    code, _, err = render(["--plan", MULTI_REGION, "--format", "helm", "--out", str(out)], capsys)
     assert code == 0, err
     files = {}
     for folder, _, names in os.walk(out):

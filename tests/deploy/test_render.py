@@ -19,7 +19,7 @@ MODELS = {"ServiceAccount": "V1ServiceAccount", "ConfigMap": "V1ConfigMap", "Cro
 def test_render_is_deterministic(tmp_path, capsys):
     first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
     for out in (first, second):
-        code, _, err = render(["--plan", MULTI_REGION, "--output", str(out)], capsys)
+        code, _, err = render(["--plan", MULTI_REGION, "--out", str(out)], capsys)
         assert code == 0, err
     assert first.read_bytes() == second.read_bytes()
     code, stdout, _ = render(["--plan", MULTI_REGION], capsys)
@@ -146,4 +146,4 @@ def test_usage_errors_name_the_field_and_the_fix(tmp_path, wide_plan, capsys, ed
 
 def test_helm_needs_an_output_directory(capsys):
     code, _, err = render(["--plan", MULTI_REGION, "--format", "helm"], capsys)
-    assert code == 2 and "--output DIR" in err
+    assert code == 2 and "--out DIR" in err

@@ -99,18 +99,24 @@ class Day:
         self.kubelet.reap(wait=True)
 
     def table(self) -> str:
-        """The day: a line per CronJob (Jobs started, starts skipped, failures, mean run time), then
-        each alert seen with the ticks it was firing at."""
-        lines = [f"{'job':<24} {'ran':>4} {'skipped':>7} {'failed':>6} {'mean s':>6}"]
-        for name, tally in sorted(self.kubelet.tally.items()):
-            mean = tally.seconds / tally.started if tally.started else 0.0
-            lines.append(f"{name:<24} {tally.started:>4} {tally.skipped:>7} {len(tally.failed):>6} {mean:>6.1f}")
-        lines.append(f"{'alert seen':<40} firing at ticks")
-        for (alert, about), ticks in sorted(self.alerts.items()):
-            lines.append(f"{alert + ' [' + about + ']':<40} {_spans(ticks)}")
-        if not self.alerts:
-            lines.append("(none)")
-        return "\n".join(lines)
+        return day_table(self.kubelet.tally, self.alerts)
+
+
+def day_table(tally: dict, alerts: dict) -> str:
+    """The day: a line per CronJob (Jobs started, starts skipped, failures, mean run time), then
+    each alert seen with the ticks it was firing at."""
+    lines = [f"{'job':<24} {'ran':>4} {'skipped':>7} {'failed':>6} {'mean s':>6}"]
+    for name, counted in sorted(tally.items()):
+        mean = counted.seconds / counted.started if counted.started else 0.0
+        lines.append(f"{name:<24} {counted.started:>4} {counted.skipped:>7} {len(counted.failed):>6} {mean:>6.1f}")
+    for name, counted in sorted(tally.items()):
+        lines += [f"  {name} failed at tick {failure}" for failure in counted.failed[:5]]
+    lines.append(f"{'alert seen':<40} firing at ticks")
+    for (alert, about), ticks in sorted(alerts.items()):
+        lines.append(f"{alert + ' [' + about + ']':<40} {_spans(ticks)}")
+    if not alerts:
+        lines.append("(none)")
+    return "\n".join(lines)
 
 
 def _spans(ticks: list[int]) -> str:

@@ -80,7 +80,8 @@ class Kubelet:
         return sorted(n for n, c in self.cronjobs.items()
                       if n not in self.suspended and croniter.match(c["spec"]["schedule"], when))
 
-    def start(self, name: str, tick: int) -> bool:
+    def start(self, name: str, tick: int, clock: dict[str, str] | None = None) -> bool:
+        """clock: environment that fakes the process's clock (tests.harness.faked_day.faked_clock)."""
         if name in self.running:
             self.tally[name].skipped += 1
             return False
@@ -88,7 +89,7 @@ class Kubelet:
         (container,) = pod["containers"]
         folders = self._volumes(pod, container)
         argv = [self._moved(a, folders) for a in container["command"] + container.get("args", [])]
-        env = self._environment(pod, container, folders)
+        env = self._environment(pod, container, folders) | (clock or {})
         user = self.user if pod["securityContext"].get("runAsNonRoot") else None
         if user is not None:
             for folder in folders.values():

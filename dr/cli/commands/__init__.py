@@ -46,6 +46,7 @@ _HELP = {
     "status": "RPO now: newest backup per source and per training run, against objectives (exit 7 on a breach)",
     "deploy": "render the Kubernetes objects (or a Helm chart) that run the plan's backups",
     "advise": "advice from what backups measured: checkpoint intervals (Young/Daly), GPU-hours lost, DR tiers",
+    "completion": "print a shell completion script (bash, zsh or fish) generated from dr's parser",
 }
 COMMANDS: list[Command] = [Command(name, text) for name, text in _HELP.items()]
 

@@ -23,7 +23,7 @@ from dr.audit import UnknownDomain, choose_audited_target, run_audit, scenarios_
 from dr.audit.reports_html import render_html
 from dr.audit.reports_json import render_json, to_document
 from dr.audit.reports_md import render_markdown
-from dr.cli.arguments import CommandSpec, UsageError, plan_arg
+from dr.cli.arguments import CommandSpec, UsageError, deprecated, plan_arg, with_cluster_flags
 from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
 from dr.cli.metrics import metrics_args, publish
@@ -45,7 +45,8 @@ def arguments(p: argparse.ArgumentParser) -> None:
                         "scenario per domain in the plan's protects_against"
                         "; or kind:KIND (every location of that kind in a protected domain, e.g. kind:registry) or location:NAME: locations that fail while their domains stay up")
     p.add_argument("--snapshot", default="latest", metavar="ID", help="id prefix or 'latest' (default)")
-    p.add_argument("--format", choices=sorted(RENDERERS), help="report format (default md; json with --json)")
+    p.add_argument("--format", choices=sorted(RENDERERS), metavar="{md,html}", help="report format (default md; "
+                   "--json for JSON; --format json: its old spelling, deprecated)")
     p.add_argument("--out", metavar="FILE", help="write the report here instead of stdout")
     p.add_argument("--strict", action="store_true",
                    help="a reference nothing places, or something not backed up (--live), or a readiness "
@@ -63,8 +64,10 @@ def arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, out: Output) -> int:
     live = getattr(args, "live", False)
+    if args.format == "json":
+        deprecated("dr audit --format json", "--json")
     registry = Registry()
-    plan = load_plan(args.plan, registry) if live else load_plan(args.plan)
+    plan = with_cluster_flags(load_plan(args.plan, registry), args) if live else load_plan(args.plan)
     try:
         scenarios = scenarios_for(plan, args.failed)
     except UnknownDomain as exc:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from dr.cli.arguments import CommandSpec
+from dr.cli.arguments import CommandSpec, UsageError
 from dr.cli.commands import help_of
 from dr.cli.demo import run_demo
 from dr.cli.demo_vault import VaultStandIn
@@ -12,11 +12,13 @@ from dr.cli.exitcodes import Exit
 from dr.cli.output import Output
 
 
+EPILOG = ("--kubeconfig FILE (the global option): a kubeconfig with contexts 'cluster-a' (a stand-in cluster "
+          "to back up) and 'recovery' (an empty one to restore into); scripts/demo starts emulated ones.")
+
+
 def arguments(p: argparse.ArgumentParser) -> None:
+    p.epilog = EPILOG
     p.add_argument("--dir", default="demo-output", help="where the demo builds its stand-ins (default ./demo-output)")
-    p.add_argument("--kubeconfig", metavar="FILE", help="a kubeconfig with contexts 'cluster-a' (a stand-in "
-                   "cluster to back up) and 'recovery' (an empty one to restore into); scripts/demo starts "
-                   "emulated ones")
     p.add_argument("--registry", metavar="URL", help="where the stand-in cluster's in-cluster registry "
                    "(registry.kube-system.svc.cluster.local:5000) is reached; with --dr-registry, the demo "
                    "mirrors the cluster's images to the DR registry (scripts/demo starts both)")
@@ -37,6 +39,11 @@ def arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
+    if out.as_json:  # its stdout is the walkthrough's text: one JSON document could not carry it
+        raise UsageError("dr demo is a walkthrough for a person and prints text; run it without --json "
+                         "(every command it shows takes --json)")
+    if args.context:
+        raise UsageError("--context: the demo's contexts are 'cluster-a' and 'recovery' of --kubeconfig FILE")
     registries = (args.registry, args.dr_registry) if args.registry and args.dr_registry else None
     vault = VaultStandIn(args.vault, args.vault_target, args.vault_credentials) \
         if args.vault and args.vault_target and args.vault_credentials else None

@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from dr.cli.arguments import CommandSpec, UsageError, open_plan, plan_arg
+from dr.cli.arguments import CommandSpec, Renamed, UsageError, open_plan, plan_arg
 from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
 from dr.cli.output import Output, emit
@@ -29,14 +29,14 @@ def arguments(p: argparse.ArgumentParser) -> None:
                    help="the API server's addresses (kubectl get endpoints kubernetes): the NetworkPolicy allows "
                    "only these on 443 and 6443 (default: those ports to any address, said in a note); repeatable")
     p.add_argument("--format", choices=["yaml", "helm"], default="yaml",
-                   help="yaml: one stream of objects; helm: a chart directory (needs --output)")
-    p.add_argument("--output", metavar="PATH", help="the file (yaml) or directory (helm) to write; "
-                   "default for yaml: stdout")
+                   help="yaml: one stream of objects; helm: a chart directory (needs --out)")
+    p.add_argument("--out", "--output", action=Renamed, metavar="PATH", help="the file (yaml) or directory "
+                   "(helm) to write; default for yaml: stdout (--output: its old spelling, deprecated)")
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
-    if args.format == "helm" and not args.output:
-        raise UsageError("--format helm writes a chart directory: give it with --output DIR")
+    if args.format == "helm" and not args.out:
+        raise UsageError("--format helm writes a chart directory: give it with --out DIR")
     plan, registry = open_plan(args)
     with open(args.plan, encoding="utf-8") as handle:
         plan_text = handle.read()
@@ -48,15 +48,15 @@ def run(args: argparse.Namespace, out: Output) -> int:
     name = os.path.basename(args.plan)
     document = rendering.report()
     if args.format == "helm":
-        write_chart(args.output, chart(rendering, name))
-    elif args.output:
-        write_file(args.output, yaml_stream(rendering, name))
+        write_chart(args.out, chart(rendering, name))
+    elif args.out:
+        write_file(args.out, yaml_stream(rendering, name))
     elif args.json:
         document["manifest"] = yaml_stream(rendering, name)
     else:
         emit(sys.stdout, yaml_stream(rendering, name))
-    document["written"] = args.output
-    _report(out, rendering, args.output)
+    document["written"] = args.out
+    _report(out, rendering, args.out)
     out.document(document)
     return Exit.OK
 

@@ -34,7 +34,7 @@ BUILTIN_KINDS: dict[str, tuple[str, str, bool]] = {
     "MutatingWebhookConfiguration": ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", False),
 }
 _CLUSTER_SCOPED_CONFIG = {"namespaces", "clusterroles", "clusterrolebindings", "priorityclasses", "storageclasses",
-                          "customresourcedefinitions"}
+                          "runtimeclasses", "ingressclasses", "customresourcedefinitions"}
 
 
 def run_needs(options: KubernetesOptions, base_dir: str, source: str) -> RunNeeds:

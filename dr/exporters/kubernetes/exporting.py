@@ -27,12 +27,14 @@ from dr.exporters.kubernetes.batches import FORMAT, Batch
 from dr.exporters.kubernetes.discovering import served_types
 from dr.exporters.kubernetes.inventory import Inventory
 from dr.exporters.kubernetes.certmanager import cert_manager_check
+from dr.exporters.kubernetes.classes import class_check, wanted_classes
 from dr.exporters.kubernetes.kueue import kueue_check
 from dr.exporters.kubernetes.listing import HelmItem, UnitLister
 from dr.exporters.kubernetes.readiness import ReadinessCheck
 from dr.exporters.kubernetes.refchecks import combined
 from dr.exporters.kubernetes.requesting import Api, KubeError, RequestTimeout
 from dr.exporters.kubernetes.sealedsecrets import SealedSecretsCheck
+from dr.exporters.kubernetes.servicestate import SERVICES, ServiceState
 from dr.exporters.kubernetes.resources import ResourceType
 from dr.exporters.kubernetes.selecting import CRD_KEY, Selection, select
 from dr.model.artifacts import Sensitivity
@@ -57,8 +59,12 @@ class Export:
     def __init__(self, api: Api, context: ExportContext, sink: ArtifactSink):
         self.api, self.context, self.sink = api, context, sink
         self.options = context.options
-        self.references = combined(kueue_check(), cert_manager_check())  # Kueue's and cert-manager's
+        # Kueue's and cert-manager's references, and the classes objects name
+        self.references = combined(kueue_check(), cert_manager_check(), class_check())
         self.sealed = SealedSecretsCheck()  # every SealedSecret opens with a backed-up key
+        # what lies behind each Service (servicestate.py): its batches are written last, with the facts
+        self.service_state = ServiceState()
+        self.services: list[Batch] = []
         self.readiness = ReadinessCheck(self.options.readiness)
         self.stop = threading.Event()
         self.selection: Selection | None = None
@@ -79,7 +85,12 @@ class Export:
         lister = self._lister(self._queue_put, _owner_rule(selection.exported_kinds()))
         units = [(t, ns, False) for t in selection.types if t.key != CRD_KEY for ns in self._namespaces(t)]
         units += [(t, ns, True) for t in selection.scanned for ns in self._namespaces(t)]
-        self._run_parallel(lister, units)
+        try:
+            self._run_parallel(lister, units)
+            self._write_services()
+        finally:
+            for batch in self.services:
+                batch.close()
         self._report_scanned()
         for finding in [*self.references.findings(), *self.sealed.findings()]:
             self.context.finding(**finding)
@@ -114,8 +125,10 @@ class Export:
         kinds = self.selection.exported_kinds() if self.selection else set()
         return UnitLister(self.api, self.options, wants_namespace=wants, keep_owner=keep_owner,
                           fingerprint=_fingerprint(self.options, kinds),
-                          observers=[self.references.observe, self.readiness.observe, self.sealed.observe],
-                          emit=emit, stop=self.stop, hosts=self.context.hosts)
+                          observers=[self.references.observe, self.readiness.observe, self.sealed.observe,
+                                     self.service_state.observe],
+                          emit=emit, stop=self.stop, hosts=self.context.hosts,
+                          scanned=lambda found: self.references.want(wanted_classes(found)))
 
     # -- the parallel part -------------------------------------------------------------------------
     def _run_parallel(self, lister: UnitLister, units: list[tuple[ResourceType, str | None, bool]]) -> None:
@@ -173,7 +186,9 @@ class Export:
 
     # -- writing (this thread only) ----------------------------------------------------------------
     def _write(self, item: object) -> None:
-        if isinstance(item, Batch):
+        if isinstance(item, Batch) and item.rtype.key == SERVICES and not item.scanned_only:
+            self.services.append(item)  # written once every backend was seen (_write_services)
+        elif isinstance(item, Batch):
             self._write_batch(item)
         elif isinstance(item, HelmItem):
             self._write_helm(item)
@@ -212,6 +227,13 @@ class Export:
                 self.inventory.count(batch.rtype, batch.count)
         finally:
             batch.close()
+
+    def _write_services(self) -> None:
+        """The Services' batches, each recording what lies behind its Services (servicestate.py)."""
+        while self.services:
+            batch = self.services.pop(0)
+            batch.dependencies.update(dict.fromkeys(self.service_state.dependencies(batch.namespace)))
+            self._write_batch(batch)
 
     def _write_helm(self, item: HelmItem) -> None:
         summary = item.summary

@@ -21,6 +21,7 @@ from dr.exporters.kubernetes.requesting import Api, KubeError
 from dr.exporters.kubernetes.resources import ResourceType, provides_ref
 from dr.exporters.kubernetes.scanning import Scanner
 from dr.exporters.kubernetes.selecting import CRD_KEY, group_selected, skip_reason
+from dr.model.artifacts import Dependency
 
 _ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode  # built once: per object
 
@@ -42,11 +43,13 @@ class UnitLister:
     def __init__(self, api: Api, options, *, wants_namespace: Callable[[str | None], bool],
                  keep_owner: Callable[[dict], bool], fingerprint: str,
                  observers: list[Callable[[ResourceType, dict], None]],
-                 emit: Callable[[object], None], stop: threading.Event, hosts: tuple[str, ...] = ()):
+                 emit: Callable[[object], None], stop: threading.Event, hosts: tuple[str, ...] = (),
+                 scanned: Callable[[list[Dependency]], None] | None = None):
         self.api, self.options = api, options
         self.wants_namespace, self.keep_owner = wants_namespace, keep_owner
         self.fingerprint, self.observers, self.emit, self.stop = fingerprint, list(observers), emit, stop
         self.scanner = Scanner(hosts)
+        self.scanned = scanned  # told each object's dependencies (the class check, classes.py)
         self.skipped: dict[str, int] = {}
         self._lock = threading.Lock()  # one lister serves every listing thread
 
@@ -89,6 +92,8 @@ class UnitLister:
         keep = (lambda ref: False) if rtype.key == CRD_KEY else self.keep_owner
         strip_runtime(obj, include_status=self.options.include_status, keep_owner=keep)
         dependencies, workload = self.scanner.scan(obj)
+        if self.scanned is not None:
+            self.scanned(dependencies)
         if state.scanned_only:  # named, not stored: see batches.SCANNED_KIND
             obj = {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "metadata": {
                 k: meta[k] for k in ("namespace", "name", "resourceVersion") if k in meta}}

@@ -42,6 +42,8 @@ RULES: list[tuple[str, str, str]] = [
     ("storageclasses.storage.k8s.io", "@workloads", "claims and volumeClaimTemplates bind through them"),
     ("storageclasses.storage.k8s.io", "persistentvolumeclaims", "a claim binds through its class"),
     ("priorityclasses.scheduling.k8s.io", "@workloads", "pods naming a missing PriorityClass are rejected"),
+    ("runtimeclasses.node.k8s.io", "@workloads", "pods naming a missing RuntimeClass are rejected"),
+    ("ingressclasses.networking.k8s.io", "ingresses.networking.k8s.io", "an Ingress's class names its controller"),
     ("clusterroles.rbac.authorization.k8s.io", "clusterrolebindings.rbac.authorization.k8s.io",
      "binding a missing role fails the API server's escalation check"),
     ("clusterroles.rbac.authorization.k8s.io", "rolebindings.rbac.authorization.k8s.io",

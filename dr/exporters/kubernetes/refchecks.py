@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from dr.exporters.kubernetes.resources import ResourceType, object_ref
 
@@ -34,6 +34,10 @@ class Wanted:
     # issuerRef.kind defaults to Issuer); with `field`, the fix the finding names when it exists
     meant: str = ""
     field: str = ""
+    # where in the referrer the name is (`.spec.template.spec.priorityClassName`), and the
+    # finding's action when the rule names its own fixes (classes.py)
+    at: str = ""
+    fix: str = ""
 
 
 Reader = Callable[[dict], Iterator[Wanted]]
@@ -59,6 +63,13 @@ class ReferenceCheck:
                 self._present.add((kind, object_ref(obj)))
             self._wanted.update(wanted)
 
+    def want(self, wanted: Iterable[Wanted]) -> None:
+        """References found otherwise than by a reader (the scan's class references, classes.py)."""
+        found = list(wanted)
+        if found:
+            with self._lock:
+                self._wanted.update(found)
+
     def findings(self) -> Iterator[dict]:
         """One finding per missing reference, in a stable order."""
         for want in sorted(self._wanted):
@@ -67,12 +78,18 @@ class ReferenceCheck:
             if want.meant and tuple(want.meant.split("/", 1)) in self._present:
                 yield _defaulted_kind(want)
                 continue
-            yield {"severity": want.severity, "code": want.code,
-                   "message": (f"{want.referrer} names {want.kind} {want.name!r}, which is not in the backup "
-                               f"(it does not exist, or this source does not export it): {want.consequence}"),
-                   "referrer": want.referrer, "missing": f"{want.kind}/{want.name}", "object": want.referrer,
-                   "action": f"create {want.kind} {want.name!r} at the source, or export it with this source "
-                             f"(or correct {want.referrer}), then back up again"}
+            yield _missing(want)
+
+
+def _missing(want: Wanted) -> dict:
+    at = f" at {want.at}" if want.at else ""
+    finding = {"severity": want.severity, "code": want.code,
+               "message": (f"{want.referrer} names {want.kind} {want.name!r}{at}, which is not in the backup "
+                           f"(it does not exist, or this source does not export it): {want.consequence}"),
+               "referrer": want.referrer, "missing": f"{want.kind}/{want.name}", "object": want.referrer,
+               "action": want.fix or f"create {want.kind} {want.name!r} at the source, or export it with this "
+                                     f"source (or correct {want.referrer}), then back up again"}
+    return {**finding, "field": want.at} if want.at else finding
 
 
 def _defaulted_kind(want: Wanted) -> dict:

@@ -9,6 +9,8 @@ dependency, only links and runtime state):
             Secrets and ConfigMaps it mounts or reads (volumes, projected volumes, envFrom, env
             valueFrom, imagePullSecrets). Other shapes:
               storageClassName  anywhere (PVCs, volumeClaimTemplates, ephemeral volumes)  storage-class
+              priorityClassName, runtimeClassName  in a pod spec   priority-class, runtime-class
+              ingressClassName  an Ingress's (or its kubernetes.io/ingress.class annotation) ingress-class
               clientConfig      admission webhooks, CRD conversion webhooks               webhook-service
               image, *Image     any string under such a key                               image
   fields    fields whose meaning is known exactly, per API group (wellknown.py): Argo CD, Flux,
@@ -36,6 +38,10 @@ from dr.model.artifacts import Dependency
 from dr.model.locations import canonical_image
 
 CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
+# Class names a pod spec holds (checked by classes.py), and the ones every API server creates.
+POD_CLASSES = (("priorityClassName", "priority-class"), ("runtimeClassName", "runtime-class"))
+BUILT_IN_CLASSES = {"priority-class": frozenset({"system-cluster-critical", "system-node-critical"})}
+INGRESS_CLASS_ANNOTATION = "kubernetes.io/ingress.class"
 # Where the walk does not go, and why: Secret values are secret (and base64), binaryData is not
 # text, and a CRD's schema is documentation (its conversion webhook is read apart).
 _NOT_WALKED = {"Secret": ("data", "stringData"), "ConfigMap": ("binaryData",),
@@ -144,6 +150,8 @@ class Scanner:
         self._visit({k: v for k, v in walked.items() if k not in skipped} if skipped else walked, [], state)
         if state.kind == "CustomResourceDefinition":
             state.found.update(dict.fromkeys(self._conversion(obj, state.where)))
+        elif state.kind == "Ingress":
+            state.found.update(dict.fromkeys(_ingress_class(obj, state.where)))
         return list(state.found), state.workload
 
     def _visit(self, node: Any, path: list, state: _State) -> None:
@@ -190,6 +198,10 @@ class Scanner:
         for index, volume in enumerate(spec.get("volumes") or []):
             if isinstance(volume, dict):
                 yield from self._volume_refs(volume, parts + ("volumes", index), namespace, where)
+        for field, kind in POD_CLASSES:
+            name = spec.get(field)
+            if isinstance(name, str) and name and name not in BUILT_IN_CLASSES.get(kind, ()):
+                yield Dependency(kind, f"{kind.replace('-', '')}:{name}", f"{where} {_path(parts + (field,))}")
 
     @staticmethod
     def _container_refs(container: dict, at: tuple, namespace: str, where: str) -> Iterator[Dependency]:
@@ -252,6 +264,17 @@ def _without(node: Any, path: tuple[str, ...]) -> Any:
     if not rest:
         return {k: v for k, v in node.items() if k != head}
     return {**node, head: _without(node[head], rest)}
+
+
+def _ingress_class(ingress: dict, where: str) -> Iterator[Dependency]:
+    """spec.ingressClassName, else the deprecated annotation (metadata is not walked)."""
+    name = (ingress.get("spec") or {}).get("ingressClassName")
+    at = ("spec", "ingressClassName")
+    if not (isinstance(name, str) and name):
+        name = ((ingress.get("metadata") or {}).get("annotations") or {}).get(INGRESS_CLASS_ANNOTATION)
+        at = ("metadata", "annotations", INGRESS_CLASS_ANNOTATION)
+    if isinstance(name, str) and name:
+        yield Dependency("ingress-class", f"ingressclass:{name}", f"{where} {_path(at)}")
 
 
 def _ref(kind: str, namespace: str, name: str, where: str, at: tuple) -> Dependency:

@@ -35,6 +35,8 @@ CONFIGURATION: dict[tuple[str, str], str] = {
     ("rbac.authorization.k8s.io", "clusterrolebindings"): "who may do what in the cluster",
     ("scheduling.k8s.io", "priorityclasses"): "pods naming a missing PriorityClass are rejected",
     ("storage.k8s.io", "storageclasses"): "volume claims bind through them",
+    ("node.k8s.io", "runtimeclasses"): "pods naming a missing RuntimeClass are rejected",
+    ("networking.k8s.io", "ingressclasses"): "an Ingress whose class is missing is served by no controller",
     ("policy", "poddisruptionbudgets"): "how many pods a drain may take at once; a restored platform "
                                          "without them is drained unprotected (and the readiness checks "
                                          "judge them)",

@@ -15,6 +15,8 @@ else decides a verdict.
                scenario) and RecoveryJudge (one scenario);
   essentials   the targets, their credentials, the private key and dr's image, judged alike;
   alternatives needs met by any one of several references (an exporter's AnyOf), judged alike;
+  services     what lies behind a backed-up Service (state or stateless backends), which
+               decides whether the snapshot's copy of it brings it back;
   circular     the credentials and key only the snapshot holds (the audit's credentials-circular,
                a restore's blocker need), judged alike.
 
@@ -40,9 +42,10 @@ from dr.model.recovery.essentials import (CREDENTIALS, DR_IMAGE, KEY, TARGET, Es
 from dr.model.recovery.judging import Evidence, Judgement, Placements, RecoveryJudge
 from dr.model.recovery.scenarios import (Scenario, UnknownDomain, UnknownLoss, is_location_loss, is_lost,
                                          location_kinds, lost_domains, placement_lost, scenario)
+from dr.model.recovery.services import FACT_KINDS, service_facts
 from dr.model.recovery.verdicts import BLOCKED, OK, REMAPPED, SEVERITY, UNKNOWN, VERDICTS, Verdict, worst
 
-__all__ = ["AnyJudgement", "BLOCKED", "CREDENTIALS", "Copy", "DR_IMAGE", "Essential", "EssentialVerdicts", "Evidence", "Judgement",
+__all__ = ["AnyJudgement", "BLOCKED", "CREDENTIALS", "Copy", "DR_IMAGE", "Essential", "EssentialVerdicts", "Evidence", "FACT_KINDS", "Judgement",
            "KEY", "OK", "Placements", "REMAPPED", "RecoveryJudge", "SEVERITY", "Scenario", "TARGET", "UNKNOWN",
            "UnknownDomain", "UnknownLoss", "VERDICTS", "Verdict", "artifact_name", "copies_of", "essentials", "is_location_loss", "is_lost", "location_kinds",
-           "judge_any", "judge_essentials", "lost_domains", "normalize", "placement_lost", "provided_by", "provided_in", "scenario", "worst"]
+           "judge_any", "judge_essentials", "lost_domains", "normalize", "placement_lost", "provided_by", "provided_in", "scenario", "service_facts", "worst"]

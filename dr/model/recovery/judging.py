@@ -16,6 +16,7 @@ from dr.model.locations import Placement
 from dr.model.plans import Plan
 from dr.model.recovery.copies import Copy, normalize
 from dr.model.recovery.scenarios import placement_lost
+from dr.model.recovery.services import behind
 from dr.model.recovery.verdicts import BLOCKED, OK, REMAPPED, UNKNOWN, Verdict
 
 
@@ -61,8 +62,9 @@ class Evidence:
     """
 
     def __init__(self, plan: Plan, copies: Mapping[str, list[Copy]], copy_is_intact: Callable[[Copy], bool],
-                 placements: Placements | None = None):
+                 placements: Placements | None = None, services: Mapping[str, tuple[str, str]] | None = None):
         self.plan, self.copies = plan, copies
+        self.services = services or {}  # what lies behind each backed-up Service (services.service_facts)
         self.placements = placements or Placements(plan)
         self._copy_is_intact = copy_is_intact
         self._intact: dict[Copy, bool] = {}
@@ -110,6 +112,9 @@ class RecoveryJudge:
         return placement_lost(placement, self.lost, self.lost_locations)
 
     def judge(self, reference: str) -> Judgement:
+        return behind(self._judge(reference), reference, self.evidence.services)
+
+    def _judge(self, reference: str) -> Judgement:
         placement = self.placements.place(reference)
         if placement.domain is not None and not self.loses(placement):
             return Judgement(OK, placement)

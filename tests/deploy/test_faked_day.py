@@ -1,0 +1,153 @@
+"""A whole day of the rendered deployment, 96 quarter-hours (issue 30, point 5), on a faked clock.
+
+tests/harness/kubelet.py runs every CronJob due at a tick, all at the same time, with the
+container's exact command, environment, ConfigMap plan and Secret references, against moto S3,
+the emulated Kubernetes API, a real etcd, a local git remote and files, pushing to a real
+Pushgateway. Each Job's clock is faked to its tick's time (tests/harness/faked_day.py), so the
+plan's RPOs and the rendered alert rules are used exactly as written, and Prometheus's rule
+engine (`promtool test rules`) evaluates those rules every minute over what the Pushgateway held
+after each tick. Each test prints the day as a table: the Jobs each CronJob ran and how many
+failed, then every alert with the ticks it fired at (tick 4 is 01:00).
+
+The healthy day: every Job exits 0, each CronJob ran at every tick its schedule names, retention
+holds after the day's prune, and no alert fires at any tick. The faulty day: the git server is down
+from 10:00 to 12:00, a blob is damaged before the 04:00 verify, the backups stop at 16:00, and at
+midnight the deployment goes and the Pushgateway loses its groups; each fault's alert fires and
+the first resolves.
+
+Exporters: kubernetes, files, git and etcd (the rest is left out, see test_day_in_cluster.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import shutil
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import yaml
+from croniter import croniter
+
+from dr.cli.main import main
+from tests.deploy.day_deployment import KEEP, RULES, Deployment, rbac_holds
+from tests.fixtures_s3 import s3_client
+from tests.harness.faked_day import FakedDay, Recorder
+
+pytestmark = pytest.mark.slow
+
+PRUNE_TICK = 14  # 03:30, the rendered prune's schedule
+VERIFY_TICK = 16  # 04:00, the rendered verify's
+
+
+@pytest.fixture
+def faked(aws_env, moto_endpoint, capsys):
+    root = Path(tempfile.mkdtemp(prefix="dr-faked-day-"))
+    root.chmod(0o755)
+    try:
+        with contextlib.ExitStack() as stack:
+            made = Deployment(root, moto_endpoint, capsys, 900.0)  # a quarter-hour is a quarter-hour
+            made.start(stack)
+            made.install(FakedDay.at(-1))
+            made.recorder = Recorder(f"http://127.0.0.1:{made.gateway.port}")
+            made.recorder.record(FakedDay.at(-1))
+            yield made
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _run(deployment: Deployment, day: FakedDay, title: str) -> FakedDay:
+    day.run()
+    with open(RULES, encoding="utf-8") as handle:
+        rules = {"groups": yaml.safe_load(handle)["spec"]["groups"]}
+    day.evaluate(rules, str(deployment.tmp))
+    with deployment.capsys.disabled():
+        print(f"\n{title}\n" + day.table())
+    return day
+
+
+def _due(deployment: Deployment, ticks: range) -> dict[str, int]:
+    """How many Jobs each CronJob's schedule starts in those ticks."""
+    return {name: sum(croniter.match(c["spec"]["schedule"], FakedDay.at(t)) for t in ticks)
+            for name, c in deployment.kubelet.cronjobs.items()}
+
+
+def _snapshots_per_source(deployment: Deployment, capsys) -> dict[str, int]:
+    capsys.readouterr()
+    assert main(["snapshots", "--plan", deployment.plan, "--json"]) == 0
+    counted: dict[str, int] = {}
+    for snapshot in json.loads(capsys.readouterr().out)["snapshots"]:
+        for source in snapshot["sources"]:
+            counted[source["name"]] = counted.get(source["name"], 0) + 1
+    return counted
+
+
+def test_a_healthy_day(faked, capsys):
+    after_prune: dict[str, int] = {}
+    day = FakedDay(faked.kubelet, faked.recorder,
+                   hooks={PRUNE_TICK + 1: lambda _: after_prune.update(_snapshots_per_source(faked, capsys))})
+    _run(faked, day, "a healthy day")
+    assert {name: t.failed for name, t in faked.kubelet.tally.items() if t.failed} == {}
+    assert {name: t.started for name, t in faked.kubelet.tally.items()} == _due(faked, range(96))
+    rbac_holds(faked)  # every request of the day's Jobs, against the rendered RBAC rules
+    # keep_last 3 per source after the prune; a backup that started beside it may add one more
+    assert set(after_prune) == {"cluster", "etcd", "config", "code"}
+    assert all(KEEP <= count <= KEEP + 1 for count in after_prune.values()), after_prune
+    assert day.alerts == {}
+
+
+def _damage_a_data_blob(deployment: Deployment) -> str:
+    """Flip a byte of a blob no manifest names (not a catalog: the backups read those), in the
+    seventh of the blobs that today's verify reads when there is one, else delete one."""
+    s3 = s3_client(deployment.moto)
+    keys = [o["Key"] for page in s3.get_paginator("list_objects_v2").paginate(Bucket=deployment.bucket)
+            for o in page.get("Contents", [])]
+    named = set()
+    for key in (k for k in keys if "/snapshots/" in k):
+        named.update(_digests(s3.get_object(Bucket=deployment.bucket, Key=key)["Body"].read()))
+    blobs = [k for k in keys if "/blobs/" in k and k.rsplit("/", 1)[1] not in named]
+    assert blobs, keys
+    today = (FakedDay.at(VERIFY_TICK) - datetime(1970, 1, 1, tzinfo=UTC)).days % 7 + 1  # the verify CronJob's part
+    read_today = [k for k in blobs if int(k.rsplit("/", 1)[1][:8], 16) % 7 + 1 == today]
+    if not read_today:
+        s3.delete_object(Bucket=deployment.bucket, Key=blobs[0])
+        return blobs[0]
+    body = bytearray(s3.get_object(Bucket=deployment.bucket, Key=read_today[0])["Body"].read())
+    body[len(body) // 2] ^= 0xFF
+    s3.put_object(Bucket=deployment.bucket, Key=read_today[0], Body=bytes(body))
+    return read_today[0]
+
+
+def _digests(manifest: bytes) -> set[str]:
+    return {d.decode() for d in re.findall(rb"[0-9a-f]{64}", manifest)}
+
+
+def test_a_faulty_day(faked):
+    remote, away = faked.remote, faked.remote + ".down"
+    backups = {name for name in faked.kubelet.cronjobs if name.startswith("dr-backup")}
+    hooks = {
+        VERIFY_TICK: lambda _: _damage_a_data_blob(faked),
+        40: lambda _: shutil.move(remote, away),  # 10:00: the git server goes down
+        48: lambda _: shutil.move(away, remote),  # 12:00: it is back
+        64: lambda _: faked.kubelet.suspended.update(backups),  # 16:00: the backups stop
+        96: lambda day: day.recorder.wipe(),  # midnight: the deployment is gone, the gateway restarted
+    }
+    day = FakedDay(faked.kubelet, faked.recorder, ticks=96 + 26 * 4, hooks=hooks, quiet_after=96)
+    _run(faked, day, "a faulty day, and the day after without dr")
+    alerts = day.alerts
+    # the git outage: the code backups at 10:00 failed, and 12:00's succeeded
+    assert faked.kubelet.tally["dr-backup-code"].failed and alerts[("DrBackupFailed", "code")] == list(range(40, 48))
+    assert alerts[("DrVerifyProblems", "dr")][0] == VERIFY_TICK  # it stays until a verify finds none
+    # config backs up every 30 min with rpo 3h: the last at 15:30, in breach from 18:30
+    breached = alerts[("DrRpoBreached", "config")]
+    assert breached[0] in (74, 75) and breached[-1] == 95, breached
+    assert ("DrBackupMissing", "config") in alerts and ("DrRpoBreached", "cluster") in alerts
+    # without the gateway's groups the staleness rules see nothing; the absent rules fire
+    absent = {about for (alert, about) in alerts if alert == "DrJobAbsent"}
+    assert {"status", "backup"} <= absent, alerts
+    assert all(tick >= 96 for (alert, _), ticks in alerts.items() if alert == "DrJobAbsent" for tick in ticks)
+    expected = {"DrBackupFailed", "DrVerifyProblems", "DrRpoBreached", "DrBackupMissing", "DrJobAbsent"}
+    assert {alert for alert, _ in alerts} == expected, alerts
