@@ -21,7 +21,7 @@ _FLAG = re.compile(r"^[a-z][a-z0-9-]*$")
 # dr restore's own options: an exporter's option may not take one of these names
 RESERVED_FLAGS = frozenset({"plan", "target", "snapshot", "source", "to", "failed", "force", "resume", "new",
                             "parallel", "dry-run", "overwrite", "identity", "lock-wait", "remap", "json",
-                            "quiet", "help", "debug"})
+                            "quiet", "help", "debug", "kubeconfig", "context"})
 
 
 def _strings(value: Any) -> bool:
