@@ -53,9 +53,6 @@ _KIND_CODES = {
 # restore is what the backup's own `class-missing` finding reports (a backup-finding naming
 # the referrer, the field and the fixes), not an unknown location.
 CLASS_KINDS = frozenset({"storage-class", "priority-class", "runtime-class", "ingress-class"})
-# What lies behind a backed-up Service (dr.model.recovery.services): facts that qualify the
-# snapshot's copy of that Service, judged by the engine, not needs of their own.
-_FACT_KINDS = FACT_KINDS
 
 
 def code_for(kind: str) -> str:
@@ -104,7 +101,7 @@ class DependencyJudge:
         judge = RecoveryJudge(self.evidence, scenario.lost, copies_survive, holder="the audited target",
                               lost_locations=scenario.lost_locations)
         judged = [Judged(use, judge.judge(use.reference)) for use in self.index.uses.values()
-                  if use.kind not in _FACT_KINDS]
+                  if use.kind not in FACT_KINDS]
         judged = [item for item in judged if not _class_left_to_backup(item.use, item.verdict)]
         return judged + [_any_judged(need, found) for need, found in judge_needs(judge, self.any_needs)]
 
@@ -128,7 +125,7 @@ class DependencyJudge:
         for use in self.index.uses.values():
             placement = self.placements.place(use.reference)
             if placement.domain is None and self.evidence.intact_copy(use.reference)[0] is None \
-                    and use.kind not in CLASS_KINDS | _FACT_KINDS:
+                    and use.kind not in CLASS_KINDS | FACT_KINDS:
                 message = (f"nothing in the plan places {use.kind} '{redacted(use.reference)}' "
                            f"(host '{placement.host or '-'}'), so the audit cannot tell whether a "
                            f"restore of {_sources(use)} can still reach it")

@@ -25,7 +25,6 @@ import json
 import re
 import shutil
 import tempfile
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -33,6 +32,8 @@ import yaml
 from croniter import croniter
 
 from dr.cli.main import main
+from dr.deploy.tasks import VERIFY_PARTS
+from dr.repository import data_subsets
 from tests.deploy.day_deployment import KEEP, RULES, Deployment, rbac_holds
 from tests.fixtures_s3 import s3_client
 from tests.harness.faked_day import FakedDay, Recorder
@@ -110,8 +111,8 @@ def _damage_a_data_blob(deployment: Deployment) -> str:
         named.update(_digests(s3.get_object(Bucket=deployment.bucket, Key=key)["Body"].read()))
     blobs = [k for k in keys if "/blobs/" in k and k.rsplit("/", 1)[1] not in named]
     assert blobs, keys
-    today = (FakedDay.at(VERIFY_TICK) - datetime(1970, 1, 1, tzinfo=UTC)).days % 7 + 1  # the verify CronJob's part
-    read_today = [k for k in blobs if int(k.rsplit("/", 1)[1][:8], 16) % 7 + 1 == today]
+    today = data_subsets.parse(f"auto/{VERIFY_PARTS}", FakedDay.at(VERIFY_TICK).date())  # the verify CronJob's
+    read_today = [k for k in blobs if today.holds(k.rsplit("/", 1)[1])]
     if not read_today:
         s3.delete_object(Bucket=deployment.bucket, Key=blobs[0])
         return blobs[0]

@@ -12,6 +12,7 @@ verdict says why (docs/audit-json.md, "Service names").
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Iterable, Mapping
 
 from dr.model.recovery.copies import normalize
@@ -28,16 +29,15 @@ def service_facts(dependencies: Iterable[tuple[str, str, str]]) -> dict[str, tup
 
 def behind(judgement, reference: str, facts: Mapping[str, tuple[str, str]]):
     """The judgement of a Service the snapshot restores in place of a lost one, with what lies
-    behind it; any other judgement unchanged. (A judging.Judgement, made by its own type:
-    judging imports this module.)"""
+    behind it; any other judgement unchanged."""
     fact = facts.get(normalize(reference)) if facts else None
     if judgement.verdict != REMAPPED or fact is None:
         return judgement
     kind, detail = fact
     what = detail.split(": ", 1)[-1]
     if kind == SERVICE_STATELESS:
-        return type(judgement)(REMAPPED, judgement.placement, judgement.copy,
-                               f"recreated by the restore, which holds the Service and its stateless backends ({what})")
-    return type(judgement)(BLOCKED, judgement.placement, None,
-                           f"the state behind service {reference} ({what}) lives only in the lost cluster: the "
-                           f"snapshot restores the Service and its workloads, not the volume data")
+        return replace(judgement, note=f"recreated by the restore, which holds the Service and its stateless "
+                                       f"backends ({what})")
+    return replace(judgement, verdict=BLOCKED, copy=None,
+                   note=f"the state behind service {reference} ({what}) lives only in the lost cluster: the "
+                        f"snapshot restores the Service and its workloads, not the volume data")
