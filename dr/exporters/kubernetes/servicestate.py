@@ -14,8 +14,9 @@ one of two facts, as a dependency whose reference is the Service's DNS name:
   service-stateless  every matching backend has no such claim; the detail names them
 
 A Service that selects nothing known (no selector, ExternalName, no matching template) gets
-neither. The audit (dr.audit.judging) reads these facts to judge a reference to the Service: a
-blocker when the cluster holding the state is lost, recreated by the restore when stateless.
+neither. The verdict engine (dr.model.recovery.services, for the audit and restore planning
+alike) reads these facts to judge a reference to the Service: a blocker when the cluster
+holding the state is lost, recreated by the restore when stateless.
 Ephemeral volumes are per-pod scratch space, deleted with the pod: not state.
 """
 
@@ -25,9 +26,9 @@ import threading
 from dataclasses import dataclass
 
 from dr.model.artifacts import Dependency
+from dr.model.recovery.services import SERVICE_STATE as STATEFUL, SERVICE_STATELESS as STATELESS
 
 SERVICES = ("", "services")
-STATEFUL, STATELESS = "service-state", "service-stateless"
 # (group, plural) -> where its pod template is: a path of keys ((): the object itself, a Pod).
 TEMPLATES: dict[tuple[str, str], tuple[str, ...]] = {
     ("apps", "statefulsets"): ("spec", "template"), ("apps", "deployments"): ("spec", "template"),
