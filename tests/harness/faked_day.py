@@ -78,7 +78,8 @@ class Recorder:
             for sample in family.samples:
                 if sample.name.startswith("dr_"):
                     state[_series(sample.name, sample.labels)] = on_promtool_clock(sample.name, sample.value)
-        self.states.append((minute(when) + 1, state))  # the tick's Jobs end within its first minute
+        # held from the minute after the tick's start (its Jobs take seconds; they have ended)
+        self.states.append((minute(when) + 1, state))
 
     def wipe(self) -> None:
         """Delete every group, as a Pushgateway restarted without persistence has none."""
@@ -92,18 +93,11 @@ class Recorder:
         return [{"series": name, "values": " ".join(self._values(name, end))} for name in names]
 
     def _values(self, name: str, end: int) -> list[str]:
-        runs, at = [], 0
-        bounds = [start for start, _ in self.states] + [end]
-        if bounds[0] > 0:
-            runs.append(f"_x{bounds[0]}")
-            at = bounds[0]
-        for (start, state), stop in zip(self.states, bounds[1:]):
-            count = stop - max(start, at)
-            if count <= 0:
-                continue
+        starts = [start for start, _ in self.states]  # ticks are 15 minutes apart: increasing
+        runs = [f"_x{starts[0]}"] if starts[0] > 0 else []
+        for (start, state), stop in zip(self.states, starts[1:] + [end]):
             value = state.get(name)
-            runs.append(f"_x{count}" if value is None else f"{_number(value)}+0x{count - 1}")
-            at = stop
+            runs.append(f"_x{stop - start}" if value is None else f"{_number(value)}+0x{stop - start - 1}")
         return runs
 
 
