@@ -8,7 +8,8 @@ identity and meta travel age-encrypted to the plan's recipients in meta["sealed"
 The key of those digests, the name key, is derived from the recipients' public keys: the
 backup job holds them and no identity, and the repository holds neither them nor the key.
 Anyone holding the plan can compute digests of guessed names (a dictionary attack on names
-they can guess); nobody holding only the repository can.
+they can guess); nobody holding only the repository can, unless a snapshot holds the plan
+itself (format.md 8.1, the caveat).
 """
 
 from __future__ import annotations
