@@ -22,6 +22,8 @@ threads. The RNG is shared under a lock, so the sequence of decisions is fixed b
 though which request meets which decision depends on the order threads reach it.
 `counts` says how many requests were seen and how many faults of each kind were injected;
 set `journal` to a list to have every request recorded in it as (method, path, fault or '').
+`only(method, path)` limits the faults to the requests it accepts, `max_faults` their number
+(one lost answer of one chosen request, then a clean line).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import time
 import uuid
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
 
 FAULTS = ("slowdown", "reset_request", "reset_response", "slow")
 KNOWN = FAULTS + ("pool_exhausted",)
@@ -61,10 +64,12 @@ class FaultProxy:
     """`FaultProxy(upstream_url, rate=0.1, seed=1)`; `.url` is what dr is given instead."""
 
     def __init__(self, upstream: str, rate: float = 0.1, seed: int = 0, faults: tuple[str, ...] = FAULTS,
-                 slow_seconds: float = 0.3) -> None:
+                 slow_seconds: float = 0.3, only: Callable[[str, str], bool] | None = None,
+                 max_faults: int | None = None) -> None:
         host, _, port = upstream.removeprefix("http://").rstrip("/").partition(":")
         self.upstream = (host, int(port or 80))
         self.rate, self.faults, self.slow_seconds = rate, tuple(faults), slow_seconds
+        self.only, self.max_faults = only, max_faults
         unknown = set(self.faults) - set(KNOWN)
         if unknown:
             raise ValueError(f"unknown faults {sorted(unknown)}; known: {KNOWN}")
@@ -98,11 +103,13 @@ class FaultProxy:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def decide(self) -> tuple[str, float]:
+    def decide(self, method: str = "", path: str = "") -> tuple[str, float]:
         """(fault or '', a number in [0, 1) for the fault's own choices), from the seeded RNG."""
         with self._lock:
             self.counts["requests"] += 1
             hit = self.rate > 0 and self._rng.random() < self.rate
+            hit = hit and (self.only is None or self.only(method, path))
+            hit = hit and (self.max_faults is None or self.injected < self.max_faults)
             fault = self._rng.choice(self.faults) if hit and self.faults else ""
             if fault:
                 self.counts[fault] += 1
@@ -128,7 +135,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def _any(self) -> None:
-        fault, share = self.proxy.decide()
+        fault, share = self.proxy.decide(self.command, self.path)
         if self.proxy.journal is not None:
             self.proxy.journal.append((self.command, self.path, fault))
         try:

@@ -22,11 +22,15 @@ import base64
 import hashlib
 import threading
 from concurrent.futures import Executor
+from typing import Callable, TypeVar
 
-
-from dr.exporters.checkpointing.places.contract import PermanentPlaceError, PlaceMissing, SourceChanged, Upload
+from dr.exporters.checkpointing.places.contract import PermanentPlaceError, Place, PlaceMissing, SourceChanged, Upload
+from dr.exporters.checkpointing.places.retrying import call, unwrapped
 from dr.exporters.checkpointing.places.s3 import COPY_OBJECT_LIMIT, S3Place, s3_errors
 from dr.exporters.checkpointing.transfer.buffers import body_of
+from dr.repository.stores.s3_clients import error_code
+
+T = TypeVar("T")
 
 #: UploadPartCopy range size: few requests, well under S3's 5 GiB part limit
 COPY_PART = 512 << 20
@@ -104,17 +108,15 @@ class S3Writer:
             return
         parts = [{"PartNumber": n, "ETag": f'"{etag}"', "ChecksumCRC32": crc}
                  for n, (etag, crc) in sorted(self._parts.items())]
-        try:
-            with s3_errors(self.place.url_of(self.path)):
+        retry, self._completed = self._completed, True
+        with s3_errors(self.place.url_of(self.path)):
+            try:
                 self.place.client.complete_multipart_upload(
                     Bucket=self.place.bucket, Key=self.place.key(self.path), UploadId=self._ensure_upload(),
                     MultipartUpload={"Parts": parts})
-        except PlaceMissing:
-            done = self.place.head(self.path)
-            if not self._completed or done is None or done[0] != self.size:
-                raise
-        finally:
-            self._completed = True
+            except Exception as exc:
+                if not (retry and _completed_earlier(self.place, self.path, self.size, exc)):
+                    raise
 
     @property
     def resumable(self) -> bool:
@@ -137,22 +139,25 @@ def _fits(parts: dict[int, tuple[int, str, str]], size: int, part_size: int) -> 
     return True
 
 
-def server_copy(src: S3Place, src_path: str, size: int, dst: S3Place, dst_path: str,
-                pool: Executor) -> str:
+def server_copy(src: Place, src_path: str, size: int, dst: Place, dst_path: str, pool: Executor) -> str:
     """Copy an object inside the object store; returns the copy's SHA-256 (hex) when the
-    server computed it, else ''. SourceChanged when the source is not what was listed."""
-    etag = src.version(src_path)
-    source = {"Bucket": src.bucket, "Key": src.key(src_path)}
+    server computed it, else ''. SourceChanged when the source is not what was listed.
+
+    Each request is retried on its own under dst's policy (a copy is three to a few hundred
+    requests: retrying the whole copy for one failed HEAD would, at a few percent of failed
+    requests, give up on large checkpoints)."""
+    bare_src, bare_dst = unwrapped(src), unwrapped(dst)
+    etag = bare_src.version(src_path)
+    source = {"Bucket": bare_src.bucket, "Key": bare_src.key(src_path)}
     try:
-        with s3_errors(dst.url_of(dst_path)):
-            if size <= COPY_OBJECT_LIMIT:
-                result = dst.client.copy_object(
-                    Bucket=dst.bucket, Key=dst.key(dst_path), CopySource=source, ChecksumAlgorithm="SHA256",
-                    **({"CopySourceIfMatch": etag} if etag else {}))["CopyObjectResult"]
-                digest = result.get("ChecksumSHA256", "")
-            else:
-                _part_copy(src, source, etag, size, dst, dst_path, pool)
-                digest = ""
+        if size <= COPY_OBJECT_LIMIT:
+            result = _request(dst, dst_path, lambda: bare_dst.client.copy_object(
+                Bucket=bare_dst.bucket, Key=bare_dst.key(dst_path), CopySource=source, ChecksumAlgorithm="SHA256",
+                **({"CopySourceIfMatch": etag} if etag else {}))["CopyObjectResult"])
+            digest = result.get("ChecksumSHA256", "")
+        else:
+            _part_copy(source, etag, size, dst, dst_path, pool)
+            digest = ""
     except SourceChanged:  # the condition is on the source
         raise SourceChanged(f"{src.url_of(src_path)} changed since it was listed") from None
     except PlaceMissing:  # so is a missing key (the target's key is being made)
@@ -161,29 +166,61 @@ def server_copy(src: S3Place, src_path: str, size: int, dst: S3Place, dst_path: 
     return base64.b64decode(digest).hex() if digest and "-" not in digest else ""
 
 
-def _part_copy(src: S3Place, source: dict, etag: str, size: int, dst: S3Place, dst_path: str,
-               pool: Executor) -> None:
-    client, key = dst.client, dst.key(dst_path)
-    upload_id = client.create_multipart_upload(Bucket=dst.bucket, Key=key)["UploadId"]
+def _request(place: Place, path: str, fn: Callable[[], T]) -> T:
+    """One S3 request, its errors as the place contract's, retried under the place's policy."""
+    def once() -> T:
+        with s3_errors(place.url_of(path)):
+            return fn()
+    return call(place, once)
+
+
+def _part_copy(source: dict, etag: str, size: int, dst: Place, dst_path: str, pool: Executor) -> None:
+    bare = unwrapped(dst)
+    client, key = bare.client, bare.key(dst_path)
+    upload_id = _request(dst, dst_path, lambda: client.create_multipart_upload(Bucket=bare.bucket, Key=key)["UploadId"])
     condition = {"CopySourceIfMatch": etag} if etag else {}
 
     def part(number: int, start: int) -> dict:
         end = min(size, start + COPY_PART) - 1
-        r = client.upload_part_copy(Bucket=dst.bucket, Key=key, UploadId=upload_id, PartNumber=number,
-                                    CopySource=source, CopySourceRange=f"bytes={start}-{end}", **condition)
+        r = _request(dst, dst_path, lambda: client.upload_part_copy(
+            Bucket=bare.bucket, Key=key, UploadId=upload_id, PartNumber=number,
+            CopySource=source, CopySourceRange=f"bytes={start}-{end}", **condition))
         return {"PartNumber": number, "ETag": r["CopyPartResult"]["ETag"]}
 
     try:
         futures = [pool.submit(part, i + 1, start) for i, start in enumerate(range(0, size, COPY_PART))]
         parts = [f.result() for f in futures]
-        client.complete_multipart_upload(Bucket=dst.bucket, Key=key, UploadId=upload_id,
-                                         MultipartUpload={"Parts": parts})
+        _complete(dst, dst_path, upload_id, parts, size)
     except BaseException:
         dst.abort(Upload(dst_path, upload_id, 0.0))
         raise
 
 
-def _check_unchanged(src: S3Place, src_path: str, etag: str, size: int, dst: S3Place, dst_path: str) -> None:
+def _complete(dst: Place, dst_path: str, upload_id: str, parts: list[dict], size: int) -> None:
+    bare, tried = unwrapped(dst), []
+
+    def once() -> None:
+        retry = bool(tried)
+        tried.append(True)
+        try:
+            bare.client.complete_multipart_upload(Bucket=bare.bucket, Key=bare.key(dst_path), UploadId=upload_id,
+                                                  MultipartUpload={"Parts": parts})
+        except Exception as exc:
+            if not (retry and _completed_earlier(bare, dst_path, size, exc)):
+                raise
+    _request(dst, dst_path, once)
+
+
+def _completed_earlier(place: S3Place, path: str, size: int, exc: Exception) -> bool:
+    """Whether a CompleteMultipartUpload retry that found no upload follows an attempt that
+    completed it and lost its answer: the object of our size is then the one we completed."""
+    if error_code(exc) != "NoSuchUpload":
+        return False
+    done = place.head(path)
+    return done is not None and done[0] == size
+
+
+def _check_unchanged(src: Place, src_path: str, etag: str, size: int, dst: Place, dst_path: str) -> None:
     """Some servers ignore CopySourceIfMatch: compare the source's ETag after the copy, and
     the copy's size, so a checkpoint replaced during the copy is never published."""
     now = src.head(src_path)

@@ -33,7 +33,6 @@ from typing import Callable, Iterable
 
 from dr.exporters.checkpointing.formats.tree import FileStat
 from dr.exporters.checkpointing.places.contract import Place, SourceChanged
-from dr.exporters.checkpointing.places.retrying import call, unwrapped
 from dr.exporters.checkpointing.places.s3 import crc32_b64
 from dr.exporters.checkpointing.places.s3writing import server_copy
 from dr.exporters.checkpointing.transfer.buffers import BufferPool, Parts
@@ -182,8 +181,7 @@ class Transfer:
 
     # -- server-side ------------------------------------------------------------------------
     def _server_side(self, job: FileJob) -> FileDone:
-        sha = call(self.dst, lambda: server_copy(unwrapped(self.src), job.src_path, job.size, unwrapped(self.dst),
-                                                 job.dst_path, self._uploads))
+        sha = server_copy(self.src, job.src_path, job.size, self.dst, job.dst_path, self._uploads)
         if not sha:
             sha, size = hash_file(self.dst, job.dst_path)
             if size != job.size:
