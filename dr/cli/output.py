@@ -105,10 +105,12 @@ def write_atomically(path: str, text: str) -> None:
 
 
 def deliver(out: Output, text: str, path: str | None, what: str) -> None:
-    """A document (a report, a page) to the file --out names, atomically, or to stdout."""
+    """A document (a report, a page) to the file --out names, atomically, or to stdout. Under
+    --json, stdout still carries one document: with --out, where the report went."""
     if path:
         write_atomically(path, text)
         out.note(f"{what} written to {path}")
+        out.document({"written": path, "document": what})
     else:
         emit(sys.stdout, text)
 

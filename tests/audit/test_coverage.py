@@ -40,7 +40,7 @@ def dr():
 
 def _audit(dr, capsys, plan: str, *extra: str) -> tuple[int, dict]:
     capsys.readouterr()
-    code = dr(["audit", "--plan", plan, "--format", "json", *extra])
+    code = dr(["audit", "--plan", plan, "--json", *extra])
     return code, json.loads(capsys.readouterr().out)
 
 

@@ -67,7 +67,7 @@ def _audit(capsys, plan: str, *extra: str) -> tuple[int, str]:
 
 def test_the_readiness_scenario_lists_every_finding_with_its_runbook(backed_up, capsys):
     plan, _ = backed_up
-    code, out = _audit(capsys, plan, "--readiness", "--format", "json")
+    code, out = _audit(capsys, plan, "--readiness", "--json")
     doc = json.loads(out)
     assert code == Exit.OK and doc["summary"]["blocked"] is False  # readiness findings are warnings
     found = [f for f in doc["findings"] if f["code"] == "readiness-finding"]
@@ -83,9 +83,9 @@ def test_the_readiness_scenario_lists_every_finding_with_its_runbook(backed_up, 
 
 def test_without_the_flag_they_are_counted_not_listed(backed_up, capsys):
     plan, _ = backed_up
-    code, out = _audit(capsys, plan, "--format", "json")
+    code, out = _audit(capsys, plan, "--json")
     doc = json.loads(out)
-    listed = json.loads(_audit(capsys, plan, "--readiness", "--format", "json")[1])["findings"]
+    listed = json.loads(_audit(capsys, plan, "--readiness", "--json")[1])["findings"]
     recorded = len([f for f in listed if f["code"] == "readiness-finding"])
     assert code == Exit.OK and doc["readiness"]["shown"] is False
     # two replicas unspread on both hostname and zone are two findings on one object
@@ -100,7 +100,7 @@ def test_without_the_flag_they_are_counted_not_listed(backed_up, capsys):
 def test_strict_makes_them_blockers_also_in_the_metrics(backed_up, capsys, tmp_path):
     plan, _ = backed_up
     metrics = tmp_path / "audit.prom"
-    code, out = _audit(capsys, plan, "--readiness", "--strict", "--format", "json", "--metrics-file", str(metrics))
+    code, out = _audit(capsys, plan, "--readiness", "--strict", "--json", "--metrics-file", str(metrics))
     doc = json.loads(out)
     assert code == Exit.BLOCKERS and doc["summary"]["blocked"] is True
     blockers = [f for f in doc["findings"] if f["severity"] == "blocker" and f["scenario"] == "readiness"]

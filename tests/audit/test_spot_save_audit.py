@@ -78,7 +78,7 @@ def backed_up(tmp_path_factory):
 
 
 def test_a_save_longer_than_the_notice_is_flagged_and_its_twins_are_not(backed_up, capsys):
-    code, out = _audit(capsys, backed_up, "--readiness", "--format", "json")
+    code, out = _audit(capsys, backed_up, "--readiness", "--json")
     doc = json.loads(out)
     found = [f for f in doc["findings"] if f["scenario"] == "readiness"]
     assert code == Exit.OK
@@ -99,10 +99,10 @@ def test_a_save_longer_than_the_notice_is_flagged_and_its_twins_are_not(backed_u
 
 
 def test_strict_makes_it_a_blocker_and_without_the_flag_it_is_counted(backed_up, capsys):
-    code, out = _audit(capsys, backed_up, "--readiness", "--strict", "--format", "json")
+    code, out = _audit(capsys, backed_up, "--readiness", "--strict", "--json")
     assert code == Exit.BLOCKERS
     assert [f["severity"] for f in json.loads(out)["findings"] if f["scenario"] == "readiness"] == ["blocker"] * 2
-    code, out = _audit(capsys, backed_up, "--format", "json")
+    code, out = _audit(capsys, backed_up, "--json")
     doc = json.loads(out)
     assert code == Exit.OK and doc["readiness"]["recorded"] == 2 and doc["readiness"]["shown"] is False
     assert not [f for f in doc["findings"] if f["scenario"] == "readiness"]

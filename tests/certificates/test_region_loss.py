@@ -42,7 +42,7 @@ def audit(tmp_path, endpoint, capsys) -> tuple[int, dict]:
     path = write_plan(tmp_path, endpoint)
     assert main(["backup", "--plan", path, "-q"]) == Exit.OK
     capsys.readouterr()
-    code = main(["audit", "--plan", path, "--failed", "us-east-1", "--format", "json"])
+    code = main(["audit", "--plan", path, "--failed", "us-east-1", "--json"])
     return code, json.loads(capsys.readouterr().out)
 
 

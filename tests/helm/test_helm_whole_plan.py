@@ -33,7 +33,7 @@ def release_secret(repo: str, name: str, chart: str, version: str, revision: int
 
 def _audit(tmp_path, name: str) -> list[dict]:
     out = tmp_path / f"{name}.json"
-    main(["audit", "--plan", str(tmp_path / "plan.yaml"), "--failed", "cluster-a", "--format", "json",
+    main(["audit", "--plan", str(tmp_path / "plan.yaml"), "--failed", "cluster-a", "--json",
           "--out", str(out), "-q"])
     return json.loads(out.read_text())["findings"]
 

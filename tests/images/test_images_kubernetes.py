@@ -57,7 +57,7 @@ def test_workloads_restored_in_the_recovery_cluster_run_the_dr_copies_by_digest(
     plan = _plan(tmp_path, registries, clusters)
     assert main(["backup", "--plan", plan, "-q"]) == Exit.OK
     report = tmp_path / "audit.json"
-    main(["audit", "--plan", plan, "--failed", "cluster-a", "--format", "json", "--out", str(report), "-q"])
+    main(["audit", "--plan", plan, "--failed", "cluster-a", "--json", "--out", str(report), "-q"])
     findings = json.loads(report.read_text())["findings"]
     assert not [f for f in findings if f["severity"] == "blocker" and f.get("reference") == images.api]
 

@@ -43,7 +43,7 @@ def _plan(tmp_path, registries, images, with_images: bool, prefix: str = "whole"
 
 
 def _audit(plan: str, out) -> tuple[int, list[dict]]:
-    code = main(["audit", "--plan", plan, "--failed", "cluster-a", "--format", "json", "--out", str(out), "-q"])
+    code = main(["audit", "--plan", plan, "--failed", "cluster-a", "--json", "--out", str(out), "-q"])
     return code, json.loads(out.read_text())["findings"]
 
 

@@ -73,7 +73,7 @@ def test_status_and_audit_show_what_the_backup_noticed(tmp_path, kubeconfig, cap
     assert flavor and flavor[0]["severity"] == "warning" and flavor[0]["object"].startswith("ClusterQueue/")
     main(["status", "--plan", plan])
     assert f"kueue-flavor-missing {flavor[0]['object']}" in capsys.readouterr().out
-    main(["audit", "--plan", plan, "--format", "json"])
+    main(["audit", "--plan", plan, "--json"])
     found = [f for f in json.loads(capsys.readouterr().out)["findings"] if f["code"] == "backup-finding"]
     assert {"source": "cluster", "code": "kueue-flavor-missing", "severity": "warning",
             "object": flavor[0]["object"]} in [f["backup"] for f in found]

@@ -80,7 +80,7 @@ def test_status_audit_drill_and_verify_pushed_are_read_back(tmp_path, pushgatewa
     capsys.readouterr()
     code, status, _ = _run(capsys, "status", "--plan", plan, "--json", "--pushgateway", pushgateway)
     assert code == Exit.OK
-    code, audit, _ = _run(capsys, "audit", "--plan", plan, "--format", "json", "--pushgateway", pushgateway)
+    code, audit, _ = _run(capsys, "audit", "--plan", plan, "--json", "--pushgateway", pushgateway)
     assert code == Exit.OK
     code, drill, _ = _run(capsys, "drill", "--plan", plan, "--failed", "cluster-a", "--to", str(tmp_path / "scratch"),
                           "--json", "--pushgateway", pushgateway)

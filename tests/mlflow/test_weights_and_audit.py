@@ -56,7 +56,7 @@ COPY_CHAMPIONS = """    copy_artifacts: true
 
 def audit(plan: str, capsys) -> tuple[int, list[dict]]:
     capsys.readouterr()
-    code = main(["audit", "--plan", plan, "--failed", "region-a", "--format", "json", "-q"])
+    code = main(["audit", "--plan", plan, "--failed", "region-a", "--json", "-q"])
     return code, json.loads(capsys.readouterr().out)["findings"]
 
 

@@ -102,7 +102,7 @@ def test_the_audit_judges_its_dependencies_with_no_core_edit(installed, world, c
     plan = _plan(world)
     assert main(["backup", "--plan", plan, "-q"]) == Exit.OK
     report = tmp_path / "audit.json"
-    code = main(["audit", "--plan", plan, "--failed", "cluster-a", "--format", "json", "--out", str(report), "-q"])
+    code = main(["audit", "--plan", plan, "--failed", "cluster-a", "--json", "--out", str(report), "-q"])
     assert code == Exit.BLOCKERS  # the audit reports where things are; remaps are a restore's business
     findings = json.loads(report.read_text())["findings"]
     [lost] = [f for f in findings if f["kind"] == "table-endpoint"]
