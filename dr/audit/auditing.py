@@ -22,6 +22,7 @@ from dr.audit.backup_findings import READINESS, backup_findings, readiness_count
 from dr.audit.credentials import circular_findings
 from dr.audit.coverage import ExporterLookup, HeldIdentities, coverage_findings
 from dr.audit.essentials import judge_scenario, unknown_findings
+from dr.audit.failed_copies import failed_run_copies
 from dr.audit.spot_saves import spot_save_findings
 from dr.audit.findings import WARNING, Finding
 from dr.audit.gathering import DependencyIndex, gather
@@ -63,10 +64,11 @@ def run_audit(plan: Plan, repo: Repository, target: TargetSpec, scenarios: list[
     snapshot = _select(repo, snapshots, snapshot_ref)
     held = HeldIdentities()
     any_of = AnyOfNeeds(exporters)
+    name_key = names.plan_name_key(plan.spec.encryption.recipients)
     if snapshot:
         records = _audited_records(repo, snapshots, snapshot, snapshot_ref)
         records = any_of.record(held.record(records) if live is not None else records)
-        index = gather(records, plan.spec.dr_image, names.plan_name_key(plan.spec.encryption.recipients))
+        index = gather(records, plan.spec.dr_image, name_key)
     else:
         index = DependencyIndex()
     placements = Placements(plan)
@@ -99,6 +101,10 @@ def run_audit(plan: Plan, repo: Repository, target: TargetSpec, scenarios: list[
         results.append(ScenarioResult(scenario, count_verdicts(judged), judged, states))
     order = {s.name: i + 1 for i, s in enumerate(scenarios)}
     order[READINESS] = len(scenarios) + 1  # beside the failure scenarios, after them
+    if snapshot is not None and snapshot_ref == "latest":
+        failed = failed_run_copies(repo, snapshots, snapshot, plan.spec.dr_image, name_key)
+        if failed is not None:
+            failed.annotate(findings, index)
     findings.sort(key=lambda f: (order.get(f.scenario or "", 0), *f.sort_key()))
     return AuditReport(plan.name, plan.path, now, strict, target.name,
                        _info(snapshot, target, repo, index), results, findings, plan.domains,

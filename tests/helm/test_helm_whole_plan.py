@@ -90,6 +90,11 @@ def test_the_release_charts_are_copied_exactly_and_covered(tmp_path, charts, cap
     assert "helm release team-a/api v4" in missing["message"]
     assert not charts_source.good
     assert _about(during_failure, web) == _about(during_failure, gone) == [("blocker", "registry-in-failed-domain")]
+    # the blocker says where the copy is and why it does not count; the chart never copied does not
+    [copied_by_failed_run] = [f["message"] for f in during_failure if f.get("reference") == web]
+    assert "but the run of charts there failed, so it is no recovery point" in copied_by_failed_run
+    [never_copied] = [f["message"] for f in during_failure if f.get("reference") == gone]
+    assert "no recovery point" not in never_copied
     [reported] = [f for f in during_failure if f["code"] == "backup-finding" and f.get("sources") == ["charts"]]
     assert "chart-missing" in reported["message"], reported
 
