@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import uuid
 from datetime import UTC, datetime
+from pathlib import Path
 
 import yaml
 
@@ -16,14 +16,15 @@ from tests.fixtures_s3 import s3_client
 from tests.harness import EmulatedCluster
 from tests.harness.day import Day, RulesPrometheus, scaled_rules
 from tests.harness.faked_day import faked_clock
+from tests.harness.image_install import IMAGE_UID
 from tests.harness.kubelet import Kubelet, rbac_denials
 from tests.servers import ServerProcess, etcd_server
 
 RULES = os.path.join(os.path.dirname(__file__), "..", "..", "dr", "deploy", "prometheus-rules.yaml")
 SECRET = {"aws-access-key-id": "testing", "aws-secret-access-key": "testing"}
-# The pod's runAsUser is not taken: this venv's interpreter lives under /root (mode 0700), which
-# uid 10001 cannot execute; tests/shipping/test_bare_install.py runs dr as 10001 from a bare venv.
-USER = None
+# The pods run as the image runs them (tests/harness/image_install.py): dr from a bare install of
+# the build context, as uid 10001 (when the tests run as root), writing only its pod's folders.
+USER = IMAGE_UID
 KEEP = 3  # each source's retention: keep_last
 
 
@@ -98,8 +99,9 @@ def _populate(cluster: EmulatedCluster) -> None:
 class Deployment:
     """Everything one day needs: servers, the rendered objects, the kubelet and the day itself."""
 
-    def __init__(self, tmp_path, moto: str, capsys, tick: float):
-        self.tmp, self.moto = tmp_path, moto
+    def __init__(self, tmp_path, moto: str, capsys, tick: float, image: Path):
+        """image: the venv of the image's install (the `image_install` fixture)."""
+        self.tmp, self.moto, self.image = tmp_path, moto, image
         self.tick, self.scale = tick, 900 / tick
         self.bucket = f"dr-day-{uuid.uuid4().hex[:12]}"
         s3_client(moto).create_bucket(Bucket=self.bucket)
@@ -124,7 +126,7 @@ class Deployment:
         self.documents = documents(out)
         self.kubelet = Kubelet(self.documents, SECRET, str(self.tmp / "pods"), user=USER,
                                kubeconfig=self._kubeconfig(),
-                               path=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+                               path=str(self.image / "bin") + os.pathsep + "/usr/bin:/bin")
         self._readable()
 
     def _kubeconfig(self) -> str:

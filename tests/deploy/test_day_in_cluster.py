@@ -20,8 +20,8 @@ with promtool over a faked day instead).
 
 Exporters: kubernetes (RBAC checked from the emulator's request log), files, git and etcd. Left
 out: vault (a raft OpenBao takes ~8 s to start and unseal), dns, images, checkpoints and mlflow
-(~0.5 GB, 8 s). The jobs run from the test's venv as the test's user (see USER), not the bare
-install as uid 10001, which tests/shipping/test_bare_install.py covers.
+(~0.5 GB, 8 s). The jobs run as the image runs them: from a bare install of the build context, as uid 10001
+(tests/harness/image_install.py).
 """
 
 from __future__ import annotations
@@ -49,13 +49,13 @@ def tick() -> float:
 
 
 @pytest.fixture
-def deployment(aws_env, moto_endpoint, capsys, tick):
+def deployment(aws_env, moto_endpoint, capsys, tick, image_install):
     # not pytest's tmp_path: its parents are root's alone, and the pods run as USER
     root = Path(tempfile.mkdtemp(prefix="dr-day-"))
     root.chmod(0o755)
     try:
         with contextlib.ExitStack() as stack:
-            made = Deployment(root, moto_endpoint, capsys, tick)
+            made = Deployment(root, moto_endpoint, capsys, tick, image_install)
             made.start(stack)
             made.install()
             made.watch(stack)

@@ -16,6 +16,8 @@ midnight the deployment goes and the Pushgateway loses its groups; each fault's 
 the first resolves.
 
 Exporters: kubernetes, files, git and etcd (the rest is left out, see test_day_in_cluster.py).
+The Jobs run as the image runs them: a bare install of the build context, as uid 10001
+(tests/harness/image_install.py; the `image_install` fixture).
 """
 
 from __future__ import annotations
@@ -45,12 +47,12 @@ VERIFY_TICK = 16  # 04:00, the rendered verify's
 
 
 @pytest.fixture
-def faked(aws_env, moto_endpoint, capsys):
+def faked(aws_env, moto_endpoint, capsys, image_install):
     root = Path(tempfile.mkdtemp(prefix="dr-faked-day-"))
     root.chmod(0o755)
     try:
         with contextlib.ExitStack() as stack:
-            made = Deployment(root, moto_endpoint, capsys, 900.0)  # a quarter-hour is a quarter-hour
+            made = Deployment(root, moto_endpoint, capsys, 900.0, image_install)  # a quarter-hour is a quarter-hour
             made.start(stack)
             made.install(FakedDay.at(-1))
             made.recorder = Recorder(f"http://127.0.0.1:{made.gateway.port}")

@@ -14,10 +14,8 @@ from __future__ import annotations
 import filecmp
 import json
 import os
-import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import tomllib
 from pathlib import Path
@@ -25,40 +23,9 @@ from pathlib import Path
 import pytest
 
 from tests.cli.planfiles import files_source, key_pair, local_target, write_plan
-
-ROOT = Path(__file__).resolve().parents[2]
-IMAGE_UID = 10001  # the Dockerfile's `useradd --uid`
+from tests.harness.image_install import IMAGE_UID, ROOT, as_image_user, build_context_files
 
 pytestmark = pytest.mark.slow
-
-
-def _docker_pattern(pattern: str) -> re.Pattern:
-    out = ""
-    for part in re.split(r"(\*\*|\*|\?)", pattern.strip("/")):
-        out += {"**": ".*", "*": "[^/]*", "?": "[^/]"}.get(part, re.escape(part))
-    return re.compile(out)
-
-
-def build_context_files(root: Path) -> list[str]:
-    """The files `.dockerignore` lets into the build context: Docker's rule, the last matching
-    pattern wins, and a pattern matches a path when it matches the path or one of its parents."""
-    rules = []
-    for line in (root / ".dockerignore").read_text(encoding="utf-8").splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            rules.append((line.startswith("!"), _docker_pattern(line.lstrip("!"))))
-    kept = []
-    for path in sorted(p for p in root.rglob("*") if p.is_file() and ".git" not in p.parts[len(root.parts):][:1]):
-        relative = path.relative_to(root).as_posix()
-        parts = relative.split("/")
-        prefixes = ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
-        included = True
-        for keep, pattern in rules:
-            if any(pattern.fullmatch(prefix) for prefix in prefixes):
-                included = keep
-        if included:
-            kept.append(relative)
-    return kept
 
 
 def test_the_build_context_holds_the_package_and_nothing_else():
@@ -68,39 +35,14 @@ def test_the_build_context_holds_the_package_and_nothing_else():
 
 
 @pytest.fixture(scope="module")
-def image_like(tmp_path_factory):
-    """A venv holding a plain install of the build context, readable by the image's uid."""
-    # not below pytest's own folder, which only root may enter
-    base = Path(tempfile.mkdtemp(prefix="dr-bare-install-"))
-    base.chmod(0o755)
-    context = base / "context"
-    for relative in build_context_files(ROOT):
-        target = context / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / relative, target)
-    venv = base / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    # the Dockerfile's three steps: the lock without resolving, dr without its dependencies, a
-    # check that the lock holds what dr needs; pip of the test venv installs into the bare one
-    pip = [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python")]
-    for argv in (["install", "--no-deps", "-r", str(context / "requirements.lock")],
-                 ["install", "--no-deps", str(context)], ["check"]):
-        done = subprocess.run(pip + argv + ["--disable-pip-version-check"] + (["--quiet"] if argv[0] == "install" else []),
-                              capture_output=True, text=True, timeout=900)
-        assert done.returncode == 0, (argv, done.stdout[-3000:] + done.stderr[-3000:])
-    for folder, _dirs, _files in os.walk(base):
-        os.chmod(folder, 0o755)
-    yield venv
-    shutil.rmtree(base, ignore_errors=True)
+def image_like(image_install):
+    return image_install
 
 
 def _as_image_user(venv: Path, argv: list[str], work: Path) -> subprocess.CompletedProcess:
     env = {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": "/nonexistent", "TMPDIR": str(work),
            "PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"}
-    prefix = []
-    if os.geteuid() == 0:  # as the image runs: uid 10001, no supplementary groups
-        prefix = ["setpriv", f"--reuid={IMAGE_UID}", f"--regid={IMAGE_UID}", "--clear-groups"]
-    return subprocess.run(prefix + [str(venv / "bin" / "dr"), *argv], capture_output=True, text=True,
+    return subprocess.run(as_image_user() + [str(venv / "bin" / "dr"), *argv], capture_output=True, text=True,
                           env=env, cwd=str(work), timeout=300)
 
 
