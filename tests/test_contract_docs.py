@@ -16,6 +16,7 @@ import dataclasses
 import enum
 import inspect
 import re
+import contextlib
 import sqlite3
 import tomllib
 from importlib.metadata import EntryPoint
@@ -241,11 +242,7 @@ def example_exporter(tmp_path, monkeypatch):
 
 
 def test_example_plugin_backs_up_and_restores(example_exporter, tmp_path):
-    from dr.repository.catalogs import read_catalog
     from dr.repository.reading import ArtifactReader
-    from dr.repository.repositories import Repository
-    from dr.repository.stores.local import LocalStore
-    from dr.repository.writing import SnapshotWriter
 
     with pytest.raises(pydantic.ValidationError):
         example_exporter.Options.model_validate({"databases": [], "databse": "typo"})
@@ -255,20 +252,8 @@ def test_example_plugin_backs_up_and_restores(example_exporter, tmp_path):
         db.execute("create table invoices (id integer primary key, total integer)")
         db.execute("insert into invoices (total) values (42)")
     db.close()
-    options = example_exporter.Options.model_validate({"databases": ["data/billing.sqlite"]})
-    exporter = example_exporter(contract.ExportContext("billing-db", options, str(plan_dir)))
+    exporter, repo, backup = _example_backup(example_exporter, tmp_path, ["data/billing.sqlite"], plan_dir)
     assert [d.identity for d in exporter.discover()] == ["data/billing.sqlite"]
-
-    repo = Repository(LocalStore(str(tmp_path / "repo")))
-    repo.init()
-
-    def backup(parent=()):
-        writer = SnapshotWriter(repo, [])
-        sink = writer.source("billing-db", "sqlite", parent)
-        exporter.export(sink)
-        snapshot = writer.finish("plan", [sink.commit()])
-        writer.close()
-        return list(read_catalog(repo, snapshot.catalog)), writer.stats
 
     artifacts, _ = backup()
     _, stats = backup(artifacts)
@@ -399,3 +384,96 @@ def test_every_builtin_exporter_has_an_example_plan_that_validates(name):
                      f"`sources:` entry of `type: {name}`)"
     for source in examples:
         cls.Options.model_validate({k: v for k, v in source.items() if k not in COMMON_SOURCE_KEYS})
+
+
+# -- the example's four traps, each as a plugin author would meet it ---------------------------------
+def _example_backup(example_exporter, tmp_path, databases: list[str], plan_dir):
+    from dr.repository.catalogs import read_catalog
+    from dr.repository.repositories import Repository
+    from dr.repository.stores.local import LocalStore
+    from dr.repository.writing import SnapshotWriter
+
+    options = example_exporter.Options.model_validate({"databases": databases})
+    exporter = example_exporter(contract.ExportContext("db", options, str(plan_dir)))
+    repo = Repository(LocalStore(str(tmp_path / "repo")))
+    if not (tmp_path / "repo").exists():
+        repo.init()
+
+    def backup(parent=()):
+        writer = SnapshotWriter(repo, [])
+        sink = writer.source("db", "sqlite", parent)
+        exporter.export(sink)
+        snapshot = writer.finish("plan", [sink.commit()])
+        writer.close()
+        return list(read_catalog(repo, snapshot.catalog)), writer.stats
+
+    return exporter, repo, backup
+
+
+def _wal_database(path) -> sqlite3.Connection:
+    """A database in WAL mode, its connection left open (the application is running)."""
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("pragma journal_mode=wal")
+    db.execute("pragma wal_autocheckpoint=0")  # commits stay in the -wal file, as between checkpoints
+    db.execute("create table t (v text)")
+    db.execute("insert into t values ('first')")
+    return db
+
+
+@pytest.fixture
+def wal_app(example_exporter, tmp_path):
+    """(the running application's connection, exporter, repository, backup()) over a WAL database."""
+    plan_dir = tmp_path / "plan"
+    plan_dir.mkdir()
+    live = _wal_database(plan_dir / "app.sqlite")
+    try:
+        yield (live, *_example_backup(example_exporter, tmp_path, ["app.sqlite"], plan_dir))
+    finally:
+        live.close()
+    assert not list(plan_dir.glob("*.dr-partial"))
+
+
+def test_example_sees_a_commit_that_only_the_wal_holds(wal_app):
+    live, _, _, backup = wal_app
+    first, _ = backup()
+    live.execute("insert into t values ('second')")  # the database file itself does not change
+    _, stats = backup(first)
+    assert stats["artifacts_reused"] == 0, "the change token missed a commit in WAL mode"
+
+
+def test_example_restores_into_a_live_wal_database_in_place(wal_app):
+    from dr.repository.reading import ArtifactReader
+
+    live, exporter, repo, backup = wal_app
+    artifacts, _ = backup()
+
+    def restore(**request):
+        return [o.status for o in exporter.restore(artifacts, ArtifactReader(repo), contract.RestoreRequest(**request))]
+
+    # in place, unchanged: the stored copy's bytes differ from the live file's, its rows do not
+    assert restore() == [contract.OutcomeStatus.UNCHANGED]
+    live.execute("insert into t values ('after the backup')")
+    assert restore() == [contract.OutcomeStatus.CONFLICT]
+    assert restore(overwrite=True) == [contract.OutcomeStatus.RESTORED]
+    # the running application's connection sees the restored rows, and the database is sound
+    assert live.execute("select v from t").fetchall() == [("first",)]
+    assert live.execute("pragma integrity_check").fetchall() == [("ok",)]
+
+
+def test_example_writes_an_absolute_identity_under_to(example_exporter, tmp_path):
+    from dr.repository.reading import ArtifactReader
+
+    plan_dir = tmp_path / "plan"
+    (plan_dir / "abs").mkdir(parents=True)
+    original = plan_dir / "abs" / "app.sqlite"
+    with contextlib.closing(sqlite3.connect(original)) as db:
+        db.execute("create table t (v text)")
+        db.commit()
+    exporter, repo, backup = _example_backup(example_exporter, tmp_path, [str(original)], plan_dir)
+    artifacts, _ = backup()
+    before = original.read_bytes()
+    dest = tmp_path / "restored"
+    outcomes = list(exporter.restore(artifacts, ArtifactReader(repo),
+                                     contract.RestoreRequest(to=str(dest), overwrite=True)))
+    assert [o.status for o in outcomes] == [contract.OutcomeStatus.RESTORED]
+    assert (dest / str(original).lstrip("/")).exists() and original.read_bytes() == before
