@@ -61,7 +61,7 @@ def run_audit(plan: Plan, repo: Repository, target: TargetSpec, scenarios: list[
     now = now or clock.now()  # the clock snapshot times are stamped with, as dr status measures
     snapshots = repo.snapshots()
     snapshot = _select(repo, snapshots, snapshot_ref)
-    held = HeldIdentities()
+    held = HeldIdentities(name_key=names.plan_name_key(plan.spec.encryption.recipients))
     any_of = AnyOfNeeds(exporters)
     if snapshot:
         records = _audited_records(repo, snapshots, snapshot, snapshot_ref)

@@ -133,7 +133,8 @@ def _run_source(plan: Plan, registry: Registry, writer: SnapshotWriter, source: 
                 plan_dependencies=lambda: []) -> SourceResult:
     context = ExportContext(source.name, plan.options[source.name], plan.base_dir, source.sensitivity,
                             log=lambda m: log(f"{source.name}: {m}"), plan_dependencies=plan_dependencies,
-                            hosts=tuple(plan.placer.host_patterns()), rto=source.rto_delta)
+                            hosts=tuple(plan.placer.host_patterns()), rto=source.rto_delta,
+                            seal_name=writer.names.name)
     sink = writer.source(source.name, source.type, parent)
     try:
         registry.get(source.type)(context).export(RecordingSink(sink, ledger) if ledger is not None else sink)

@@ -77,6 +77,11 @@ class Sealer:
     def identity(self, kind: str, identity: str) -> str:
         return keyed(self._key, f"{kind}\x00{identity}")
 
+    def name(self, name: str) -> str:
+        """A secret's name where a line must record it in plaintext (a dependency's reference, a
+        finding): keyed, so equal names give equal digests and nothing else can be read (8.1)."""
+        return keyed(self._key, f"name\x00{name}")
+
     def token(self, change_token: str) -> str:
         return keyed(self._key, change_token) if change_token else ""
 
