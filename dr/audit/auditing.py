@@ -62,7 +62,7 @@ def run_audit(plan: Plan, repo: Repository, target: TargetSpec, scenarios: list[
     now = now or clock.now()  # the clock snapshot times are stamped with, as dr status measures
     snapshots = repo.snapshots()
     snapshot = _select(repo, snapshots, snapshot_ref)
-    held = HeldIdentities()
+    held = HeldIdentities(name_key=names.plan_name_key(plan.spec.encryption.recipients))
     any_of = AnyOfNeeds(exporters)
     name_key = names.plan_name_key(plan.spec.encryption.recipients)
     if snapshot:

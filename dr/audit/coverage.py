@@ -35,6 +35,7 @@ from dr.audit.gathering import Record, normalize
 from dr.exporters.contract import Discovered, ExportContext, Exporter
 from dr.model.plans import Plan, TargetSpec
 from dr.model.recovery import provided_in
+from dr.repository.names import keyed
 
 MAX_PER_SOURCE = 50
 EXAMPLES = 5
@@ -54,6 +55,7 @@ class HeldIdentities:
     provided: dict[str, set[str]] = field(default_factory=dict)
     members: dict[str, dict[str, str]] = field(default_factory=dict)  # source -> member -> version
     member_kinds: dict[str, set[str]] = field(default_factory=dict)  # artifact kinds carrying them
+    name_key: bytes = b""  # the plan's (dr.repository.names): a secret artifact is held by its keyed identity
 
     def record(self, records: Iterable[Record]) -> Iterator[Record]:
         """Pass catalog lines through (to dr.audit.gathering.gather), remembering what they are."""
@@ -70,7 +72,9 @@ class HeldIdentities:
             yield record
 
     def holds(self, source: str, item: Discovered) -> bool:
-        return ((item.kind, item.identity) in self.items.get(source, ())
+        items = self.items.get(source, ())
+        return ((item.kind, item.identity) in items
+                or (item.kind, keyed(self.name_key, f"{item.kind}\x00{item.identity}")) in items
                 or normalize(item.identity) in self.provided.get(source, ()))
 
 

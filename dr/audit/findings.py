@@ -97,6 +97,9 @@ _CODES = [
     Code("needs-unknown", "An exporter could not say which of its needs any one of several references meets",
          "Fix or upgrade the source's exporter plugin (its restore_needs raised; the message has the error) "
          "and run dr audit again; until then the source's dependencies are judged one by one."),
+    Code("plan-in-snapshot", "A snapshot holds the plan itself, so the key of sealed names is in the repository",
+         "Leave the plan out of that source (files exclude, another namespace, another repository) and "
+         "back up again, or accept that whoever reads the repository can test guessed secret names."),
     Code("backup-finding", "The backup noticed a problem at a source (kept in the snapshot)",
          "Fix what the finding names at the source (a missing object it references, a copy that failed), "
          "then run dr backup --source NAME and dr audit again; a restore would bring the same problem back."),

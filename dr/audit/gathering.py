@@ -14,7 +14,7 @@ from typing import Any, Iterable
 
 from dr.model.recovery import Copy, normalize, provided_in
 from dr.model.recovery.circular import dr_image_matcher, workload_secrets
-from dr.repository import names
+from dr.repository.names import ProvidedCopies
 
 Record = dict[str, Any]  # one parsed catalog line (docs/format.md, "The catalog")
 
@@ -35,25 +35,10 @@ class DependencyUse:
     mine: bool = False  # an image reference that is dr's own image (dr_image)
 
 
-class ProvidedCopies(dict):
-    """normalize(reference) -> copies. A secret artifact provides a reference under its keyed
-    name (format.md 8.1): get() finds it there too, given the plan's name key."""
-
-    def __init__(self, name_key: bytes = b""):
-        super().__init__()
-        self.name_key = name_key
-
-    def get(self, reference, default=None):
-        found = super().get(reference)
-        if found is None and self.name_key and isinstance(reference, str):
-            found = super().get(names.provided(self.name_key, reference))
-        return default if found is None else found
-
-
 @dataclass
 class DependencyIndex:
     uses: dict[tuple[str, str], DependencyUse] = field(default_factory=dict)
-    provides: "ProvidedCopies" = field(default_factory=lambda: ProvidedCopies())
+    provides: ProvidedCopies = field(default_factory=lambda: ProvidedCopies())
     artifacts: int = 0
     references: int = 0
     encrypted: int = 0  # artifacts whose content needs the private key to read

@@ -11,7 +11,7 @@ reading source's, dependencies: two copiers cannot feed each other in a loop.
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Callable, Iterable
 
 from dr.exporters.contract import DETAILS_KEPT, ArtifactSink, PlanDependency
 from dr.model.artifacts import Artifact
@@ -39,17 +39,24 @@ class DependencyLedger:
                 for (kind, ref), sources in self._found.items()]
 
 
-class RecordingSink:
-    """An ArtifactSink that tells the ledger what each written artifact depends on."""
+class WatchedSink:
+    """An ArtifactSink that shows each written artifact to `seen`."""
 
-    def __init__(self, sink: ArtifactSink, ledger: DependencyLedger):
-        self._sink, self._ledger = sink, ledger
+    def __init__(self, sink: ArtifactSink, seen: Callable[[Artifact], None]):
+        self._sink, self._seen = sink, seen
         self.source = sink.source
 
     def write(self, *args, **kwargs) -> Artifact:
         artifact = self._sink.write(*args, **kwargs)
-        self._ledger.record([artifact])
+        self._seen(artifact)
         return artifact
 
     def transferred(self, nbytes: int) -> None:
         self._sink.transferred(nbytes)
+
+
+class RecordingSink(WatchedSink):
+    """An ArtifactSink that tells the ledger what each written artifact depends on."""
+
+    def __init__(self, sink: ArtifactSink, ledger: DependencyLedger):
+        super().__init__(sink, lambda artifact: ledger.record([artifact]))

@@ -17,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-from dr.backup.dependencies import DependencyLedger, RecordingSink
+from dr.backup.dependencies import DependencyLedger, RecordingSink, WatchedSink
+from dr.backup.plan_exposure import PlanWatch
 from dr.exporters.contract import ExportContext
 from dr.exporters.registry import Registry
 from dr.model.artifacts import Artifact
@@ -133,16 +134,19 @@ def _run_source(plan: Plan, registry: Registry, writer: SnapshotWriter, source: 
                 plan_dependencies=lambda: []) -> SourceResult:
     context = ExportContext(source.name, plan.options[source.name], plan.base_dir, source.sensitivity,
                             log=lambda m: log(f"{source.name}: {m}"), plan_dependencies=plan_dependencies,
-                            hosts=tuple(plan.placer.host_patterns()), rto=source.rto_delta)
+                            hosts=tuple(plan.placer.host_patterns()), rto=source.rto_delta,
+                            seal_name=writer.names.name)
     sink = writer.source(source.name, source.type, parent)
+    watch = PlanWatch(plan, source)  # format.md 8.1's caveat: a snapshot that holds the plan
     try:
-        registry.get(source.type)(context).export(RecordingSink(sink, ledger) if ledger is not None else sink)
+        registry.get(source.type)(context).export(
+            WatchedSink(RecordingSink(sink, ledger) if ledger is not None else sink, watch.seen))
     except Exception as exc:  # one source failing must not lose the others
         log(failure_line(source.name, exc))  # one line; a traceback only for a bug, with DR_DEBUG=1
         result = sink.discard(reason(exc))
     else:
         result = sink.commit()
-    result.findings = context.findings
+    result.findings = context.findings + watch.findings
     return result
 
 

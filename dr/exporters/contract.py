@@ -137,6 +137,10 @@ class ExportContext:
     # The source's `rto:` (None when the plan sets none), set by `dr backup`: what a certificate
     # must outlive (it expires within the RTO: a recovery would start with it about to expire).
     rto: timedelta | None = None
+    # What a secret's name becomes where the exporter must record it outside a sealed line (a
+    # dependency's reference, a finding): `dr backup` gives the plan's keyed digest (format.md
+    # 8.1, names.Sealer.name); other callers store nothing and keep the name.
+    seal_name: Callable[[str], str] = lambda name: name
 
     def finding(self, severity: str, code: str, message: str, **facts: Any) -> None:
         """Record a problem noticed while exporting (kept in the snapshot manifest)."""

@@ -57,6 +57,22 @@ def provided(key: bytes, reference: str) -> str:
     return keyed(key, "provides\x00" + normalize(reference))
 
 
+class ProvidedCopies(dict):
+    """normalize(reference) -> copies. A secret artifact provides a reference under its keyed
+    name (format.md 8.1): get() finds it there too, given the plan's name key (the audit, and a
+    restore's planning without the identity, match a Pod's Secret with its sealed batch)."""
+
+    def __init__(self, name_key: bytes = b"", copies: dict | None = None):
+        super().__init__(copies or {})
+        self.name_key = name_key
+
+    def get(self, reference, default=None):
+        found = super().get(reference)
+        if found is None and self.name_key and isinstance(reference, str):
+            found = super().get(provided(self.name_key, reference))
+        return default if found is None else found
+
+
 def is_sealed(artifact: Artifact) -> bool:
     return SEALED in artifact.meta
 
@@ -76,6 +92,11 @@ class Sealer:
 
     def identity(self, kind: str, identity: str) -> str:
         return keyed(self._key, f"{kind}\x00{identity}")
+
+    def name(self, name: str) -> str:
+        """A secret's name where a line must record it in plaintext (a dependency's reference, a
+        finding): keyed, so equal names give equal digests and nothing else can be read (8.1)."""
+        return keyed(self._key, f"name\x00{name}")
 
     def token(self, change_token: str) -> str:
         return keyed(self._key, change_token) if change_token else ""

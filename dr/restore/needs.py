@@ -29,6 +29,8 @@ from dr.model.recovery import (BLOCKED, CREDENTIALS, FACT_KINDS, KEY, OK, REMAPP
                                EssentialVerdicts, Judgement, RecoveryJudge, Scenario, copies_of, judge_any, normalize)
 from dr.model.recovery.circular import Circular, circular, dr_workloads
 from dr.exporters.contract import AnyOf
+from dr.repository.names import ProvidedCopies, is_sealed, plan_name_key
+from dr.repository.writing import RECIPIENTS_KEY, recipients_fingerprint
 from dr.restore.remaps import rewrite
 from dr.restore.steps import Need, Step
 
@@ -107,10 +109,11 @@ class NeedJudge:
                 f"{j.copy.artifact if j.copy else '?'} is rebuilt{note}: {by}")
 
     def _uncovered(self, j: Judgement, remap_kinds: list[str]) -> str:
+        sealed = _unmatchable(self.judge.copies)
         if j.verdict == UNKNOWN:
             return (f"nothing in the plan places it (host '{j.placement.host or '-'}'), so nobody can tell "
-                    "whether it survives: add a location or placement rule")
-        note = f"; {j.note}" if j.note else ""
+                    f"whether it survives: add a location or placement rule{sealed}")
+        note = (f"; {j.note}" if j.note else "") + sealed
         lost = f"in {self.where(j)}, which is lost when {self.label}, and no surviving copy exists{note}: "
         if remap_kinds:  # only kinds this step's exporter declares: the plan schema accepts them
             return lost + (f"copy it out of the failed domain and declare a remap of kind "
@@ -171,13 +174,32 @@ def _distinct(step: Step, skip: frozenset[str] | set[str]) -> dict[tuple[str, st
     return found
 
 
+def held_copies(plan: Plan, artifacts: Iterable[Artifact]) -> ProvidedCopies:
+    """normalize(reference) -> the artifacts that provide it. Planned without the identity, a
+    secret artifact's line is sealed and provides keyed references: matched with the plan's name
+    key (format.md 8.1), a Deployment's Secret is found in its sealed batch, not called missing."""
+    artifacts = list(artifacts)
+    copies = ProvidedCopies(plan_name_key(plan.spec.encryption.recipients), copies_of(artifacts))
+    today = recipients_fingerprint(plan.spec.encryption.recipients)  # the key of other recipients differs
+    copies.unmatchable = sum(is_sealed(a) and a.meta.get(RECIPIENTS_KEY) != today for a in artifacts)
+    return copies
+
+
+def _unmatchable(copies) -> str:
+    """What a verdict of 'no copy' cannot know: sealed lines whose keyed provides no key of this plan
+    matches (written to other recipients), which only the identity opens."""
+    count = getattr(copies, "unmatchable", 0)
+    return (f"; sealed: {count} line(s) of the snapshot, written to other recipients, cannot be matched "
+            "without --identity (docs/format.md 8.1)") if count else ""
+
+
 def circular_essentials(plan: Plan, items: list[Essential], target: TargetSpec, failure: Scenario,
                         artifacts: list[Artifact]) -> list[Circular]:
     """The target's credentials and the key that only the snapshot holds, when the scenario loses
     anything (restoring where nothing failed, they are still where they live now)."""
     if not failure.lost and not failure.lost_locations:
         return []
-    copies = copies_of(artifacts)
+    copies = held_copies(plan, artifacts)
     return circular(items, target.name, lambda ref: copies.get(normalize(ref), []),
                     dr_workloads(artifacts, plan.spec.dr_image))
 

@@ -24,11 +24,11 @@ from dr.exporters.contract import ExportContext, Exporter
 from dr.exporters.registry import PluginError, Registry
 from dr.model.artifacts import Artifact
 from dr.model.plans import Plan, TargetSpec
-from dr.model.recovery import (Evidence, RecoveryJudge, copies_of, essentials, judge_essentials, scenario,
+from dr.model.recovery import (Evidence, RecoveryJudge, essentials, judge_essentials, scenario,
                                service_facts)
 from dr.model.snapshots import Snapshot, SourceResult
 from dr.restore.destinations import provided_at, units_for
-from dr.restore.needs import NeedJudge, circular_essentials, key_need, precondition_needs
+from dr.restore.needs import NeedJudge, circular_essentials, held_copies, key_need, precondition_needs
 from dr.restore.ordering import order
 from dr.restore.steps import HELD, READY, REFUSED, Need, Step, StepStatus, group_steps
 
@@ -110,7 +110,7 @@ def plan_restore(plan: Plan, snapshot: Snapshot, artifacts: list[Artifact], targ
     destinations = dict(destinations or {})
     failure = scenario(plan.domains, failed, plan.placer.locations, plan.spec.protects_against)
     services = service_facts((d.kind, d.reference, d.detail) for a in artifacts for d in a.dependencies)
-    evidence = Evidence(plan, copies_of(artifacts), lambda c: all(blob_exists(d) for d in c.chunks),
+    evidence = Evidence(plan, held_copies(plan, artifacts), lambda c: all(blob_exists(d) for d in c.chunks),
                         services=services)
     items = essentials(plan, evidence.placements, needs_key=True)
     essentials_judged = judge_essentials(items, failure.lost, failure.lost_locations)

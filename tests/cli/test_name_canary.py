@@ -38,17 +38,19 @@ def _forms(text: str) -> list[bytes]:
     return forms
 
 
-def _assert_clean(objects: list[bytes]) -> None:
+def assert_clean(objects: list[bytes], canaries=(DIR, FILE, TARGET)) -> None:
+    """No canary in any of the objects, raw, in hex or in base64 at any offset (catalogs unzipped)."""
     assert len(objects) >= 4, "too little stored: the scan would prove nothing"
     for data in objects:
         if data[:2] == b"\x1f\x8b":  # a catalog: search its JSON too
             data += gzip.decompress(data)
-        for canary in (DIR, FILE, TARGET):
+        for canary in canaries:
             for form in _forms(canary):
                 assert form not in data, f"{canary} stored as {form!r}"
 
 
-def _backups(plan: str, capsys) -> list[dict]:
+def backups(plan: str, capsys) -> list[dict]:
+    """The stats of two `dr backup --json` runs of the plan."""
     stats = []
     for _ in range(2):
         assert main(["backup", "--plan", plan, "--json"]) == 0
@@ -69,11 +71,11 @@ def test_no_name_reaches_a_local_repository_and_the_second_backup_uploads_nothin
     repo = tmp_path / "repo"
     plan = write_plan(tmp_path / "plan.yaml", local_target(repo),
                       files_source("vault-keys", [_plant(tmp_path)], secret=True), [recipient])
-    first, second = _backups(plan, capsys)
+    first, second = backups(plan, capsys)
     assert first["bytes_uploaded"] > 0 and first["artifacts"] == 4
     assert second["bytes_uploaded"] == 0 and second["blobs_uploaded"] == 0
     assert second["artifacts_reused"] == 4
-    _assert_clean([p.read_bytes() for p in repo.rglob("*") if p.is_file()])
+    assert_clean([p.read_bytes() for p in repo.rglob("*") if p.is_file()])
     assert main(["restore", "--plan", plan, "--source", "vault-keys", "--to", str(tmp_path / "none")]) != 0
     assert not (tmp_path / "none").exists() or not list((tmp_path / "none").rglob("*"))
     capsys.readouterr()
@@ -87,8 +89,8 @@ def test_no_name_reaches_any_version_of_any_s3_object(tmp_path, s3_bucket, moto_
     s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
     plan = write_plan(tmp_path / "plan.yaml", s3_target(bucket, moto_endpoint),
                       files_source("vault-keys", [_plant(tmp_path)], secret=True), [recipient])
-    assert _backups(plan, capsys)[1]["bytes_uploaded"] == 0
+    assert backups(plan, capsys)[1]["bytes_uploaded"] == 0
     versions = [(v["Key"], v["VersionId"]) for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket)
                 for v in page.get("Versions", [])]
-    _assert_clean([s3.get_object(Bucket=bucket, Key=k, VersionId=v)["Body"].read() for k, v in versions])
+    assert_clean([s3.get_object(Bucket=bucket, Key=k, VersionId=v)["Body"].read() for k, v in versions])
     _restored_exactly(plan, identity, tmp_path / "out")

@@ -45,9 +45,9 @@ class Harness:
         """The artifacts as a restore with `identities` (else self.identities) reads them; as
         `parent`, they are handed to the sink as the next dr backup reads them: sealed."""
         parent = [self._stored.get(id(a), (a, a))[1] for a in parent]
-        context = ExportContext(source=source, options=exporter_cls.Options(**options),
-                                base_dir=base_dir, sensitivity=sensitivity)
         writer = SnapshotWriter(self.repo, list(recipients))
+        context = ExportContext(source=source, options=exporter_cls.Options(**options),
+                                base_dir=base_dir, sensitivity=sensitivity, seal_name=writer.names.name)
         try:
             sink = writer.source(source, exporter_cls.type_name, parent)
             exporter_cls(context).export(wrap_sink(sink) if wrap_sink else sink)

@@ -12,9 +12,9 @@ import pytest
 from dr.exporters.contract import OutcomeStatus
 from dr.exporters.registry import Registry
 from dr.exporters.secretsmanager import SecretsManagerExporter
-from dr.exporters.secretsmanager.listing import SecretsManagerUnavailable
+from dr.exporters.secretsmanager.listing import SecretsManagerUnavailable, sealed_text
 from dr.model.artifacts import Sensitivity
-from dr.repository import encryption
+from dr.repository import encryption, names
 from dr.repository.reading import ArtifactReader
 from tests.exporters.conftest import statuses
 
@@ -65,7 +65,8 @@ def test_metadata_only_by_default_no_value_stored(harness, secrets, tmp_path, ag
         ("secretsmanager-secret", p + n) for n in ("api", "db", "tls-key")}
     db = done.by_identity()[p + "db"]
     assert db.meta["kms_key"] == secrets["key"] and db.meta["replica_regions"] == ["eu-west-1"]
-    record = json.loads(ArtifactReader(harness.repo).read(db))
+    assert db.sensitivity == Sensitivity.SECRET and db.encrypted  # it names the secret (format.md 8.1)
+    record = json.loads(ArtifactReader(harness.repo, age_keys[0]).read(db))
     assert record["Description"] == "billing database" and record["Tags"] == [{"Key": "team", "Value": "billing"}]
     assert [r["Region"] for r in record["ReplicationStatus"]] == ["eu-west-1"]
     stored = harness.stored_bytes()
@@ -124,7 +125,7 @@ def test_unreachable_endpoint_fails_the_source(harness, aws_env, tmp_path, age_k
 
 
 # -- the audit: a secret with no copy outside the failed region ----------------------------------
-def _audit(harness, tmp_path, options: dict, failed: list[str]):
+def _audit(harness, tmp_path, options: dict, failed: list[str], live=None):
     """Audit the harness's snapshot (source `src`) with regional placement rules, as `dr audit` runs it."""
     import yaml
 
@@ -145,7 +146,7 @@ def _audit(harness, tmp_path, options: dict, failed: list[str]):
     plan = load_plan(str(tmp_path / "plan.yaml"), Registry())
     scenarios = scenarios_for(plan, failed)
     target = choose_audited_target(plan, scenarios)
-    return run_audit(plan, harness.repo, target, scenarios, exporters=planning_exporters(plan, Registry()))
+    return run_audit(plan, harness.repo, target, scenarios, exporters=planning_exporters(plan, Registry()), live=live)
 
 
 def test_audit_secret_without_a_replica_outside_the_failed_region_is_a_blocker(harness, secrets, tmp_path, age_keys):
@@ -157,8 +158,14 @@ def test_audit_secret_without_a_replica_outside_the_failed_region_is_a_blocker(h
     assert found and {f.severity for f in found} == {"blocker"}
     assert all(f.runbook == "runbooks/secret-in-failed-region.md" for f in found)
     named = " ".join(f.message for f in found)
-    assert p + "api" in named and p + "tls-key" in named  # one region only: lost with it
-    assert p + "db" not in named  # replicated to eu-west-1, with the key's replica there
+    sealed = _sealer(age_keys[1])  # the audit runs without the identity: it names sealed names (format.md 8.1)
+    assert sealed.name(p + "api") in named and sealed.name(p + "tls-key") in named  # one region only
+    assert sealed.name(p + "db") not in named  # replicated to eu-west-1, with the key's replica there
+    assert p not in named
+
+
+def _sealer(recipient: str) -> names.Sealer:
+    return names.Sealer([recipient], encryption.parse_recipients([recipient]))
 
 
 def test_audit_replicated_secret_losing_every_region_is_a_blocker_naming_each(harness, secrets, tmp_path, age_keys):
@@ -167,8 +174,10 @@ def test_audit_replicated_secret_losing_every_region_is_a_blocker_naming_each(ha
     report = _audit(harness, tmp_path, options, ["us-east-1", "eu-west-1"])
     copies = [f for f in report.findings if f.code == "secret-in-failed-region" and f.kind == "secretsmanager-secret"]
     [finding] = copies
+    name = _sealer(age_keys[1]).name(secrets["prefix"] + "db")
     for region in ("us-east-1", "eu-west-1"):
-        assert f"https://secretsmanager.{region}.amazonaws.com/{secrets['prefix']}db" in finding.message
+        assert f"https://secretsmanager.{region}.amazonaws.com/{name}" in finding.message
+    assert secrets["prefix"] not in finding.message
 
 
 def test_audit_secret_held_in_the_snapshot_is_remapped_not_blocked(harness, secrets, tmp_path, age_keys):
@@ -177,3 +186,27 @@ def test_audit_secret_held_in_the_snapshot_is_remapped_not_blocked(harness, secr
     report = _audit(harness, tmp_path, options, ["us-east-1"])
     assert not [f for f in report.findings if f.code == "secret-in-failed-region"]
     assert {f.kind for f in report.findings if f.code == "dependency-remapped"} >= {"secretsmanager-secret"}
+
+
+def test_an_error_naming_a_secret_is_stored_without_its_name(harness, secrets, tmp_path, age_keys):
+    """The error goes into the manifest (format.md 8.1): it says which of `names` failed, not the name."""
+    missing = secrets["prefix"] + "missing-canary"
+    with pytest.raises(SecretsManagerUnavailable) as raised:
+        backup(harness, opts(secrets, names=[secrets["prefix"] + "db", missing]), tmp_path, age_keys[1])
+    assert str(raised.value).startswith("names[1]: ResourceNotFoundException") and missing not in str(raised.value)
+    denied = ("AccessDeniedException: User: arn:aws:iam::1:user/dr is not authorized to perform: secretsmanager:"
+              "DescribeSecret on resource: arn:aws:secretsmanager:us-east-1:1:secret:prod-db-root-AbCdEf because")
+    assert sealed_text(denied, "prod-db-root") == (
+        "AccessDeniedException: User: arn:aws:iam::1:user/dr is not authorized to perform: secretsmanager:"
+        "DescribeSecret on resource: arn:aws:secretsmanager:(withheld) because")
+    assert sealed_text("no secret prod-db-root here", "prod-db-root") == "no secret (a secret's name, withheld) here"
+
+
+def test_audit_live_finds_the_sealed_records_and_only_a_new_secret(harness, secrets, tmp_path, age_keys):
+    """Coverage compares what discover() names with the keyed identities (format.md 8.1)."""
+    options = opts(secrets)
+    backup(harness, options, tmp_path, age_keys[1])
+    assert not [f for f in _audit(harness, tmp_path, options, [], Registry()).findings if f.code == "not-backed-up"]
+    secrets["sm"].create_secret(Name=secrets["prefix"] + "new", SecretString="x")
+    [new] = [f for f in _audit(harness, tmp_path, options, [], Registry()).findings if f.code == "not-backed-up"]
+    assert secrets["prefix"] + "new" in new.message

@@ -72,6 +72,39 @@ def test_image_only_in_the_failed_cluster_refuses_the_kubernetes_step(platform, 
     assert verdicts[API] == "ok" and verdicts["secret:training/db"] == "ok"  # the snapshot brings the Secret
 
 
+def test_a_dry_run_without_the_identity_finds_the_sealed_secret_the_deployments_need(platform, capsys, monkeypatch):
+    """The Secret's batch is sealed (format.md 8.1): planned without --identity, its keyed
+    `provides` are matched with the plan's name key, so the verdict is the same as with it."""
+    w, kubeconfig, _ = platform
+    monkeypatch.delenv("DR_AGE_IDENTITY_FILE", raising=False)
+    without = ["restore", "--plan", w.plan, "--failed", "cluster-a", "--to", f"cluster={kubeconfig}:dest", "--dry-run"]
+    for args in (without, w.restore_args("--to", f"cluster={kubeconfig}:dest", "--dry-run")):
+        assert w.dr(*args, "--json") == Exit.BLOCKERS  # the trainer's image only, as above
+        cluster = next(s for s in json.loads(capsys.readouterr().out)["steps"] if s["name"] == "cluster")
+        [secret] = [n for n in cluster["needs"] if n["reference"] == "secret:training/db"]
+        assert (secret["verdict"], secret["provider"]) == ("ok", "cluster"), secret
+        assert "the snapshot holds it" in secret["reason"]
+        assert [n["kind"] for n in cluster["needs"] if n["verdict"] == "blocker"] == ["image"]
+
+
+def test_after_a_rotation_a_dry_run_without_the_identity_says_the_sealed_lines_cannot_be_matched(
+        platform, capsys, monkeypatch):
+    """The plan's recipients changed since the backup: its name key matches none of the sealed
+    lines, so the verdict says so instead of a bare 'no copy'; the identity still opens them."""
+    from dr.repository.encryption import generate_identity
+    w, kubeconfig, _ = platform
+    monkeypatch.delenv("DR_AGE_IDENTITY_FILE", raising=False)
+    w.recipient = generate_identity()[1]
+    dest = ("--to", f"cluster={kubeconfig}:dest", "--dry-run", "--json")
+    w.dr("restore", "--plan", w.plan, "--failed", "cluster-a", *dest)
+    cluster = next(s for s in json.loads(capsys.readouterr().out)["steps"] if s["name"] == "cluster")
+    [secret] = [n for n in cluster["needs"] if n["reference"] == "secret:training/db"]
+    assert secret["verdict"] != "ok" and "cannot be matched without --identity" in secret["reason"], secret
+    w.dr(*w.restore_args(*dest))
+    cluster = next(s for s in json.loads(capsys.readouterr().out)["steps"] if s["name"] == "cluster")
+    assert {n["reference"]: n["verdict"] for n in cluster["needs"]}["secret:training/db"] == "ok"
+
+
 def test_a_dry_run_that_refuses_a_step_for_want_of_a_destination_exits_4(platform, capsys):
     """Issue 10: without --to the kubernetes step is refused (no destination) while its verdict
     is blocker too; the dry run printed REFUSED [blocker] and exited 0."""

@@ -2,8 +2,8 @@
 
 Per selected secret:
   secretsmanager-secret / <name>               its metadata record (listing.metadata), JSON,
-        change token: the record's digest (one DescribeSecret per secret, nothing uploaded
-        when it is the same);
+        secret-class (it names the secret: format.md 8.1 seals its line), change token: the
+        record's digest (one DescribeSecret per secret, nothing uploaded when it is the same);
   secretsmanager-secret-value / <name>:value   with `include_values`: the value of the version
         that was current when described (pinned by version id, so a value written between the
         describe and the read is not stored under an older token), secret-class; change token
@@ -68,31 +68,36 @@ class SecretsManagerExporter(Exporter):
         count = 0
         for described in selected(sm, self.options):
             record = metadata(described)
-            self._write_metadata(sink, record)
+            stored = self._write_metadata(sink, record)
             if self.options.include_values:
-                self._write_value(sink, sm, record)
+                self._write_value(sink, sm, record, stored)
             count += 1
         self.context.log(f"secretsmanager {self.options.region}: {count} secrets")
 
-    def _write_metadata(self, sink: ArtifactSink, record: dict) -> None:
+    def _write_metadata(self, sink: ArtifactSink, record: dict) -> Artifact:
+        """Secret-class whatever the plan says: its name, ARN, description and tags say what the
+        secret opens, so they are sealed and encrypted as a value is (format.md 8.1)."""
         content = render(record)
         arn = record["ARN"]
         meta = {"arn": arn, "region": region_of(arn), "kms_key": record["KmsKeyId"],
                 "replica_regions": [r["Region"] for r in record["ReplicationStatus"]],
                 "rotation_enabled": bool(record.get("RotationEnabled"))}
-        sink.write(META, record["Name"], content, sensitivity=self.context.sensitivity or Sensitivity.INTERNAL,
-                   meta=meta, dependencies=dependencies(record, DEFAULT_KEY), change_token="sha256:" + hashlib.sha256(content).hexdigest())
+        return sink.write(META, record["Name"], content, sensitivity=Sensitivity.SECRET, meta=meta,
+                          dependencies=dependencies(record, DEFAULT_KEY, self.context.seal_name),
+                          change_token="sha256:" + hashlib.sha256(content).hexdigest())
 
-    def _write_value(self, sink: ArtifactSink, sm, record: dict) -> None:
+    def _write_value(self, sink: ArtifactSink, sm, record: dict, stored: Artifact) -> None:
         version, arn = current_version(record), record["ARN"]
-        if version is None:
-            self.context.finding("info", "secretsmanager-no-value", f"{record['Name']} has no current value",
-                                 secret=record["Name"])
+        if version is None:  # named by its record's stored identity: a sealed name (8.1)
+            where = f"{stored.source}/{stored.identity}"
+            self.context.finding("info", "secretsmanager-no-value", f"{where} (a sealed name: docs/format.md "
+                                 f"8.1) has no current value; `dr restore --source {stored.source} --dry-run "
+                                 "--identity FILE` names it", secret=where)
             return
         sink.write(VALUE, record["Name"] + VALUE_SUFFIX, lambda: io.BytesIO(read_value(sm, arn, version)),
                    sensitivity=Sensitivity.SECRET,
                    meta={"arn": arn, "region": region_of(arn), "version_id": version,
-                         "provides": provided(record, DEFAULT_KEY)},
+                         "provides": provided(record, DEFAULT_KEY, self.context.seal_name)},
                    change_token=f"version:{version}")
 
     # -- restore -------------------------------------------------------------------------------

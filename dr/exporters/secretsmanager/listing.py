@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from datetime import datetime
 from typing import Any, Iterator
 
@@ -64,19 +65,43 @@ def selected(sm, options: SecretsManagerOptions) -> Iterator[dict[str, Any]]:
     """The DescribeSecret record of every selected secret, by name order."""
     try:
         if options.names is not None:
-            for name in options.names:
-                yield sm.describe_secret(SecretId=name)
+            for index, name in enumerate(options.names):
+                yield _described(sm, name, f"names[{index}]")
             return
         found = []
         for page in sm.get_paginator("list_secrets").paginate():
             found += [s for s in page.get("SecretList", [])
                       if not options.name_prefix or s["Name"].startswith(options.name_prefix)]
         for entry in sorted(found, key=lambda s: s["Name"]):
-            yield sm.describe_secret(SecretId=entry["ARN"])
+            yield _described(sm, entry["ARN"], "a listed secret", entry["Name"])
     except aws_errors() as exc:
-        if isinstance(exc, client_error()):
-            raise SecretsManagerUnavailable(_reason(exc)) from None
-        raise SecretsManagerUnavailable(f"{type(exc).__name__}: {exc}") from None
+        raise SecretsManagerUnavailable(sealed_text(_why(exc))) from None
+
+
+def _described(sm, secret_id: str, which: str, *named: str) -> dict[str, Any]:
+    """DescribeSecret; its error names the secret by `which`: the message goes into the snapshot's
+    manifest, where a secret's name or ARN must not (format.md 8.1)."""
+    try:
+        return sm.describe_secret(SecretId=secret_id)
+    except aws_errors() as exc:
+        raise SecretsManagerUnavailable(f"{which}: {sealed_text(_why(exc), secret_id, *named)}") from None
+
+
+def _why(exc: BaseException) -> str:
+    return _reason(exc) if isinstance(exc, client_error()) else f"{type(exc).__name__}: {exc}"
+
+
+_SECRET_ARN = re.compile(r"arn:aws[a-z-]*:secretsmanager:[^\s'\",;]*")
+
+
+def sealed_text(text: str, *named: str) -> str:
+    """An error's text without a secret's ARN and without the names given (AWS's AccessDenied
+    message names the resource): it is stored in the manifest and printed by `dr status`."""
+    text = _SECRET_ARN.sub("arn:aws:secretsmanager:(withheld)", text)
+    for name in named:
+        if name:
+            text = text.replace(name, "(a secret's name, withheld)")
+    return text
 
 
 def metadata(described: dict[str, Any]) -> dict[str, Any]:
@@ -112,7 +137,7 @@ def read_value(sm, secret_id: str, version_id: str) -> bytes:
     try:
         answer = sm.get_secret_value(SecretId=secret_id, VersionId=version_id)
     except client_error() as exc:
-        raise SecretsManagerUnavailable(_reason(exc)) from None
+        raise SecretsManagerUnavailable(f"reading a value: {sealed_text(_reason(exc), secret_id)}") from None
     return encode_value(answer)
 
 

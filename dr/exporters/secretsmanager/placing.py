@@ -4,8 +4,9 @@ A secret lives in its primary region and in each replica region (ReplicationStat
 a KMS key of that region decrypts it (KmsKeyId; a replica has its own). So a secret survives a
 regional failure when any one region's copy survives, and that copy is readable only while
 its key does. The metadata record's dependencies say so, one per region:
-  secretsmanager-secret     https://secretsmanager.<region>.amazonaws.com/<name>
+  secretsmanager-secret     https://secretsmanager.<region>.amazonaws.com/<sealed name>
   secretsmanager-kms-key    https://kms.<region>.amazonaws.com/<key id or alias>
+(<sealed name>: the name's keyed digest, format.md 8.1: the record is a secret artifact.)
 Regional endpoints, so a plan's rule for *.<region>.amazonaws.com places each in its region
 (a key kept in another account can be placed by a location with its prefix). The exporter's
 restore_needs (contract v2) makes the copies one any-of need and the keys another: losing the
@@ -17,7 +18,7 @@ snapshot's copy and the restore puts the value back in a surviving region).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from dr.exporters.contract import AnyOf
 from dr.exporters.secretsmanager.listing import region_of
@@ -46,23 +47,27 @@ def copies(record: dict[str, Any], default_key: str) -> list[tuple[str, str]]:
     return found
 
 
-def dependencies(record: dict[str, Any], default_key: str) -> list[Dependency]:
-    name, deps = record["Name"], []
+def dependencies(record: dict[str, Any], default_key: str, seal: Callable[[str], str]) -> list[Dependency]:
+    """The secret's name is sealed in them (format.md 8.1): `seal` gives its keyed digest, so the
+    references keep their regional host (the audit places them) and name no secret."""
+    name, deps = seal(record["Name"]), []
     for index, (region, key) in enumerate(copies(record, default_key)):
         role = "primary" if index == 0 else "replica"
-        deps.append(Dependency(SECRET, secret_reference(region, name), f"the {role} copy of secret {name}"))
+        deps.append(Dependency(SECRET, secret_reference(region, name), f"the {role} copy of this secret"))
         deps.append(Dependency(KEY, key_reference(region, key), f"the KMS key that decrypts the {role} copy "
-                               f"of secret {name} in {region}"))
+                               f"of this secret in {region}"))
     return deps
 
 
-def provided(record: dict[str, Any], default_key: str) -> list[str]:
-    """What a value artifact brings back: the secret, by ARN and in each region, and what its keys
-    protect (the snapshot holds the value, encrypted to the plan's recipients: a restore into a
-    surviving region needs neither the lost copy nor its key)."""
+def provided(record: dict[str, Any], default_key: str, seal: Callable[[str], str]) -> list[str]:
+    """What a value artifact brings back: the secret, by ARN and in each region (by its name, as
+    other artifacts name it, and by its sealed name, as the metadata record's dependencies do),
+    and what its keys protect (the snapshot holds the value, encrypted to the plan's recipients:
+    a restore into a surviving region needs neither the lost copy nor its key)."""
     refs = [record["ARN"]]
     for region, key in copies(record, default_key):
-        refs += [secret_reference(region, record["Name"]), key_reference(region, key)]
+        refs += [secret_reference(region, record["Name"]), secret_reference(region, seal(record["Name"])),
+                 key_reference(region, key)]
     return list(dict.fromkeys(refs))
 
 
