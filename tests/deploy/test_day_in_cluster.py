@@ -19,9 +19,10 @@ Prometheus scrapes the real Pushgateway and loads the rules; test_faked_day.py e
 with promtool over a faked day instead).
 
 Exporters: kubernetes (RBAC checked from the emulator's request log), files, git and etcd. Left
-out: vault (a raft OpenBao takes ~8 s to start and unseal), dns, images, checkpoints and mlflow
-(~0.5 GB, 8 s). The jobs run from the test's venv as the test's user (see USER), not the bare
-install as uid 10001, which tests/shipping/test_bare_install.py covers.
+out here: vault (a raft OpenBao takes ~8 s to start and unseal), dns, images, checkpoints and
+mlflow (~0.5 GB, 8 s); the whole faked days run one of each (tests/deploy/day_sources.py). The
+jobs run from the test's venv as the test's user (see USER), not the bare install as uid 10001,
+which tests/shipping/test_bare_install.py covers.
 """
 
 from __future__ import annotations
