@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 
 from tests.deploy.conftest import RECIPIENT, documents, render
+from tests.deploy.day_sources import EveryType
 from tests.fixtures_s3 import s3_client
 from tests.harness import EmulatedCluster
 from tests.harness.day import Day, RulesPrometheus, scaled_rules
@@ -28,7 +29,7 @@ USER = IMAGE_UID
 KEEP = 3  # each source's retention: keep_last
 
 
-def _plan(tmp_path, bucket: str, moto: str, etcd: str, remote: str, scale: float) -> str:
+def _plan(tmp_path, bucket: str, moto: str, etcd: str, remote: str, scale: float, more: EveryType | None) -> str:
     def _rpo(simulated_seconds: int) -> str:
         return f"{round(simulated_seconds / scale)}s"
 
@@ -71,7 +72,7 @@ sources:
     retention: {{keep_last: {KEEP}}}
 """
     path = tmp_path / "day.yaml"
-    path.write_text(text)
+    path.write_text(text + (more.sources(_rpo) if more else ""))
     return str(path)
 
 
@@ -99,7 +100,7 @@ def _populate(cluster: EmulatedCluster) -> None:
 class Deployment:
     """Everything one day needs: servers, the rendered objects, the kubelet and the day itself."""
 
-    def __init__(self, tmp_path, moto: str, capsys, tick: float, image: Path):
+    def __init__(self, tmp_path, moto: str, capsys, tick: float, image: Path, every_type: bool = False):
         """image: the venv of the image's install (the `image_install` fixture)."""
         self.tmp, self.moto, self.image = tmp_path, moto, image
         self.tick, self.scale = tick, 900 / tick
@@ -109,22 +110,26 @@ class Deployment:
         (tmp_path / "config" / "settings.yaml").write_text("replicas: 3\n")
         self.remote = _git_remote(tmp_path / "remote")
         self.capsys = capsys
+        self.more = EveryType(tmp_path, moto, self.bucket) if every_type else None
 
     def start(self, stack) -> None:
         self.etcd = stack.enter_context(etcd_server(str(self.tmp / "etcd-data"), name="day"))
         self.cluster = stack.enter_context(EmulatedCluster("day"))
         _populate(self.cluster)
+        if self.more:
+            self.more.start(stack)
         self.gateway = stack.enter_context(ServerProcess(
             lambda port: ["prometheus-pushgateway", f"--web.listen-address=127.0.0.1:{port}", "--persistence.file=",
                           "--web.enable-admin-api"],
             lambda port: f"http://127.0.0.1:{port}/-/ready", name="pushgateway"))
         self.plan = plan = _plan(self.tmp, self.bucket, self.moto, f"http://127.0.0.1:{self.etcd.port}", self.remote,
-                     self.scale)
+                     self.scale, self.more)
         code, out, err = render(["--plan", plan, "--pushgateway", f"http://127.0.0.1:{self.gateway.port}"],
                                 self.capsys)
         assert code == 0, err
         self.documents = documents(out)
-        self.kubelet = Kubelet(self.documents, SECRET, str(self.tmp / "pods"), user=USER,
+        secret = SECRET | (self.more.secret() if self.more else {})
+        self.kubelet = Kubelet(self.documents, secret, str(self.tmp / "pods"), user=USER,
                                kubeconfig=self._kubeconfig(),
                                path=str(self.image / "bin") + os.pathsep + "/usr/bin:/bin")
         self._readable()

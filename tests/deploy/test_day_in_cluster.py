@@ -19,8 +19,9 @@ Prometheus scrapes the real Pushgateway and loads the rules; test_faked_day.py e
 with promtool over a faked day instead).
 
 Exporters: kubernetes (RBAC checked from the emulator's request log), files, git and etcd. Left
-out: vault (a raft OpenBao takes ~8 s to start and unseal), dns, images, checkpoints and mlflow
-(~0.5 GB, 8 s). The jobs run as the image runs them: from a bare install of the build context, as uid 10001
+out here: vault (a raft OpenBao takes ~8 s to start and unseal), dns, images, checkpoints and
+mlflow (~0.5 GB, 8 s); the whole faked days run one of each (tests/deploy/day_sources.py). The
+jobs run as the image runs them: from a bare install of the build context, as uid 10001
 (tests/harness/image_install.py).
 """
 

@@ -15,7 +15,9 @@ from 10:00 to 12:00, a blob is damaged before the 04:00 verify, the backups stop
 midnight the deployment goes and the Pushgateway loses its groups; each fault's alert fires and
 the first resolves.
 
-Exporters: kubernetes, files, git and etcd (the rest is left out, see test_day_in_cluster.py).
+Exporters: kubernetes, files, git and etcd, and one source of each other type the rendering holds
+(vault, checkpoints, images, dns, mlflow: tests/deploy/day_sources.py), each its own CronJob; the
+healthy day holds each of those to every due tick and to its artifacts in the day's snapshots.
 The Jobs run as the image runs them: a bare install of the build context, as uid 10001
 (tests/harness/image_install.py; the `image_install` fixture).
 """
@@ -27,6 +29,7 @@ import json
 import re
 import shutil
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -37,6 +40,8 @@ from dr.cli.main import main
 from dr.deploy.tasks import VERIFY_PARTS
 from dr.repository import data_subsets
 from tests.deploy.day_deployment import KEEP, RULES, Deployment, rbac_holds
+from tests.deploy.day_sources import KEEP as EVERY_TYPE_KEEP
+from tests.deploy.day_sources import SOURCES
 from tests.fixtures_s3 import s3_client
 from tests.harness.faked_day import FakedDay, Recorder
 
@@ -52,7 +57,8 @@ def faked(aws_env, moto_endpoint, capsys, image_install):
     root.chmod(0o755)
     try:
         with contextlib.ExitStack() as stack:
-            made = Deployment(root, moto_endpoint, capsys, 900.0, image_install)  # a quarter-hour is a quarter-hour
+            # a quarter-hour is a quarter-hour; a source of every exporter type (day_sources.py)
+            made = Deployment(root, moto_endpoint, capsys, 900.0, image_install, every_type=True)
             made.start(stack)
             made.install(FakedDay.at(-1))
             made.recorder = Recorder(f"http://127.0.0.1:{made.gateway.port}")
@@ -78,14 +84,29 @@ def _due(deployment: Deployment, ticks: range) -> dict[str, int]:
             for name, c in deployment.kubelet.cronjobs.items()}
 
 
-def _snapshots_per_source(deployment: Deployment, capsys) -> dict[str, int]:
+def _snapshots(deployment: Deployment, capsys) -> list[dict]:
+    """`dr snapshots --json`, oldest first."""
     capsys.readouterr()
     assert main(["snapshots", "--plan", deployment.plan, "--json"]) == 0
-    counted: dict[str, int] = {}
-    for snapshot in json.loads(capsys.readouterr().out)["snapshots"]:
-        for source in snapshot["sources"]:
-            counted[source["name"]] = counted.get(source["name"], 0) + 1
-    return counted
+    return json.loads(capsys.readouterr().out)["snapshots"]
+
+
+def _snapshots_per_source(deployment: Deployment, capsys) -> dict[str, int]:
+    return dict(Counter(source["name"] for snapshot in _snapshots(deployment, capsys)
+                        for source in snapshot["sources"]))
+
+
+def _newest_of_each(snapshots: list[dict]) -> dict[str, dict]:
+    """{source: what the newest snapshot holding it says of it}."""
+    return {source["name"]: source for snapshot in snapshots for source in snapshot["sources"]}
+
+
+def _ran_clean(deployment: Deployment, source: str) -> tuple[list[int], list[int]]:
+    """(the ticks the source's CronJob is due at, the ticks a Job of it exited 0)."""
+    name = f"dr-backup-{source}"
+    schedule = deployment.kubelet.cronjobs[name]["spec"]["schedule"]
+    due = [t for t in range(96) if croniter.match(schedule, FakedDay.at(t))]
+    return due, sorted(r.tick for r in deployment.kubelet.finished if r.job == name and r.code == 0 and r.tick >= 0)
 
 
 def test_a_healthy_day(faked, capsys):
@@ -97,8 +118,16 @@ def test_a_healthy_day(faked, capsys):
     assert {name: t.started for name, t in faked.kubelet.tally.items()} == _due(faked, range(96))
     rbac_holds(faked)  # every request of the day's Jobs, against the rendered RBAC rules
     # keep_last 3 per source after the prune; a backup that started beside it may add one more
-    assert set(after_prune) == {"cluster", "etcd", "config", "code"}
-    assert all(KEEP <= count <= KEEP + 1 for count in after_prune.values()), after_prune
+    assert set(after_prune) == {"cluster", "etcd", "config", "code", *SOURCES}
+    assert all(KEEP <= after_prune[s] <= KEEP + 1 for s in ("cluster", "etcd", "config", "code")), after_prune
+    # each other type ran twice before it (the install, once in the day) and keeps one
+    assert {s: after_prune[s] for s in SOURCES} == dict.fromkeys(SOURCES, EVERY_TYPE_KEEP)
+    for source in SOURCES:  # each of its backups, at every tick it was due (four at least), exited 0
+        due, clean = _ran_clean(faked, source)
+        assert len(due) >= 4 and clean == due, (source, due, clean)
+    held = _newest_of_each(_snapshots(faked, capsys))
+    assert {s: (held[s]["outcome"], held[s]["artifacts"] > 0) for s in SOURCES} == \
+        dict.fromkeys(SOURCES, ("good", True)), held
     assert day.alerts == {}
 
 
