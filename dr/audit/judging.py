@@ -123,8 +123,9 @@ class DependencyJudge:
         """References nothing places (the same in every scenario), unless the snapshot holds a copy."""
         findings = []
         for use in self.index.uses.values():
-            placement = self.placements.place(use.reference)
-            if placement.domain is None and self.evidence.intact_copy(use.reference)[0] is None \
+            subject = self.evidence.judged_as(use.reference)  # a URL to a Service: the Service
+            placement = self.placements.place(subject)
+            if placement.domain is None and self.evidence.intact_copy(subject)[0] is None \
                     and use.kind not in CLASS_KINDS | FACT_KINDS:
                 message = (f"nothing in the plan places {use.kind} '{redacted(use.reference)}' "
                            f"(host '{placement.host or '-'}'), so the audit cannot tell whether a "
