@@ -19,12 +19,13 @@ through the verdict engine dr.model.recovery that restore planning and drills ju
             a Service's DNS name is covered by the Service's copy only when no backend it
             selects keeps state in a PersistentVolumeClaim (the backup's `service-state` /
             `service-stateless` facts): with state behind it, it is a blocker naming the PVC
-            (dr holds no volume data); stateless, "recreated by the restore";
+            (dr holds no volume data); stateless, "recreated by the restore". A URL whose
+            host is a Service (`postgres://db.ml.svc:5432/x`) is judged as the Service's name;
   blocker   placed in a lost domain and not covered;
   unknown   placed nowhere and not covered: a warning, a blocker under strict. Not for a
-            class an object names (storage-, priority-, runtime-, ingress-class): that is an
-            object the recovery cluster must have, not a place, and the backup's own
-            `class-missing` finding (below) reports it.
+            class an object names (storage-, priority-, runtime-, ingress-class: the kinds its
+            exporter declares as `checked_kinds`): that is an object the recovery cluster must
+            have, not a place, and the backup's own `class-missing` finding (below) reports it.
 
 The remap rule ("covered"). A dependency is covered when
   1. some artifact of the same snapshot lists the dependency's reference in meta['provides']

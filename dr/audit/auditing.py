@@ -56,9 +56,9 @@ def run_audit(plan: Plan, repo: Repository, target: TargetSpec, scenarios: list[
     """live: the exporter registry, to compare what the sources hold now with the snapshot
     (dr.audit.coverage); None (the default) runs no exporter at all. readiness: also list the
     readiness scenario (the exporters' go-live findings, dr.audit.backup_findings). exporters:
-    source -> the exporter built from the plan (as restore planning builds them), asked only for
-    its any-of needs (contract v2 restore_needs, dr.audit.alternatives); None: every dependency
-    is judged on its own."""
+    source -> the exporter built from the plan (as restore planning builds them), asked for its
+    any-of needs (contract v2 restore_needs, dr.audit.alternatives) and the kinds it checks at
+    backup time (checked_kinds); None: every dependency is judged on its own."""
     now = now or clock.now()  # the clock snapshot times are stamped with, as dr status measures
     snapshots = repo.snapshots()
     snapshot = _select(repo, snapshots, snapshot_ref)
@@ -73,7 +73,7 @@ def run_audit(plan: Plan, repo: Repository, target: TargetSpec, scenarios: list[
         index = DependencyIndex()
     placements = Placements(plan)
     judge = DependencyJudge(plan, index, placements, lambda copy: _intact(repo, copy), strict,
-                            any_of.resolve(index))
+                            any_of.resolve(index), {name: e.checked_kinds for name, e in (exporters or {}).items()})
     needs_key = bool(plan.spec.encryption.recipients) or index.encrypted > 0
     items = essentials(plan, placements, needs_key)
     circular, replaced = circular_findings(items, target.name, index)

@@ -10,7 +10,7 @@ are judged here too, one Judged each, met when any of their references survives.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Mapping
 
 from dr.audit.alternatives import AnyNeed, judge_needs
 from dr.audit.findings import BLOCKER, INFO, WARNING, Finding, redacted
@@ -48,13 +48,6 @@ _KIND_CODES = {
 }
 
 
-# Cluster-scoped classes an object names (the kubernetes exporter's classes.py): objects the
-# recovery cluster must have, not places. One that nothing places and the snapshot does not
-# restore is what the backup's own `class-missing` finding reports (a backup-finding naming
-# the referrer, the field and the fixes), not an unknown location.
-CLASS_KINDS = frozenset({"storage-class", "priority-class", "runtime-class", "ingress-class"})
-
-
 def code_for(kind: str) -> str:
     return _KIND_CODES.get(kind, "dependency-in-failed-domain")
 
@@ -85,12 +78,19 @@ class Judged:
 
 
 class DependencyJudge:
-    """Verdicts for every distinct dependency of one snapshot, scenario by scenario."""
+    """Verdicts for every distinct dependency of one snapshot, scenario by scenario.
+
+    checked: source -> the dependency kinds its exporter checks at backup time (contract v2
+    `checked_kinds`: the kubernetes exporter's classes). Objects the recovery cluster must have,
+    not places: one that nothing places and the snapshot does not restore is what the backup's
+    own finding reports (`class-missing`, naming the referrer, the field and the fixes), not an
+    unknown location."""
 
     def __init__(self, plan: Plan, index: DependencyIndex, placements: Placements,
                  copy_is_intact: Callable[[Copy], bool], strict: bool = False,
-                 any_needs: list[AnyNeed] | None = None):
+                 any_needs: list[AnyNeed] | None = None, checked: Mapping[str, frozenset[str]] | None = None):
         self.index = index
+        self.checked = checked or {}
         self.any_needs = any_needs or []
         self.placements = placements
         self.strict = strict
@@ -102,8 +102,12 @@ class DependencyJudge:
                               lost_locations=scenario.lost_locations)
         judged = [Judged(use, judge.judge(use.reference)) for use in self.index.uses.values()
                   if use.kind not in FACT_KINDS]
-        judged = [item for item in judged if not _class_left_to_backup(item.use, item.verdict)]
+        judged = [item for item in judged if not (item.verdict == UNKNOWN and self._left_to_backup(item.use))]
         return judged + [_any_judged(need, found) for need, found in judge_needs(judge, self.any_needs)]
+
+    def _left_to_backup(self, use: DependencyUse) -> bool:
+        """Every source recording the dependency checks its kind at backup time (checked)."""
+        return bool(use.sources) and all(use.kind in self.checked.get(source, ()) for source in use.sources)
 
     # -- findings ----------------------------------------------------------------------------
     def scenario_findings(self, scenario: Scenario, judged: list[Judged]) -> list[Finding]:
@@ -123,9 +127,10 @@ class DependencyJudge:
         """References nothing places (the same in every scenario), unless the snapshot holds a copy."""
         findings = []
         for use in self.index.uses.values():
-            placement = self.placements.place(use.reference)
-            if placement.domain is None and self.evidence.intact_copy(use.reference)[0] is None \
-                    and use.kind not in CLASS_KINDS | FACT_KINDS:
+            subject = self.evidence.judged_as(use.reference)  # a URL to a Service: the Service
+            placement = self.placements.place(subject)
+            if placement.domain is None and self.evidence.intact_copy(subject)[0] is None \
+                    and use.kind not in FACT_KINDS and not self._left_to_backup(use):
                 message = (f"nothing in the plan places {use.kind} '{redacted(use.reference)}' "
                            f"(host '{placement.host or '-'}'), so the audit cannot tell whether a "
                            f"restore of {_sources(use)} can still reach it")
@@ -206,11 +211,6 @@ def _any_judged(need: AnyNeed, found: AnyJudgement) -> Judged:
     judgement = (Judgement(found.verdict, j.placement, j.copy, j.note) if j is not None
                  else Judgement(found.verdict, Placement(reference, "", None)))  # it names no reference
     return Judged(need.use(reference), judgement, found)
-
-
-def _class_left_to_backup(use: DependencyUse, verdict: Verdict) -> bool:
-    """A class reference nothing places and the snapshot lacks: the backup's finding reports it."""
-    return verdict == UNKNOWN and use.kind in CLASS_KINDS
 
 
 def count_verdicts(judged: list[Judged]) -> dict[Verdict, int]:

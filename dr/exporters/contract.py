@@ -9,8 +9,8 @@ An exporter never touches the repository: it writes through an ArtifactSink and 
 through a ContentReader, both handed to it by dr.
 
 Version 2 adds what the restore planner, the audit, drills and `dr status` need to know about
-an exporter, declared as data on the class (remap kinds, origin dependency kinds, ordering
-roles and rules, CLI restore options) or answered by methods with safe defaults (default
+an exporter, declared as data on the class (remap kinds, origin and self-checked dependency kinds,
+ordering roles and rules, CLI restore options) or answered by methods with safe defaults (default
 destinations, scratch destinations for drills, any-of needs, RTO byte parts, RPO reports).
 The core asks every exporter alike and names none: a built-in has no private path.
 """
@@ -369,6 +369,10 @@ class Exporter(ABC):
     #: dependency kinds that record where an artifact came from: a restore writes there (or to
     #: its remap, or to --to) rather than reading from it, so they are judged as destinations
     origin_kinds: ClassVar[frozenset[str]] = frozenset()
+    #: dependency kinds naming an object the destination must hold (a Kubernetes class), which
+    #: export() checks itself and reports as its own finding when the backup lacks it: the
+    #: audit does not also call one that nothing places an unknown location
+    checked_kinds: ClassVar[frozenset[str]] = frozenset()
     #: roles and ordering rules in a whole-plan restore
     ordering: ClassVar[Ordering] = Ordering()
     #: options of `dr restore --source NAME` for this exporter's sources

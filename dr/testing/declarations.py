@@ -56,12 +56,14 @@ def _selector_problem(selector: str) -> str:
 
 
 def declaration_problems(cls: type[Exporter]) -> list[str]:
-    """The class-level declarations: remap kinds, origin kinds, ordering, restore options."""
+    """The class-level declarations: remap kinds, origin and checked kinds, ordering, restore options."""
     problems = [p for kind in cls.remap_kinds for p in _remap_kind_problems(kind)]
     names = [k.name for k in cls.remap_kinds if isinstance(k, RemapKind)]
     problems += [f"remap kind {n!r} is declared twice" for n in sorted(set(names)) if names.count(n) > 1]
-    if not isinstance(cls.origin_kinds, frozenset) or not _strings(cls.origin_kinds):
-        problems.append(f"origin_kinds must be a frozenset of dependency kinds, not {cls.origin_kinds!r}")
+    for name in ("origin_kinds", "checked_kinds"):
+        kinds = getattr(cls, name)
+        if not isinstance(kinds, frozenset) or not _strings(kinds):
+            problems.append(f"{name} must be a frozenset of dependency kinds, not {kinds!r}")
     if not _strings(cls.ordering.roles):
         problems.append(f"ordering.roles must be a frozenset of role names, not {cls.ordering.roles!r}")
     for rule in cls.ordering.rules:

@@ -11,10 +11,15 @@ finding, and a built-in PriorityClass is no dependency at all.
 
 from __future__ import annotations
 
+from dr.audit import choose_audited_target, run_audit, scenarios_for
+from dr.exporters.kubernetes import KubernetesExporter
+from dr.exporters.kubernetes.classes import CLASSES
+from dr.exporters.registry import Registry
 from dr.model.plan_loading import load_plan
 from dr.repository.catalogs import read_catalog_records
 from dr.repository.repositories import Repository
 from dr.repository.stores.local import LocalStore
+from dr.restore.planning import planning_exporters
 from tests.audit.test_coverage import dr  # noqa: F401  (dr is a fixture)
 from tests.audit.test_dependency_truth import cluster_and_audit
 
@@ -122,3 +127,21 @@ def test_the_scan_records_the_classes_as_dependencies(audited, tmp_path):
             "storageclass:fast-ssd", "storageclass:standard", "ingressclass:nginx", "ingressclass:traefik",
             "ingressclass:internal"} <= refs, sorted(refs)
     assert "priorityclass:system-node-critical" not in refs
+
+
+def test_the_audit_takes_the_class_kinds_from_the_exporters_declaration(audited, tmp_path):
+    """The kinds come from the kubernetes exporter (contract v2 `checked_kinds`, its classes.py),
+    not from a list of the audit's own: an audit told of no exporter calls them unknown."""
+    plan = load_plan(str(tmp_path / "plan.yaml"))
+    repo = Repository(LocalStore(plan.spec.targets[0].url))
+    scenarios = scenarios_for(plan, ["cluster-a"])
+    target = choose_audited_target(plan, scenarios)
+
+    def unknown_classes(**exporters) -> set[str]:
+        report = run_audit(plan, repo, target, scenarios, **exporters)
+        return {f.reference for f in report.findings if f.code == "unknown-location"
+                and f.reference.split(":")[0] in ("storageclass", "priorityclass", "runtimeclass", "ingressclass")}
+    assert KubernetesExporter.checked_kinds == frozenset(CLASSES)
+    assert unknown_classes(exporters=planning_exporters(plan, Registry())) == set()
+    assert {"storageclass:fast-ssd", "priorityclass:training-high", "runtimeclass:gvisor",
+            "ingressclass:nginx"} <= unknown_classes()

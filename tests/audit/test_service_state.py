@@ -25,7 +25,13 @@ def _template(app: str, **spec) -> dict:
             "spec": {"containers": [{"name": "main", "image": IMAGE, **spec}]}}
 
 
-def _service(name: str, app: str) -> dict:
+def deployment(name: str, **spec) -> dict:
+    """A Deployment of namespace ml whose pods carry app=<name>; spec goes to its container."""
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": "ml"},
+            "spec": {"selector": {"matchLabels": {"app": name}}, "template": _template(name, **spec)}}
+
+
+def service(name: str, app: str) -> dict:
     return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": "ml"},
             "spec": {"selector": {"app": app}, "ports": [{"port": 80}]}}
 
@@ -40,11 +46,8 @@ def _objects() -> list[dict]:
         {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db", "namespace": "ml"},
          "spec": {"serviceName": "db", "replicas": 1, "selector": {"matchLabels": {"app": "db"}},
                   "template": _template("db"), "volumeClaimTemplates": [claim]}},
-        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "cache", "namespace": "ml"},
-         "spec": {"selector": {"matchLabels": {"app": "cache"}}, "template": _template("cache")}},
-        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "api", "namespace": "ml"},
-         "spec": {"selector": {"matchLabels": {"app": "api"}}, "template": _template("api", env=env)}},
-        _service("db", "db"), _service("cache", "cache"),
+        deployment("cache"), deployment("api", env=env),
+        service("db", "db"), service("cache", "cache"),
     ]
 
 

@@ -4,13 +4,14 @@ decoding, ordering rules, remapping, cleaning, the --to syntax."""
 from __future__ import annotations
 
 import base64
+import copy
 import gzip
 import json
 
 import pytest
 
 from dr.exporters.kubernetes import helm_releases
-from dr.exporters.kubernetes.cleaning import differences, normalized, strip_runtime
+from dr.exporters.kubernetes.cleaning import differences, for_create, normalized, strip_runtime
 from dr.exporters.kubernetes.connecting import parse_destination
 from dr.exporters.kubernetes.ordering import RULES, TypeInfo, levels
 from dr.exporters.kubernetes.remapping import Remap, RemapError
@@ -204,6 +205,28 @@ def test_include_status_keeps_status_in_the_backup_but_never_in_what_is_created(
     kept = strip_runtime(dict(obj), include_status=True)
     assert kept["status"] == obj["status"]
     assert "status" not in normalized(rtype, kept)
+
+
+def test_the_body_to_create_and_the_comparison_form_leave_the_backed_up_object_as_it_was():
+    """for_create copies only what stripping changes (no deep copy per restored object): the
+    object itself, kept for a webhook's retry, must not lose a field, an annotation or an owner's uid."""
+    cert = ResourceType("cert-manager.io", "v1", "certificates", "Certificate", True)
+    svc = ResourceType("", "v1", "services", "Service", True)
+    owner = {"apiVersion": "v1", "kind": "Secret", "name": "ca", "uid": "u-1"}
+    objects = [(cert, {"apiVersion": "cert-manager.io/v1", "kind": "Certificate", "status": {"ready": True},
+                       "metadata": {"name": "c", "namespace": "ml", "uid": "x", "resourceVersion": "7",
+                                    "ownerReferences": [owner],
+                                    "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}"}},
+                       "spec": {"secretName": "s"}}),
+               (svc, {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "db", "namespace": "ml"},
+                      "spec": {"clusterIP": "10.0.0.7", "ports": [{"port": 5432}]}})]
+    for rtype, obj in objects:
+        before = copy.deepcopy(obj)
+        body, form = for_create(rtype, obj), normalized(rtype, obj)
+        assert obj == before, rtype
+        assert "status" not in body and "uid" not in body["metadata"] and "clusterIP" not in body["spec"]
+        assert all("uid" not in ref for ref in form["metadata"].get("ownerReferences", []))
+    assert objects[0][1]["metadata"]["ownerReferences"] == [owner] and owner["uid"] == "u-1"
 
 
 def test_the_continue_token_is_read_from_the_head_of_a_list_only_when_certain():

@@ -17,7 +17,7 @@ from dr.model.artifacts import Artifact, Dependency, Sensitivity
 from dr.model.plan_loading import load_plan
 from dr.model.recovery import (BLOCKED, CREDENTIALS, DR_IMAGE, KEY, OK, REMAPPED, TARGET, UNKNOWN, VERDICTS, Evidence,
                                Placements, RecoveryJudge, UnknownDomain, Verdict, copies_of, essentials,
-                               judge_essentials, normalize, scenario, worst)
+                               judge_essentials, normalize, scenario, service_facts, worst)
 from dr.repository import layout
 from dr.repository.catalogs import read_catalog
 from dr.restore.planning import plan_restore
@@ -131,6 +131,51 @@ def test_placed_nowhere_is_unknown_unless_the_snapshot_brings_it_back(plan):
                        chunks=["s"], meta={"provides": [secret]})]
     j = _judge(plan, [], copies, survive=False).judge(secret)  # not placed: the snapshot's copy is enough
     assert (j.verdict, j.copy.artifact) == (OK, "platform-k8s/secrets/training")
+
+
+def _service(name, fact):
+    """A backed-up Service providing its DNS name, with what lies behind it."""
+    return Artifact("platform-k8s", "kubernetes", "services", name, 1, Sensitivity.INTERNAL, chunks=["s"],
+                    dependencies=[Dependency(fact, name, f"Service/{name}: Deployment ml/x")], meta={"provides": [name]})
+
+
+def _judge_services(plan, artifacts, failed=("train-eu1",)):
+    copies = copies_of(artifacts)
+    facts = service_facts((d.kind, d.reference, d.detail) for a in artifacts for d in a.dependencies)
+    return RecoveryJudge(Evidence(plan, copies, lambda c: True, services=facts), scenario(plan.domains, failed).lost, True)
+
+
+def test_a_url_to_a_service_is_judged_as_the_service(plan):
+    stateful = _judge_services(plan, [_service("db.ml.svc.cluster.local", "service-state")])
+    for url in ("postgresql://***@db.ml.svc:5432/app", "grpc://db.ml.svc.cluster.local:50051", "http://db.ml.svc"):
+        j = stateful.judge(url)
+        assert (j.verdict, j.placement.domain) == (BLOCKED, "train-eu1") and "state behind service" in j.note, url
+    stateless = _judge_services(plan, [_service("cache.ml.svc.cluster.local", "service-stateless")])
+    j = stateless.judge("redis://cache.ml:6379/0")  # <svc>.<ns>: the snapshot holds that Service
+    assert j.verdict == REMAPPED and j.note.startswith("recreated by the restore"), j
+    # without the Service, `cache.ml` may be any outside host: placed nowhere, as before
+    assert _judge_services(plan, []).judge("redis://cache.ml:6379/0").verdict == UNKNOWN
+    # a Service the snapshot lacks: the Service name's verdict (placed by `*.svc.cluster.local`)
+    assert _judge_services(plan, []).judge("http://ghost.ml.svc:8080/q").verdict == BLOCKED
+
+
+def test_a_url_the_snapshot_provides_itself_keeps_its_copy(plan):
+    """An in-cluster git server's bundle brings back its remote, whatever lies behind the Service."""
+    bundle = _artifact("infra", provides=[W.GITEA_UNCOPIED])
+    judge = _judge_services(plan, [bundle, _service("git.gitea.svc.cluster.local", "service-state")])
+    j = judge.judge(W.GITEA_UNCOPIED)
+    assert (j.verdict, j.copy.artifact, j.note) == (REMAPPED, "platform-git/repository/infra", "")
+    assert judge.judge("https://git.gitea.svc.cluster.local/other/repo.git").verdict == BLOCKED  # not bundled
+
+
+def test_a_url_to_a_service_only_the_plan_places_keeps_its_placement(tmp_path):
+    url = "http://queue.ml.svc:8080/jobs"
+    plan = _plan(tmp_path, placement_rules=[], locations=[
+        {"name": "queue", "domain": "us-east-1", "kind": "http", "prefixes": ["http://queue.ml.svc:8080/"]}])
+    j = _judge_services(plan, [], failed=("eu-west-1",)).judge(url)
+    assert (j.verdict, j.placement.location) == (OK, "queue")
+    j = _judge_services(plan, [], failed=("us-east-1",)).judge(url)
+    assert (j.verdict, j.placement.domain) == (BLOCKED, "us-east-1")
 
 
 def test_evidence_places_each_reference_and_checks_each_copy_once_for_every_scenario(plan):

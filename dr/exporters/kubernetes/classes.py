@@ -16,7 +16,9 @@ goes wrong and the fixes:
                                   (a `storage-class:<old>` remap points the claims elsewhere)
   ingress-class    IngressClass   no ingress controller serves the Ingress
 
-The audit does not call such a reference "unknown location" (dr.audit.judging): the class is an
+CLASSES is the one declaration of these kinds: the scan reads the pod spec fields and built-in
+names from it, and the exporter declares its keys as the contract's `checked_kinds`, so the
+audit (dr.audit.judging) does not call such a reference "unknown location": the class is an
 object the recovery cluster must have, not a place, and this finding says so.
 """
 
@@ -39,14 +41,22 @@ class ClassKind:
     key: tuple[str, str]  # (group, plural) of the class objects
     consequence: str
     remap: str = ""  # the restore remap kind that points referrers at another class
+    pod_field: str = ""  # the pod spec field that names one (scanning.py reads it there)
+    built_in: frozenset[str] = frozenset()  # names every API server creates: never recorded
+
+    def reference(self, name: str) -> str:
+        """The dependency's reference, as the backup's class objects provide it: `priorityclass:<name>`."""
+        return f"{self.kind.lower()}:{name}"
 
 
 _REJECTED = "admission rejects its pods ({why}): the workload never runs, in the source and after a restore"
 CLASSES: dict[str, ClassKind] = {
     "priority-class": ClassKind("PriorityClass", ("scheduling.k8s.io", "priorityclasses"),
-                                _REJECTED.format(why="no PriorityClass with that name")),
+                                _REJECTED.format(why="no PriorityClass with that name"),
+                                pod_field="priorityClassName",
+                                built_in=frozenset({"system-cluster-critical", "system-node-critical"})),
     "runtime-class": ClassKind("RuntimeClass", ("node.k8s.io", "runtimeclasses"),
-                               _REJECTED.format(why="RuntimeClass not found")),
+                               _REJECTED.format(why="RuntimeClass not found"), pod_field="runtimeClassName"),
     "storage-class": ClassKind("StorageClass", ("storage.k8s.io", "storageclasses"),
                                "no provisioner binds the claim: it stays Pending, and so does every pod that "
                                "mounts it", remap="storage-class"),

@@ -98,12 +98,30 @@ def strip_assigned(rtype: ResourceType, obj: dict) -> dict:
     return obj
 
 
+# Types with ASSIGNED fields (or a Job's generated selector) lose nested fields before create.
+_ASSIGNED_TYPES = frozenset((group, plural) for group, plural, _, _ in ASSIGNED) | {("batch", "jobs")}
+
+
 def for_create(rtype: ResourceType, obj: dict) -> dict:
-    """The body sent to the destination: no runtime fields, no assigned fields, no status."""
-    body = strip_assigned(rtype, strip_runtime(copy.deepcopy(obj)))
+    """The body sent to the destination: no runtime fields, no assigned fields, no status.
+    `obj` is left as it was."""
+    body = strip_assigned(rtype, strip_runtime(_copy_to_strip(rtype, obj)))
     if _headless(obj):
         body["spec"]["clusterIP"] = "None"  # headless is configuration, not an allocation
     return body
+
+
+def _copy_to_strip(rtype: ResourceType, obj: dict) -> dict:
+    """A copy of `obj` that stripping may change: the dicts strip_runtime changes (the object,
+    its metadata and annotations; ownerReferences it replaces), or, for a type with assigned
+    fields, all of it. A restore creates every object once; a deep copy of each cost about as
+    much CPU as the client's own serialization of it."""
+    if rtype.key in _ASSIGNED_TYPES:
+        return copy.deepcopy(obj)
+    meta = dict(obj.get("metadata") or {})
+    if isinstance(meta.get("annotations"), dict):
+        meta["annotations"] = dict(meta["annotations"])
+    return {**obj, "metadata": meta}
 
 
 def _headless(obj: dict) -> bool:
@@ -114,8 +132,8 @@ def normalized(rtype: ResourceType, obj: dict) -> dict:
     """The comparison form (see the module docstring); ownerReference uids differ by cluster."""
     body = for_create(rtype, obj)
     meta = body.get("metadata") or {}
-    for ref in meta.get("ownerReferences") or []:
-        ref.pop("uid", None)
+    if meta.get("ownerReferences"):  # new dicts: the references are shared with `obj`
+        meta["ownerReferences"] = [{k: v for k, v in ref.items() if k != "uid"} for ref in meta["ownerReferences"]]
     _drop_empty(meta, "labels", "annotations", "finalizers")
     return body
 

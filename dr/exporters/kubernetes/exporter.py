@@ -11,6 +11,7 @@ from dr.exporters.contract import (ArtifactSink, ContentReader, Destination, Dis
                                    NoDestination, Ordering, Outcome, OutcomeStatus, RestoreRequest, Rewriter,
                                    RunNeeds)
 from dr.exporters.kubernetes.batches import KIND, SCANNED_KIND
+from dr.exporters.kubernetes.classes import CLASSES
 from dr.exporters.kubernetes.connecting import api_client, dynamic_client, parse_destination
 from dr.exporters.kubernetes.deploying import run_needs
 from dr.exporters.kubernetes.exporting import Export
@@ -29,6 +30,7 @@ class KubernetesExporter(Exporter):
     contract_version = 2
     remap_kinds = REMAP_KINDS
     restore_options = RESTORE_OPTIONS
+    checked_kinds = frozenset(CLASSES)  # the backup's class-missing finding reports them
     ordering = Ordering(frozenset({"cluster-objects"}))
 
     def destinations(self, artifacts: list[Artifact], rewrite: Rewriter) -> list[Destination]:

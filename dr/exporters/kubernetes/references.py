@@ -8,8 +8,9 @@ string may name something a restore needs from outside the cluster:
   <svc>.<ns>.svc[.<domain>]   a Service's DNS name alone: recorded as `<svc>.<ns>.svc.cluster.local`,
                               the name a backed-up Service provides (listing._provides), so it
                               resolves to that object when the snapshot holds it; inside a URL,
-                              the URL is the dependency (one problem, counted once) and its
-                              detail says which Service it resolves to
+                              the URL is the dependency (one problem, counted once), its
+                              detail says which Service it resolves to, and the verdict engine
+                              judges it as that Service (dr.model.recovery.services)
   arn:aws:<service>:<region>:...
                               an AWS resource's ARN in any field (a StorageClass's kmsKeyId, a
                               role, a secret): kms, secret-store (secretsmanager, ssm),
@@ -30,6 +31,7 @@ import re
 from typing import Iterable, Iterator
 from urllib.parse import urlsplit
 
+from dr.model.recovery.services import SERVICE_DNS, service_dns
 from dr.model.redaction import redact
 
 # Scheme -> dependency kind. Schemes not listed (and not ignored) are recorded as "endpoint".
@@ -48,8 +50,7 @@ IGNORED_SCHEMES = frozenset({"file", "unix", "local", "data", "urn", "about", "m
 
 _URL = re.compile(r"(?<![\w+.-])([a-zA-Z][a-zA-Z0-9+.-]{0,15})://([^\s\"'<>`\\|{}^]+)")
 _SCP_GIT = re.compile(r"(?<![\w.-])git@([\w.-]+\.[\w-]+|[\w-]+):([\w.~/-]+)")
-_SERVICE_DNS = re.compile(r"(?<![\w.-])([a-z0-9](?:[-a-z0-9]*[a-z0-9])?)\.([a-z0-9](?:[-a-z0-9]*[a-z0-9])?)"
-                          r"\.svc(?:\.[a-z0-9-]+)*(?![\w-])")
+_SERVICE_DNS = re.compile(rf"(?<![\w.-]){SERVICE_DNS}(?![\w-])")
 _BARE_HOST = re.compile(r"(?<![\w.@/:-])([a-zA-Z0-9](?:[-a-zA-Z0-9]*[a-zA-Z0-9])?(?:\.[-a-zA-Z0-9]+)+)"
                         r"(:\d{1,5})?(/[^\s\"'<>`\\,;]*)?")
 _ARN = re.compile(r"(?<![\w-])arn:aws[\w-]*:([\w-]+):[\w-]*:(?:\d*|aws):[^\s\"'<>`\\,;]+")
@@ -72,11 +73,7 @@ def url_kind(scheme: str, rest: str) -> str | None:
 def service_ref(host: str) -> str | None:
     """`<name>.<ns>.svc.cluster.local` for a Service DNS name (`<name>.<ns>.svc[...]`), else None."""
     match = _SERVICE_DNS.fullmatch(host.lower())
-    return _service_name(match) if match else None
-
-
-def _service_name(match: re.Match) -> str:
-    return f"{match.group(1)}.{match.group(2)}.svc.cluster.local"
+    return service_dns(match) if match else None
 
 
 class HostPatterns:
@@ -114,7 +111,7 @@ def find(text: str, hosts: HostPatterns) -> Iterator[tuple[str, str, str]]:
     if ".svc" in text:
         for match in _SERVICE_DNS.finditer(text):
             if not _inside(match.start(), spans):
-                yield "service", _service_name(match), ""
+                yield "service", service_dns(match), ""
     if "arn:" in text or "keyRings/" in text:
         yield from _cloud_keys(text, spans)
     if hosts and "." in text:

@@ -10,10 +10,11 @@ order, without connecting to any cluster.
 from __future__ import annotations
 
 import json
+import queue
 import shutil
 import tempfile
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable, Iterable, Iterator
 
 from dr.exporters.contract import ContentReader, Outcome, OutcomeStatus, RestoreRequest
@@ -31,16 +32,20 @@ from dr.model.artifacts import Artifact
 
 
 def bounded(pool: ThreadPoolExecutor, fn: Callable, items: Iterable, limit: int) -> Iterator:
-    """fn(*item) for every item on `pool`, at most `limit` in flight; results as they finish."""
-    pending: set[Future] = set()
+    """fn(*item) for every item on `pool`, at most `limit` in flight; results as they finish.
+
+    Each future puts itself on a queue when done (one callback), rather than waiting on every
+    pending future for each item (concurrent.futures.wait installs a waiter on all of them)."""
+    finished: queue.SimpleQueue[Future] = queue.SimpleQueue()
+    in_flight = 0
     for item in items:
-        if len(pending) >= limit:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            yield from (f.result() for f in done)
-        pending.add(pool.submit(fn, *item))
-    while pending:
-        done, pending = wait(pending, return_when=FIRST_COMPLETED)
-        yield from (f.result() for f in done)
+        if in_flight >= limit:
+            yield finished.get().result()
+            in_flight -= 1
+        pool.submit(fn, *item).add_done_callback(finished.put)
+        in_flight += 1
+    for _ in range(in_flight):
+        yield finished.get().result()
 
 
 class Restore:

@@ -33,14 +33,14 @@ from functools import lru_cache
 from typing import Any, Iterable, Iterator
 
 from dr.exporters.kubernetes import references
+from dr.exporters.kubernetes.classes import CLASSES
 from dr.exporters.kubernetes.wellknown import known_fields
 from dr.model.artifacts import Dependency
 from dr.model.locations import canonical_image
 
 CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
-# Class names a pod spec holds (checked by classes.py), and the ones every API server creates.
-POD_CLASSES = (("priorityClassName", "priority-class"), ("runtimeClassName", "runtime-class"))
-BUILT_IN_CLASSES = {"priority-class": frozenset({"system-cluster-critical", "system-node-critical"})}
+# Class names a pod spec holds, as classes.py declares them (which also checks them).
+POD_CLASSES = tuple((known.pod_field, kind, known) for kind, known in CLASSES.items() if known.pod_field)
 INGRESS_CLASS_ANNOTATION = "kubernetes.io/ingress.class"
 # Where the walk does not go, and why: Secret values are secret (and base64), binaryData is not
 # text, and a CRD's schema is documentation (its conversion webhook is read apart).
@@ -198,10 +198,10 @@ class Scanner:
         for index, volume in enumerate(spec.get("volumes") or []):
             if isinstance(volume, dict):
                 yield from self._volume_refs(volume, parts + ("volumes", index), namespace, where)
-        for field, kind in POD_CLASSES:
+        for field, kind, known in POD_CLASSES:
             name = spec.get(field)
-            if isinstance(name, str) and name and name not in BUILT_IN_CLASSES.get(kind, ()):
-                yield Dependency(kind, f"{kind.replace('-', '')}:{name}", f"{where} {_path(parts + (field,))}")
+            if isinstance(name, str) and name and name not in known.built_in:
+                yield Dependency(kind, known.reference(name), f"{where} {_path(parts + (field,))}")
 
     @staticmethod
     def _container_refs(container: dict, at: tuple, namespace: str, where: str) -> Iterator[Dependency]:
@@ -235,7 +235,7 @@ class Scanner:
     def _shapes(node: dict, parts: tuple, where: str) -> Iterator[Dependency]:
         storage_class = node.get("storageClassName")
         if isinstance(storage_class, str) and storage_class:
-            yield Dependency("storage-class", f"storageclass:{storage_class}",
+            yield Dependency("storage-class", CLASSES["storage-class"].reference(storage_class),
                              f"{where} {_path(parts + ('storageClassName',))}")
         if isinstance(node.get("clientConfig"), dict):
             yield from _webhook(node["clientConfig"], parts + ("clientConfig",), where)
@@ -274,7 +274,7 @@ def _ingress_class(ingress: dict, where: str) -> Iterator[Dependency]:
         name = ((ingress.get("metadata") or {}).get("annotations") or {}).get(INGRESS_CLASS_ANNOTATION)
         at = ("metadata", "annotations", INGRESS_CLASS_ANNOTATION)
     if isinstance(name, str) and name:
-        yield Dependency("ingress-class", f"ingressclass:{name}", f"{where} {_path(at)}")
+        yield Dependency("ingress-class", CLASSES["ingress-class"].reference(name), f"{where} {_path(at)}")
 
 
 def _ref(kind: str, namespace: str, name: str, where: str, at: tuple) -> Dependency:

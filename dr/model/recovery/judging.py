@@ -16,7 +16,7 @@ from dr.model.locations import Placement
 from dr.model.plans import Plan
 from dr.model.recovery.copies import Copy, normalize
 from dr.model.recovery.scenarios import placement_lost
-from dr.model.recovery.services import behind
+from dr.model.recovery.services import behind, service_in_url
 from dr.model.recovery.verdicts import BLOCKED, OK, REMAPPED, UNKNOWN, Verdict
 
 
@@ -81,6 +81,22 @@ class Evidence:
             return None, f"the copy in {found[0].artifact} is missing blobs (run dr verify --read-data)"
         return None, ""
 
+    def judged_as(self, reference: str) -> str:
+        """The reference whose placement and copies decide: a URL to a Service is judged as the
+        Service's name (services.service_in_url), unless the snapshot provides the URL itself or
+        nothing but the URL is placed."""
+        service = service_in_url(reference, self._known_service)
+        if service is None or normalize(reference) in self.copies:
+            return reference
+        if self.placements.place(service).domain is None and not self._known_service(service) \
+                and self.placements.place(reference).domain is not None:
+            return reference
+        return service
+
+    def _known_service(self, name: str) -> bool:
+        """Whether the snapshot holds the Service of that DNS name (a copy, or what lies behind it)."""
+        return name in self.copies or name in self.services
+
 
 @dataclass(frozen=True)
 class Judgement:
@@ -112,7 +128,8 @@ class RecoveryJudge:
         return placement_lost(placement, self.lost, self.lost_locations)
 
     def judge(self, reference: str) -> Judgement:
-        return behind(self._judge(reference), reference, self.evidence.services)
+        subject = self.evidence.judged_as(reference)
+        return behind(self._judge(subject), subject, self.evidence.services)
 
     def _judge(self, reference: str) -> Judgement:
         placement = self.placements.place(reference)
