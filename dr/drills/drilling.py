@@ -35,6 +35,7 @@ from dr.repository.targets import open_target
 from dr.restore import Prepared, RestoreRun, prepare, run_plan_restore
 from dr.restore.destinations import scratch_destinations
 from dr.restore.planning import planning_exporters
+from dr.restore.restoring import record_sealer
 from dr.restore.executing import Event
 
 
@@ -111,10 +112,17 @@ def _record(plan: Plan, prepared: Prepared, run: RestoreRun, report, checks: lis
         "rto_estimate": prepared.estimate.to_json(),
         "audit": _audit_summary(report),
         "restore": {"restore_id": run.restore_id, "destinations": dict(rp.destinations),
-                    "steps": [r.to_json() for r in run.results]},
+                    "steps": _stored_steps(prepared, run)},
         "verify": {"steps": checks},
         **_result(len(rp.steps), verified, run),
     }
+
+
+def _stored_steps(prepared: Prepared, run: RestoreRun) -> list[dict[str, Any]]:
+    """The step results as the record stores them: failed items of secret steps sealed (4.1)."""
+    seal = record_sealer(prepared.plan)
+    secret = {s.name for s in prepared.restore_plan.steps if s.holds_secrets}
+    return [r.to_json(seal if r.name in secret else None) for r in run.results]
 
 
 def _audit_summary(report) -> dict[str, Any]:

@@ -172,3 +172,18 @@ def split_open(artifacts: Iterable[Artifact], identities: list[pyrage.x25519.Ide
 def require_open(artifacts: Iterable[Artifact], identities: list[pyrage.x25519.Identity]) -> list[Artifact]:
     """The artifacts unsealed, or EncryptionError."""
     return [unseal(a, identities) for a in artifacts]
+
+
+def seal_json(value: Any, recipients: list[pyrage.x25519.Recipient]) -> str:
+    """A JSON value as base64 age ciphertext to the recipients: what a record stored beside the
+    snapshots (a restore journal, a drill record) holds instead of names that may be secret."""
+    body = json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+    return base64.b64encode(encryption.encrypt(body, recipients)).decode()
+
+
+def unseal_json(text: str, identities: list[pyrage.x25519.Identity]) -> Any:
+    """seal_json's value back (EncryptionError without a key that opens it, or damaged text)."""
+    try:
+        return json.loads(encryption.decrypt(base64.b64decode(text, validate=True), identities))
+    except (TypeError, ValueError, binascii.Error):
+        raise encryption.EncryptionError("a sealed record field is not sealed JSON: damaged or hostile") from None

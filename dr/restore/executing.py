@@ -111,7 +111,7 @@ def execute(restore_plan: RestorePlan, run_step: Callable[[Step], StepResult], *
 
     def finish(step: Step, result: StepResult) -> None:
         if journal is not None and not result.earlier:
-            fields = {k: v for k, v in result.to_json().items() if k != "earlier"}
+            fields = {k: v for k, v in result.to_json(journal.seal if step.holds_secrets else None).items() if k != "earlier"}
             journal.put(step.name, {"record": STEP, "run": run, "step_seq": step.seq, **fields})
         results[step.name] = result
         on_event("end", step, result)

@@ -18,7 +18,7 @@ import os
 import socket
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from dr.repository import journals as journal_format
 from dr.repository.journals import END, PLAN, RUN, STEP, new_restore_id
@@ -75,8 +75,10 @@ class Journal:
 class JournalWriter:
     """Appends records to one journal; safe to call from the threads of one level."""
 
-    def __init__(self, repo: Repository, restore_id: str, next_seq: int):
-        self.repo, self.restore_id = repo, restore_id
+    def __init__(self, repo: Repository, restore_id: str, next_seq: int, seal: Callable[[Any], str] | None = None):
+        """seal: what step records' failed items are sealed with (names.seal_json to the plan's
+        recipients); None when the plan has none, so no secret can have been restored."""
+        self.repo, self.restore_id, self.seal = repo, restore_id, seal
         self._seq = next_seq
         self._lock = threading.Lock()
 
@@ -90,9 +92,10 @@ class JournalWriter:
                                "this one stops") from None
 
 
-def start_journal(repo: Repository, header: dict[str, Any], restore_id: str | None = None) -> tuple[Journal, JournalWriter]:
+def start_journal(repo: Repository, header: dict[str, Any], restore_id: str | None = None,
+                  seal: Callable[[Any], str] | None = None) -> tuple[Journal, JournalWriter]:
     restore_id = restore_id or new_restore_id()
-    writer = JournalWriter(repo, restore_id, 0)
+    writer = JournalWriter(repo, restore_id, 0, seal)
     record = writer.put(PLAN, {"record": PLAN, "host": socket.gethostname(), "pid": os.getpid(), **header})
     return Journal(restore_id, record, [record]), writer
 

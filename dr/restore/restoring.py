@@ -26,7 +26,7 @@ from dr.model.artifacts import Artifact
 from dr.model.plans import Plan, TargetSpec
 from dr.model.recovery import is_lost, lost_domains
 from dr.model.snapshots import Snapshot
-from dr.repository import names
+from dr.repository import encryption, names
 from dr.repository.catalogs import read_catalog
 from dr.repository.reading import ArtifactReader
 from dr.repository.repositories import Repository
@@ -101,6 +101,15 @@ class RestoreRun:
                 "finished": self.finished, "damage": self.damage, "steps": [r.to_json() for r in self.results]}
 
 
+def record_sealer(plan: Plan) -> Callable[[Any], str] | None:
+    """What stored records seal names with: the plan's recipients (docs/format.md 4.1)."""
+    recipients = plan.spec.encryption.recipients
+    if not recipients:
+        return None
+    parsed = encryption.parse_recipients(recipients)
+    return lambda value: names.seal_json(value, parsed)
+
+
 def journal_identity(prepared: Prepared, purpose: str) -> dict[str, Any]:
     """What makes two restores the same restore (a resumption continues it)."""
     rp = prepared.restore_plan
@@ -136,10 +145,10 @@ def run_plan_restore(prepared: Prepared, registry: Registry, *,
                      log: Callable[[str], None] = lambda m: None) -> RestoreRun:
     journal = open_journal(prepared, resume=resume, new=new, purpose=purpose)
     if journal is None:
-        journal, writer = start_journal(prepared.repo, _header(prepared, purpose))
+        journal, writer = start_journal(prepared.repo, _header(prepared, purpose), seal=record_sealer(prepared.plan))
         resumed = False
     else:
-        writer = JournalWriter(prepared.repo, journal.restore_id, journal.next_seq)
+        writer = JournalWriter(prepared.repo, journal.restore_id, journal.next_seq, record_sealer(prepared.plan))
         resumed = True
     _check_steps(journal, prepared)
     earlier = journal.succeeded()

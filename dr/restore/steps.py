@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, Callable
 
 from dr.exporters.contract import Exporter, Outcome
-from dr.model.artifacts import Artifact
+from dr.model.artifacts import Artifact, Sensitivity
 from dr.model.recovery import BLOCKED, Verdict, worst
 from dr.restore.ordering_rules import IMAGE_KINDS, SECRET_STORE_KINDS, WORKLOAD_DEPENDENCY_KINDS
 
@@ -109,6 +109,12 @@ class Step:
         return {a.kind for a in self.artifacts}
 
     @property
+    def holds_secrets(self) -> bool:
+        """Whether an item of this step may be named after a secret (its names are sealed in the
+        catalog, docs/format.md 8.1): stored records then seal its failed items."""
+        return any(a.sensitivity == Sensitivity.SECRET for a in self.artifacts)
+
+    @property
     def roles(self) -> frozenset[str]:
         return self.instance.ordering.roles if self.instance is not None else frozenset()
 
@@ -182,8 +188,19 @@ class StepResult:
             out[outcome.status.value] = out.get(outcome.status.value, 0) + 1
         return out
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, seal: Callable[[Any], str] | None = None) -> dict[str, Any]:
+        """With `seal` (a stored record: the journal, a drill record), the failed items, which
+        may name secrets, are sealed, and a reason that names them gives counts only."""
         failed = [o.to_json() for o in self.outcomes if o.failed]
-        return {"step": self.name, "status": self.status, "reason": self.reason, "counts": self.counts(),
-                "failed_items": failed[:50], "failed_items_total": len(failed),
-                "seconds": round(self.seconds, 3), "forced": self.forced, "earlier": self.earlier}
+        items: dict[str, Any] = {"failed_items": failed[:50]}
+        reason = self.reason
+        if seal is not None and failed:
+            items = {"failed_items": [], "failed_items_sealed": seal(failed[:50])}
+            reason = self._counted() if any(o["item"] in reason for o in failed) else reason
+        return {"step": self.name, "status": self.status, "reason": reason, "counts": self.counts(), **items,
+                "failed_items_total": len(failed), "seconds": round(self.seconds, 3), "forced": self.forced,
+                "earlier": self.earlier}
+
+    def _counted(self) -> str:
+        counts = ", ".join(f"{n} {status}" for status, n in sorted(self.counts().items()))
+        return f"{counts}; the failed items' names and reasons are sealed (failed_items_sealed)"
