@@ -22,7 +22,7 @@ from dr.audit.backup_findings import READINESS, backup_findings, readiness_count
 from dr.audit.credentials import circular_findings
 from dr.audit.coverage import ExporterLookup, HeldIdentities, coverage_findings
 from dr.audit.essentials import judge_scenario, unknown_findings
-from dr.audit.failed_copies import failed_run_copies
+from dr.audit.failed_copies import FailedRunCopies
 from dr.audit.spot_saves import spot_save_findings
 from dr.audit.findings import WARNING, Finding
 from dr.audit.gathering import DependencyIndex, gather
@@ -66,7 +66,8 @@ def run_audit(plan: Plan, repo: Repository, target: TargetSpec, scenarios: list[
     any_of = AnyOfNeeds(exporters)
     name_key = names.plan_name_key(plan.spec.encryption.recipients)
     if snapshot:
-        records = _audited_records(repo, snapshots, snapshot, snapshot_ref)
+        held_back: list[dict[str, Any]] = []  # the failed runs' lines, judged from older good backups
+        records = _audited_records(repo, snapshots, snapshot, snapshot_ref, held_back)
         records = any_of.record(held.record(records) if live is not None else records)
         index = gather(records, plan.spec.dr_image, name_key)
     else:
@@ -101,10 +102,8 @@ def run_audit(plan: Plan, repo: Repository, target: TargetSpec, scenarios: list[
         results.append(ScenarioResult(scenario, count_verdicts(judged), judged, states))
     order = {s.name: i + 1 for i, s in enumerate(scenarios)}
     order[READINESS] = len(scenarios) + 1  # beside the failure scenarios, after them
-    if snapshot is not None and snapshot_ref == "latest":
-        failed = failed_run_copies(repo, snapshots, snapshot, plan.spec.dr_image, name_key)
-        if failed is not None:
-            failed.annotate(findings, index)
+    if snapshot is not None and held_back:
+        FailedRunCopies(snapshot, gather(held_back, plan.spec.dr_image, name_key)).annotate(findings, index)
     findings.sort(key=lambda f: (order.get(f.scenario or "", 0), *f.sort_key()))
     return AuditReport(plan.name, plan.path, now, strict, target.name,
                        _info(snapshot, target, repo, index), results, findings, plan.domains,
@@ -133,7 +132,7 @@ def _select(repo: Repository, snapshots: list[Snapshot], ref: str) -> Snapshot |
 
 
 def _audited_records(repo: Repository, snapshots: list[Snapshot], snapshot: Snapshot,
-                     ref: str) -> Iterable[dict[str, Any]]:
+                     ref: str, held_back: list[dict[str, Any]]) -> Iterable[dict[str, Any]]:
     """The catalog lines judged: the snapshot's; with `latest`, a source whose run failed there is
     judged from its newest good backup instead (docs/format.md section 9), the backup that
     `dr restore --source` would restore, its lines replacing what the failed run captured."""
@@ -146,9 +145,20 @@ def _audited_records(repo: Repository, snapshots: list[Snapshot], snapshot: Snap
     if not older:
         return lines
     moved = set().union(*(names for _, names in older.values()))
-    return chain(_lines_of(lines, lambda source: source not in moved),
+    return chain(_held_back(lines, moved, held_back),
                  *(_lines_of(read_catalog_records(repo, good.catalog), names.__contains__)
                    for good, names in older.values()))
+
+
+def _held_back(lines: Iterable[dict[str, Any]], moved: set[str],
+               held_back: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The lines of the sources not moved; the moved sources' lines go to held_back (the failed
+    runs' copies, dr.audit.failed_copies): one read of the catalog for both."""
+    for line in lines:
+        if line.get("source") in moved:
+            held_back.append(line)
+        else:
+            yield line
 
 
 def _lines_of(lines: Iterable[dict[str, Any]], wanted: Callable[[Any], bool]) -> Iterator[dict[str, Any]]:

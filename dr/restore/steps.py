@@ -190,13 +190,13 @@ class StepResult:
 
     def to_json(self, seal: Callable[[Any], str] | None = None) -> dict[str, Any]:
         """With `seal` (a stored record: the journal, a drill record), the failed items, which
-        may name secrets, are sealed, and a reason that names them gives counts only."""
+        may name secrets, are sealed, and the reason gives counts only."""
         failed = [o.to_json() for o in self.outcomes if o.failed]
         items: dict[str, Any] = {"failed_items": failed[:50]}
         reason = self.reason
         if seal is not None and failed:
             items = {"failed_items": [], "failed_items_sealed": seal(failed[:50])}
-            reason = self._counted() if any(o["item"] in reason for o in failed) else reason
+            reason = self._counted()  # a failure's reason may name the item, or quote its exception
         return {"step": self.name, "status": self.status, "reason": reason, "counts": self.counts(), **items,
                 "failed_items_total": len(failed), "seconds": round(self.seconds, 3), "forced": self.forced,
                 "earlier": self.earlier}

@@ -74,15 +74,25 @@ def _server_copy(proxy_url: str, bucket: str, files: dict) -> dict:
     return _copy(src, dst, [FileJob(n, n, len(b)) for n, b in files.items()], server_side=True)
 
 
-def test_server_side_copies_retry_each_request(staged, moto_endpoint, fault_proxy, monkeypatch):
-    monkeypatch.setattr(s3writing, "COPY_OBJECT_LIMIT", MIB)  # stands for S3's 5 GiB: big.distcp in parts
-    monkeypatch.setattr(s3writing, "COPY_PART", 5 * MIB)
+def _every_other_head_of(name: str):
+    """A fault on every other HEAD of one object (source or copy): no request fails twice in a
+    row, but every attempt of a copy that retried all its requests together meets one."""
+    heads = []
+
+    def only(method: str, path: str) -> bool:
+        if method != "HEAD" or not path.endswith("/" + name):
+            return False
+        heads.append(path)
+        return len(heads) % 2 == 1
+    return only
+
+
+def test_server_side_copies_retry_each_request(staged, moto_endpoint, fault_proxy):
     bucket, files = staged
-    # a third of the requests fail: retrying whole copies (3+ requests each, 5 attempts) gives up
-    # on about one file in nine; per request, on one request in 240 (then one copy in about 80)
-    proxy = fault_proxy(moto_endpoint, rate=0.2, seed=5, faults=("slowdown", "reset_response"))
+    proxy = fault_proxy(moto_endpoint, rate=1.0, faults=("slowdown",), only=_every_other_head_of("__0_7.distcp"))
     shas = _server_copy(proxy.url, bucket, files)
-    assert proxy.injected >= 20, proxy.counts
+    # the copy's two HEADs (source, then copy) each failed once: retried whole, the copy gave up
+    assert proxy.counts["slowdown"] >= 2, proxy.counts
     assert shas == {n: hashlib.sha256(b).hexdigest() for n, b in files.items()}
     assert bucket_files(moto_endpoint, bucket, "final") == files
 
