@@ -27,6 +27,7 @@ from dr.audit.spot_saves import spot_save_findings
 from dr.audit.findings import WARNING, Finding
 from dr.audit.gathering import DependencyIndex, gather
 from dr.audit.judging import DependencyJudge, count_verdicts
+from dr.audit.revealing import Revealer
 from dr.audit.staleness import stale_findings
 from dr.exporters.contract import Exporter
 from dr.model.locations import canonical_image
@@ -52,13 +53,16 @@ def choose_audited_target(plan: Plan, scenarios: list[Scenario], name: str | Non
 def run_audit(plan: Plan, repo: Repository, target: TargetSpec, scenarios: list[Scenario], *,
               snapshot_ref: str = "latest", strict: bool = False,
               now: datetime | None = None, live: ExporterLookup | None = None,
-              readiness: bool = False, exporters: Mapping[str, Exporter] | None = None) -> AuditReport:
+              readiness: bool = False, exporters: Mapping[str, Exporter] | None = None,
+              revealer: Revealer | None = None) -> AuditReport:
     """live: the exporter registry, to compare what the sources hold now with the snapshot
     (dr.audit.coverage); None (the default) runs no exporter at all. readiness: also list the
     readiness scenario (the exporters' go-live findings, dr.audit.backup_findings). exporters:
     source -> the exporter built from the plan (as restore planning builds them), asked for its
     any-of needs (contract v2 restore_needs, dr.audit.alternatives) and the kinds it checks at
-    backup time (checked_kinds); None: every dependency is judged on its own."""
+    backup time (checked_kinds); None: every dependency is judged on its own. revealer: learns
+    the names of the sealed lines it can open (dr audit --identity, dr.audit.revealing); the
+    verdicts are the same without it."""
     now = now or clock.now()  # the clock snapshot times are stamped with, as dr status measures
     snapshots = repo.snapshots()
     snapshot = _select(repo, snapshots, snapshot_ref)
@@ -69,6 +73,7 @@ def run_audit(plan: Plan, repo: Repository, target: TargetSpec, scenarios: list[
         held_back: list[dict[str, Any]] = []  # the failed runs' lines, judged from older good backups
         records = _audited_records(repo, snapshots, snapshot, snapshot_ref, held_back)
         records = any_of.record(held.record(records) if live is not None else records)
+        records = revealer.record(records) if revealer is not None else records
         index = gather(records, plan.spec.dr_image, name_key)
     else:
         index = DependencyIndex()

@@ -31,6 +31,8 @@ from dr.repository import encryption
 #: the stored identity of a secret artifact starts with it (docs/format.md 8.1)
 PREFIX = "hmac-sha256:"
 SEALED, SEALED_MAC, TOKEN, PROVIDES = "sealed", "sealed_mac", "change_token", "provides"
+#: a sealed body's meta member listing the names an exporter sealed outside the line (8.1)
+SEALED_NAMES = "sealed_names"
 #: meta members a sealed line keeps in plaintext: they name nothing (8.1)
 PLAIN = ("recipients", "sops", TOKEN)
 _INFO = b"dr name key v1"
@@ -122,15 +124,19 @@ def unseal(artifact: Artifact, identities: list[pyrage.x25519.Identity]) -> Arti
     sealed = artifact.meta.get(SEALED)
     if sealed is None:
         return artifact
-    where = f"{artifact.source}/{artifact.identity}"
+    body = open_body(sealed, identities, f"{artifact.source}/{artifact.identity}")
+    plain = {k: v for k, v in artifact.meta.items() if k not in (SEALED, SEALED_MAC)}
+    return replace(artifact, identity=body["identity"], meta={**plain, **body["meta"]})
+
+
+def open_body(sealed: Any, identities: list[pyrage.x25519.Identity], where: str) -> dict[str, Any]:
+    """A sealed line's body {identity, meta} (EncryptionError when no key opens it, or damaged)."""
     try:
         ciphertext = base64.b64decode(sealed, validate=True)
     except (TypeError, binascii.Error):
         raise encryption.EncryptionError(f"{where}: meta 'sealed' is not base64: the catalog is damaged or "
                                          "hostile") from None
-    body = _body(encryption.decrypt(ciphertext, identities), where)
-    plain = {k: v for k, v in artifact.meta.items() if k not in (SEALED, SEALED_MAC)}
-    return replace(artifact, identity=body["identity"], meta={**plain, **body["meta"]})
+    return _body(encryption.decrypt(ciphertext, identities), where)
 
 
 def _body(data: bytes, where: str) -> dict[str, Any]:

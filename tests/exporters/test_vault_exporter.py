@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 
 import pyrage
 import pytest
@@ -15,7 +16,7 @@ from dr.exporters.vault.connecting import VaultAuthFailed, VaultUnavailable
 from dr.exporters.vault.restoring import TOKEN_KEY, UNSEAL_KEY
 from dr.exporters.vault.snapshots import SnapshotDamaged
 from dr.model.artifacts import Sensitivity
-from dr.repository import encryption
+from dr.repository import encryption, names
 from tests.exporters.conftest import statuses
 from tests.exporters.cutting_proxy import CuttingProxy
 from tests.openbao import OpenBao, read_kv
@@ -294,6 +295,31 @@ def test_unseal_dependencies_name_kms_region_and_transit_vault(tmp_path):
         ("unseal-transit", "http://vault.vault.svc.cluster.local:8200/v1/transit/keys/autounseal")]
 
 
+def test_chosen_key_names_are_sealed_and_key_ids_and_aws_managed_aliases_kept():
+    """format.md 8.1 (dr.exporters.kit.key_names): what people chose is sealed, what is random
+    or names only an AWS service stays."""
+    from dr.exporters.vault.unsealing import unseal_dependencies
+
+    def refs(unseal):
+        sealed: list[str] = []
+        found = [d.reference for d in unseal_dependencies(VaultExporter.Options(
+            address="https://vault.example", auth={"method": "token", "token_env": "T"}, unseal=unseal),
+            seal=lambda name: f"<{name}>", sealed=sealed)]
+        return found, sealed
+
+    kms = "https://kms.us-east-1.amazonaws.com/"
+    awskms = {"type": "awskms", "region": "us-east-1"}
+    assert refs({**awskms, "key_id": "alias/payments-db"}) == ([kms + "<alias/payments-db>"], ["alias/payments-db"])
+    assert refs({**awskms, "key_id": "arn:aws:kms:us-east-1:111122223333:alias/payments-db"}) == (
+        [kms + "<arn:aws:kms:us-east-1:111122223333:alias/payments-db>"],
+        ["arn:aws:kms:us-east-1:111122223333:alias/payments-db"])
+    for kept in ("mrk-1234", "1234abcd-12ab-34cd-56ef-1234567890ab", "alias/aws/secretsmanager",
+                 "arn:aws:kms:us-east-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"):
+        assert refs({**awskms, "key_id": kept}) == ([kms + kept], [])
+    assert refs({"type": "transit", "address": "https://other-vault:8200", "key_name": "autounseal"}) == (
+        ["https://other-vault:8200/v1/transit/keys/<autounseal>"], ["autounseal"])
+
+
 @pytest.mark.parametrize("bad", [
     {"auth": {"method": "token"}},  # neither file nor env
     {"auth": {"method": "token", "token_env": "A", "token_file": "f"}},
@@ -363,6 +389,30 @@ def test_unreadable_unseal_key_is_a_finding_and_the_configured_region_is_kept(
         "https://kms.us-east-1.amazonaws.com/mrk-does-not-exist"]
     [finding] = [f for f in done.findings if f["code"] == "vault-unseal-key-unreadable"]
     assert finding["severity"] == "warning" and "NotFoundException" in finding["message"]
+
+
+def test_a_chosen_key_alias_is_sealed_in_the_snapshots_dependencies(harness, openbao_source, tmp_path, age_keys,
+                                                                      kms_keys):
+    """format.md 8.1: the snapshot is a secret artifact, and an alias is chosen by people (it may
+    say what the key protects), so its dependency names the alias by its keyed digest; the host
+    (the key's region) stays, and so does a key's id. The sealed meta lists the alias."""
+    import boto3
+
+    _, recipient = age_keys
+    alias = f"alias/unseal-canary-{uuid.uuid4().hex[:8]}"
+    kms = boto3.client("kms", region_name="us-east-1", endpoint_url=kms_keys["endpoint"])
+    kms.create_alias(AliasName=alias, TargetKeyId=kms_keys["single"])
+    opts = options(openbao_source, tmp_path, unseal=_awskms(alias, kms_keys["endpoint"]))
+    snap = backup(harness, opts, tmp_path, recipient).by_identity()[SNAPSHOT]
+    digest = names.keyed(names.plan_name_key([recipient]), f"name\x00{alias}")
+    assert [d.reference for d in snap.dependencies] == [f"https://kms.us-east-1.amazonaws.com/{digest}"]
+    assert snap.meta[names.SEALED_NAMES] == [alias]  # read back with the identity
+    missing = f"alias/missing-canary-{uuid.uuid4().hex[:8]}"
+    opts = options(openbao_source, tmp_path, unseal=_awskms(missing, kms_keys["endpoint"]))
+    done = backup(harness, opts, tmp_path, recipient)
+    [finding] = [f for f in done.findings if f["code"] == "vault-unseal-key-unreadable"]
+    assert missing not in json.dumps(finding) and "NotFoundException" in finding["message"]
+    assert "hmac-sha256:" in finding["message"]
 
 
 def test_record_lists_every_folder_and_policy_read_a_few_at_once(harness, openbao_source, tmp_path, age_keys):

@@ -24,6 +24,7 @@ from typing import Iterator
 
 from dr.exporters.contract import (AWS_CREDENTIALS, AnyOf, ArtifactSink, ContentReader, Destination, Discovered, Exporter,
                                    Ordering, Outcome, OutcomeStatus, RestoreRequest, Rewriter, RunNeeds)
+from dr.exporters.kit.key_names import SEALED_NAMES
 from dr.exporters.secretsmanager.listing import (DEFAULT_KEY, SecretsManagerOptions, SecretsManagerUnavailable,
                                                  aws_errors, client, client_error, current_version, encode_value,
                                                  metadata, read_value, region_of, render, selected, value_arguments)
@@ -79,11 +80,13 @@ class SecretsManagerExporter(Exporter):
         secret opens, so they are sealed and encrypted as a value is (format.md 8.1)."""
         content = render(record)
         arn = record["ARN"]
+        sealed: list[str] = []  # the names sealed in the dependencies, for dr audit --identity
+        deps = dependencies(record, DEFAULT_KEY, self.context.seal_name, sealed)
         meta = {"arn": arn, "region": region_of(arn), "kms_key": record["KmsKeyId"],
                 "replica_regions": [r["Region"] for r in record["ReplicationStatus"]],
-                "rotation_enabled": bool(record.get("RotationEnabled"))}
+                "rotation_enabled": bool(record.get("RotationEnabled")), SEALED_NAMES: sealed}
         return sink.write(META, record["Name"], content, sensitivity=Sensitivity.SECRET, meta=meta,
-                          dependencies=dependencies(record, DEFAULT_KEY, self.context.seal_name),
+                          dependencies=deps,
                           change_token="sha256:" + hashlib.sha256(content).hexdigest())
 
     def _write_value(self, sink: ArtifactSink, sm, record: dict, stored: Artifact) -> None:

@@ -5,8 +5,11 @@ a KMS key of that region decrypts it (KmsKeyId; a replica has its own). So a sec
 regional failure when any one region's copy survives, and that copy is readable only while
 its key does. The metadata record's dependencies say so, one per region:
   secretsmanager-secret     https://secretsmanager.<region>.amazonaws.com/<sealed name>
-  secretsmanager-kms-key    https://kms.<region>.amazonaws.com/<key id or alias>
-(<sealed name>: the name's keyed digest, format.md 8.1: the record is a secret artifact.)
+  secretsmanager-kms-key    https://kms.<region>.amazonaws.com/<key id, or a chosen alias sealed>
+(<sealed name>: the name's keyed digest, format.md 8.1: the record is a secret artifact; a key
+chosen by alias is sealed the same way, dr.exporters.kit.key_names, since a per-secret key's alias
+often repeats the secret's name. The plaintext names go into the record's sealed meta
+`sealed_names`, for `dr audit --identity`.)
 Regional endpoints, so a plan's rule for *.<region>.amazonaws.com places each in its region
 (a key kept in another account can be placed by a location with its prefix). The exporter's
 restore_needs (contract v2) makes the copies one any-of need and the keys another: losing the
@@ -21,6 +24,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from dr.exporters.contract import AnyOf
+from dr.exporters.kit.key_names import kms_key
 from dr.exporters.secretsmanager.listing import region_of
 from dr.model.artifacts import Artifact, Dependency
 
@@ -31,12 +35,14 @@ def secret_reference(region: str, name: str) -> str:
     return f"https://secretsmanager.{region}.amazonaws.com/{name}"
 
 
-def key_reference(region: str, key: str) -> str:
-    """A key named by ARN lives in the ARN's region; by id or alias, in the secret's region."""
+def key_reference(region: str, key: str, seal: Callable[[str], str] = lambda k: k,
+                  sealed: list[str] | None = None) -> str:
+    """A key named by ARN lives in the ARN's region; by id or alias, in the secret's region. A
+    chosen alias is sealed (`seal`; the plaintext noted in `sealed`)."""
     if key.startswith("arn:"):
         region = region_of(key) or region
         key = key.split(":", 5)[5] if key.count(":") >= 5 else key
-    return f"https://kms.{region}.amazonaws.com/{key}"
+    return f"https://kms.{region}.amazonaws.com/{kms_key(key, seal, sealed)}"
 
 
 def copies(record: dict[str, Any], default_key: str) -> list[tuple[str, str]]:
@@ -47,14 +53,18 @@ def copies(record: dict[str, Any], default_key: str) -> list[tuple[str, str]]:
     return found
 
 
-def dependencies(record: dict[str, Any], default_key: str, seal: Callable[[str], str]) -> list[Dependency]:
-    """The secret's name is sealed in them (format.md 8.1): `seal` gives its keyed digest, so the
-    references keep their regional host (the audit places them) and name no secret."""
+def dependencies(record: dict[str, Any], default_key: str, seal: Callable[[str], str],
+                 sealed: list[str] | None = None) -> list[Dependency]:
+    """The secret's name and its keys' chosen aliases are sealed in them (format.md 8.1): `seal`
+    gives their keyed digests, so the references keep their regional host (the audit places them)
+    and name no secret. `sealed` collects the plaintext names, for the sealed meta."""
     name, deps = seal(record["Name"]), []
+    if sealed is not None:
+        sealed.append(record["Name"])
     for index, (region, key) in enumerate(copies(record, default_key)):
         role = "primary" if index == 0 else "replica"
         deps.append(Dependency(SECRET, secret_reference(region, name), f"the {role} copy of this secret"))
-        deps.append(Dependency(KEY, key_reference(region, key), f"the KMS key that decrypts the {role} copy "
+        deps.append(Dependency(KEY, key_reference(region, key, seal, sealed), f"the KMS key that decrypts the {role} copy "
                                f"of this secret in {region}"))
     return deps
 
@@ -67,7 +77,7 @@ def provided(record: dict[str, Any], default_key: str, seal: Callable[[str], str
     refs = [record["ARN"]]
     for region, key in copies(record, default_key):
         refs += [secret_reference(region, record["Name"]), secret_reference(region, seal(record["Name"])),
-                 key_reference(region, key)]
+                 key_reference(region, key), key_reference(region, key, seal)]
     return list(dict.fromkeys(refs))
 
 

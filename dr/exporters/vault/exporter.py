@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Iterator
 from dr.exporters.contract import (AnyOf, ArtifactSink, ContentReader, Destination, Discovered, Exporter, NoDestination,
                                    Ordering, Outcome, OutcomeStatus, RestoreOption, RestoreRequest, Rewriter,
                                    RunNeeds)
+from dr.exporters.kit.key_names import SEALED_NAMES, kms_key
 from dr.exporters.vault.deploying import run_needs
 from dr.exporters.vault.kinds import CONFIG, SNAPSHOT, TOKEN_KEY, UNSEAL_KEY
 from dr.exporters.vault.kms import KeyRegions, key_regions
@@ -111,9 +112,11 @@ class VaultExporter(Exporter):
                     record.append(beside.submit(self._read_configuration, client))
                     return self._snapshot(client)
 
-                sink.write(SNAPSHOT, SNAPSHOT_ID, snapshot, sensitivity=Sensitivity.SECRET,
-                           dependencies=unseal_dependencies(self.options, regions),
-                           meta={**meta, "provides": [self.options.address]}, change_token=token + kms)
+                sealed: list[str] = []  # chosen key names, sealed in the dependencies (format.md 8.1)
+                unseals = unseal_dependencies(self.options, regions, self.context.seal_name, sealed)
+                sink.write(SNAPSHOT, SNAPSHOT_ID, snapshot, sensitivity=Sensitivity.SECRET, dependencies=unseals,
+                           meta={**meta, "provides": [self.options.address], SEALED_NAMES: sealed},
+                           change_token=token + kms)
                 sink.write(CONFIG, CONFIG_ID, lambda: self._configuration(client, record),
                            sensitivity=self.context.sensitivity or Sensitivity.INTERNAL, meta=dict(meta),
                            change_token=f"{token}:{self._kv_scope()}")
@@ -124,10 +127,12 @@ class VaultExporter(Exporter):
         if not isinstance(unseal, AwsKmsUnseal) or not unseal.describe_key:
             return None
         found = key_regions(unseal, self.options.timeout_seconds)
-        if found.problem:
+        if found.problem:  # a chosen alias is named sealed, and KMS's message (it may quote it) left out
+            key = kms_key(unseal.key_id, self.context.seal_name)
+            problem = found.problem.split(":")[0] if key != unseal.key_id else found.problem
             self.context.finding("warning", "vault-unseal-key-unreadable",
-                                 f"{self.options.address}: could not read KMS key {unseal.key_id} in {unseal.region} "
-                                 f"({found.problem}); only that region is recorded as what unseals the snapshot",
+                                 f"{self.options.address}: could not read KMS key {key} in {unseal.region} "
+                                 f"({problem}); only that region is recorded as what unseals the snapshot",
                                  address=self.options.address, action="allow kms:DescribeKey on the key to dr's "
                                  "backup credentials (or set unseal.describe_key: false), then back up again")
         else:

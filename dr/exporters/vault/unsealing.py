@@ -8,20 +8,27 @@ and the audit judges that dependency like any other, by where the plan places it
             with locations (prefix `custodian:<name>`) or leave them unknown, which the audit
             reports. Any `threshold` of them suffice, yet each one is listed: losing one
             custodian with a region is worth a finding.
-  awskms    `unseal-kms`, the key's regional endpoint: https://kms.<region>.amazonaws.com/<key>,
+  awskms    `unseal-kms`, the key's regional endpoint: https://kms.<region>.amazonaws.com/<key>
+            (a chosen alias as its keyed digest, dr.exporters.kit.key_names: the snapshot is
+            a secret artifact, format.md 8.1; the key's id and its host stay plaintext),
             so a rule for *.<region>.amazonaws.com places it in its region. A multi-region
             key (dr.exporters.vault.kms reads its replicas at backup time) gives one per
             region, and the exporter's restore_needs makes them one any-of need: the
             restored Vault unseals with whichever replica survives.
   transit   `unseal-transit`, the transit key's URL on the other Vault:
-            <address>/v1/<mount>/keys/<key>; a transit Vault in the failed cluster is a blocker.
+            <address>/v1/<mount>/keys/<key> (the key's name sealed as above); a transit Vault in
+            the failed cluster is a blocker.
+The names sealed are listed in `sealed`, which the exporter keeps in the snapshot's sealed meta.
 
 These kinds have their own finding code, unseal-key-in-failed-domain, and runbook.
 """
 
 from __future__ import annotations
 
+from typing import Callable
+
 from dr.exporters.contract import AnyOf
+from dr.exporters.kit.key_names import chosen_name, kms_key
 from dr.exporters.vault.kms import KeyRegions
 from dr.exporters.vault.options import AwsKmsUnseal, ShamirUnseal, TransitUnseal, VaultOptions
 from dr.model.artifacts import Artifact, Dependency
@@ -30,8 +37,11 @@ CUSTODIAN, KMS, TRANSIT = "unseal-custodian", "unseal-kms", "unseal-transit"
 KINDS = frozenset({CUSTODIAN, KMS, TRANSIT})
 
 
-def unseal_dependencies(options: VaultOptions, regions: KeyRegions | None = None) -> list[Dependency]:
-    """What unseals the snapshot; regions: an awskms key's regions as read at backup time."""
+def unseal_dependencies(options: VaultOptions, regions: KeyRegions | None = None,
+                        seal: Callable[[str], str] = lambda name: name,
+                        sealed: list[str] | None = None) -> list[Dependency]:
+    """What unseals the snapshot; regions: an awskms key's regions as read at backup time; seal:
+    the keyed digest of a chosen key name (ExportContext.seal_name), noted in `sealed`."""
     unseal = options.unseal
     if isinstance(unseal, ShamirUnseal):
         total = len(unseal.custodians)
@@ -39,7 +49,8 @@ def unseal_dependencies(options: VaultOptions, regions: KeyRegions | None = None
                            f"holds one of {total} Shamir unseal key shares ({unseal.threshold} unseal)")
                 for name in unseal.custodians]
     if isinstance(unseal, AwsKmsUnseal):
-        primary = Dependency(KMS, f"https://kms.{unseal.region}.amazonaws.com/{unseal.key_id}",
+        key = kms_key(unseal.key_id, seal, sealed)
+        primary = Dependency(KMS, f"https://kms.{unseal.region}.amazonaws.com/{key}",
                              "the AWS KMS key of seal \"awskms\": the restored cluster unseals only with it")
         if regions is None or not regions.replicas:
             return [primary]
@@ -51,7 +62,7 @@ def unseal_dependencies(options: VaultOptions, regions: KeyRegions | None = None
                             for region in regions.replicas]
     if isinstance(unseal, TransitUnseal):
         return [Dependency(TRANSIT, f"{unseal.address.rstrip('/')}/v1/{unseal.mount_path.strip('/')}/keys/"
-                                    f"{unseal.key_name}",
+                                    f"{chosen_name(unseal.key_name, seal, sealed)}",
                            "the transit key of seal \"transit\" on another Vault: the restored cluster "
                            "unseals only through it")]
     raise AssertionError(f"unknown unseal {unseal!r}")
