@@ -21,6 +21,7 @@ from dr.audit.audits import AuditReport, Readiness, ScenarioResult, SnapshotInfo
 from dr.audit.backup_findings import READINESS, backup_findings, readiness_counts, readiness_findings
 from dr.audit.credentials import circular_findings
 from dr.audit.coverage import ExporterLookup, HeldIdentities, coverage_findings
+from dr.audit.declared import declared
 from dr.audit.essentials import judge_scenario, unknown_findings
 from dr.audit.failed_copies import FailedRunCopies
 from dr.audit.spot_saves import spot_save_findings
@@ -78,12 +79,14 @@ def run_audit(plan: Plan, repo: Repository, target: TargetSpec, scenarios: list[
     else:
         index = DependencyIndex()
     placements = Placements(plan)
+    knowledge = declared()  # the installed exporters' codes, before any finding names one
     judge = DependencyJudge(plan, index, placements, lambda copy: _intact(repo, copy), strict,
-                            any_of.resolve(index), {name: e.checked_kinds for name, e in (exporters or {}).items()})
+                            any_of.resolve(index), {name: e.checked_kinds for name, e in (exporters or {}).items()},
+                            knowledge.code_for)
     needs_key = bool(plan.spec.encryption.recipients) or index.encrypted > 0
     items = essentials(plan, placements, needs_key)
     circular, replaced = circular_findings(items, target.name, index)
-    findings = (circular + judge.unknown_findings()
+    findings = (circular + knowledge.findings() + judge.unknown_findings()
                 + unknown_findings([i for i in items if i not in replaced], placements, strict)
                 + stale_findings(plan, target, snapshots, now))
     findings += [Finding("needs-unknown", WARNING, f"source {source}: its exporter's restore_needs raised {error}; "

@@ -1,8 +1,10 @@
 """Findings: what the audit tells a person, one per problem, each with what to do and a runbook.
 
 Every finding code has a runbook at runbooks/<code>.md (a test fails when one is missing).
-The code table below is the single list of codes: reports, runbook checks and the JSON
-document (docs/audit-json.md) all read it.
+The code table below is the single list of dr's own codes; exporters bring theirs
+(Exporter.finding_codes, declared as data: dr.audit.declared adds them to CODES before an
+audit judges). Reports, runbook checks and the JSON document (docs/audit-json.md) all read
+CODES.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ class Code:
     code: str
     title: str
     action: str  # what to do, as one sentence a person can act on
+    runbook: str = ""  # an exporter's own (path or URL); empty: runbooks/<code>.md
+    owner: str = ""  # the exporter type that declared it; empty: dr's own
 
 
 _CODES = [
@@ -57,22 +61,10 @@ _CODES = [
     Code("secret-store-in-failed-domain", "Secrets a restore needs live only in a secret store that is lost",
          "Back up the secret store itself (a Vault/OpenBao raft snapshot as a secret-class source) to a "
          "surviving target, or replicate it outside the failed domain."),
-    Code("unseal-key-in-failed-domain", "What unseals a backed-up Vault is lost with the failure",
-         "Keep the unseal outside the failed domain: a multi-region KMS key with a replica in a surviving "
-         "region, a transit Vault outside the failed cluster, or Shamir custodians outside it; then change "
-         "the vault source's unseal option and back up again."),
-    Code("secret-in-failed-region", "A cloud secret, or the KMS key that decrypts it, exists only where the failure is",
-         "Replicate the secret to a surviving region (aws secretsmanager replicate-secret-to-regions, with a "
-         "KMS key of that region), or back up its value (secretsmanager source, include_values: true), then "
-         "back up and audit again."),
     Code("sops-key-in-failed-domain", "Every key that decrypts a SOPS-encrypted file is lost with the failure",
          "Add a SOPS master key outside the failed domain to the file (sops updatekeys after adding it to "
          ".sops.yaml: a KMS key in a surviving region, an age recipient kept in escrow), then back up and "
          "audit again."),
-    Code("certificate-only-in-failed-region", "A certificate in use exists only in a region that is lost",
-         "Get a certificate for the same domains in a surviving region before you need it: request one there "
-         "(DNS validation, the same records validate it), import it, or back up an exportable certificate's "
-         "key (export_private: true); then back up and audit again."),
     Code("dependency-in-failed-domain", "A restore needs something that is lost with the failure",
          "Move or replicate the dependency outside the failed domain, or have its exporter capture it "
          "into the snapshot (declaring meta['provides']), then run dr backup and dr audit again."),
@@ -103,10 +95,6 @@ _CODES = [
     Code("backup-finding", "The backup noticed a problem at a source (kept in the snapshot)",
          "Fix what the finding names at the source (a missing object it references, a copy that failed), "
          "then run dr backup --source NAME and dr audit again; a restore would bring the same problem back."),
-    Code("sealed-secret-key-missing", "A SealedSecret in the backup opens with none of the backed-up sealing keys",
-         "Back up the sealed-secrets controller's current key Secrets (label "
-         "sealedsecrets.bitnami.com/sealed-secrets-key) with the kubernetes source, or re-seal the secret "
-         "with a backed-up key, then back up and audit again."),
     Code("readiness-finding", "A go-live readiness check failed at a source (dr audit --readiness)",
          "Follow the finding's own runbook: fix the object it names at the source (a PodDisruptionBudget, a "
          "serving Deployment, a spot job's grace period), then run dr backup --source NAME and dr audit "
@@ -114,8 +102,30 @@ _CODES = [
     Code("dependency-remapped", "A lost dependency can be rebuilt from the snapshot's own copy",
          "During the restore, restore the providing artifact to a new location first and point the "
          "dependents at it (dr restore --source ... --to NEW-LOCATION)."),
+    Code("declaration-refused", "An exporter declared a finding code or dependency kind that the audit refused",
+         "Fix or upgrade the exporter plugin named in the message (its finding_codes or lost_kind_codes: a code "
+         "that another exporter or dr declares with other words, or a kind mapped to a code nobody declares); "
+         "until then its kinds get the generic dependency-in-failed-domain."),
 ]
 CODES: dict[str, Code] = {c.code: c for c in _CODES}  # in the order reports list them
+#: exporters' codes are listed before this one, the generic blocker of a lost dependency
+_DECLARED_BEFORE = "dependency-in-failed-domain"
+
+
+def declare(code: Code) -> str:
+    """Add an exporter's code to CODES (before the generic blocker); the problem, if refused."""
+    known = CODES.get(code.code)
+    if known is not None:
+        if (known.title, known.action, known.runbook) == (code.title, code.action, code.runbook):
+            return ""
+        return (f"exporter {code.owner!r} declares finding code {code.code!r}, which "
+                f"{('exporter ' + repr(known.owner)) if known.owner else 'dr'} declares with other words")
+    ordered = list(CODES.values())
+    at = next(i for i, c in enumerate(ordered) if c.code == _DECLARED_BEFORE)
+    ordered.insert(at, code)
+    CODES.clear()  # in place: modules hold CODES by name
+    CODES.update((c.code, c) for c in ordered)
+    return ""
 
 
 @lru_cache(maxsize=1 << 16)
@@ -125,7 +135,8 @@ def redacted(reference: str) -> str:
 
 
 def runbook_for(code: str) -> str:
-    return f"{RUNBOOK_DIR}/{code}.md"
+    known = CODES.get(code)
+    return (known.runbook if known is not None and known.runbook else None) or f"{RUNBOOK_DIR}/{code}.md"
 
 
 @dataclass

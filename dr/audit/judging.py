@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Callable, Mapping
 
 from dr.audit.alternatives import AnyNeed, judge_needs
+from dr.audit.declared import declared
 from dr.audit.findings import BLOCKER, INFO, WARNING, Finding, redacted
 from dr.audit.gathering import DependencyIndex, DependencyUse
 from dr.model.locations import Placement
@@ -20,36 +21,6 @@ from dr.model.plans import Plan
 from dr.model.recovery import (BLOCKED, FACT_KINDS, REMAPPED, UNKNOWN, VERDICTS, AnyJudgement, Copy, Evidence,
                                Judgement, Placements, RecoveryJudge, Scenario, Verdict, service_facts)
 
-# Dependency kinds with a finding code (and runbook) of their own; others are generic.
-_KIND_CODES = {
-    "image": "image-in-failed-domain",
-    "registry": "registry-in-failed-domain",
-    "helm-repo": "registry-in-failed-domain",
-    "helm-chart-repo": "registry-in-failed-domain",
-    "helm-chart": "registry-in-failed-domain",
-    "oci-registry": "registry-in-failed-domain",
-    "chart-repo": "registry-in-failed-domain",
-    "chart": "registry-in-failed-domain",
-    "model-registry": "registry-in-failed-domain",
-    "secret-store": "secret-store-in-failed-domain",
-    "vault": "secret-store-in-failed-domain",
-    "kms": "secret-store-in-failed-domain",
-    # what unseals a Vault's raft snapshot (the vault exporter): without it the snapshot is useless
-    "unseal-kms": "unseal-key-in-failed-domain",
-    "unseal-transit": "unseal-key-in-failed-domain",
-    "unseal-custodian": "unseal-key-in-failed-domain",
-    # a Secrets Manager secret (the secretsmanager exporter): no region's copy, or key, survives
-    "secretsmanager-secret": "secret-in-failed-region",
-    "secretsmanager-kms-key": "secret-in-failed-region",
-    # a master key of a SOPS-encrypted file (dr.model.sops): none left, the file stays sealed
-    "sops-key": "sops-key-in-failed-domain",
-    # an in-use ACM certificate (the certificates exporter), placed by its ARN's region
-    "acm-certificate": "certificate-only-in-failed-region",
-}
-
-
-def code_for(kind: str) -> str:
-    return _KIND_CODES.get(kind, "dependency-in-failed-domain")
 
 
 @dataclass(slots=True)
@@ -88,8 +59,12 @@ class DependencyJudge:
 
     def __init__(self, plan: Plan, index: DependencyIndex, placements: Placements,
                  copy_is_intact: Callable[[Copy], bool], strict: bool = False,
-                 any_needs: list[AnyNeed] | None = None, checked: Mapping[str, frozenset[str]] | None = None):
+                 any_needs: list[AnyNeed] | None = None, checked: Mapping[str, frozenset[str]] | None = None,
+                 code_for: Callable[[str], str] | None = None):
+        """code_for: a lost dependency kind's finding code (dr.audit.declared: what the installed
+        exporters declare); default: every installed exporter's declarations."""
         self.index = index
+        self.code_for = code_for or declared().code_for
         self.checked = checked or {}
         self.any_needs = any_needs or []
         self.placements = placements
@@ -116,7 +91,7 @@ class DependencyJudge:
             if item.any_of is not None:
                 findings += self._any_of_findings(item, scenario)
             elif item.verdict == BLOCKED:
-                findings.append(self._finding(item, scenario, code_for(item.use.kind), BLOCKER,
+                findings.append(self._finding(item, scenario, self.code_for(item.use.kind), BLOCKER,
                                               self._blocker_message(item, scenario)))
             elif item.verdict == REMAPPED:
                 findings.append(self._finding(item, scenario, "dependency-remapped", INFO,
@@ -159,7 +134,7 @@ class DependencyJudge:
             message = (f"{use.kind} need '{use.detail}' of {_sources(use)} is met by any one of "
                        f"{len(found.judged)} references, but every one is lost when {scenario.label}: {every}; "
                        f"no surviving copy exists")
-            return [self._finding(item, scenario, code_for(use.kind), BLOCKER, message)]
+            return [self._finding(item, scenario, self.code_for(use.kind), BLOCKER, message)]
         if item.verdict == REMAPPED:
             message = (f"{use.kind} need '{use.detail}' of {_sources(use)}: every reference is lost when "
                        f"{scenario.label} ({every}), but the snapshot holds a verified copy of "

@@ -21,7 +21,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from enum import Enum
 from datetime import timedelta
-from typing import Any, BinaryIO, Callable, ClassVar, Iterable, Iterator, Protocol, Union
+from types import MappingProxyType
+from typing import Any, BinaryIO, Callable, ClassVar, Iterable, Iterator, Mapping, Protocol, Union
 
 from pydantic import BaseModel, ConfigDict
 
@@ -267,6 +268,18 @@ class Ordering:
 
 
 @dataclass(frozen=True)
+class FindingCode:
+    """An audit finding code an exporter brings (Exporter.finding_codes): the audit lists it with
+    its title and action like its own codes. runbook: a path or URL for people; empty means
+    runbooks/<code>.md in dr's tree, which only built-in exporters have."""
+
+    code: str
+    title: str
+    action: str  # what to do, as one sentence a person can act on
+    runbook: str = ""
+
+
+@dataclass(frozen=True)
 class RestoreOption:
     """A command-line option of `dr restore --source NAME` that this exporter declares."""
 
@@ -373,6 +386,12 @@ class Exporter(ABC):
     #: export() checks itself and reports as its own finding when the backup lacks it: the
     #: audit does not also call one that nothing places an unknown location
     checked_kinds: ClassVar[frozenset[str]] = frozenset()
+    #: audit finding codes this exporter brings (dr audit lists them like its own)
+    finding_codes: ClassVar[tuple[FindingCode, ...]] = ()
+    #: dependency kind -> the finding code of a blocker when what it names is lost (one of
+    #: finding_codes, or a code of dr's own: docs/audit-json.md); kinds not listed get the
+    #: generic dependency-in-failed-domain
+    lost_kind_codes: ClassVar[Mapping[str, str]] = MappingProxyType({})
     #: roles and ordering rules in a whole-plan restore
     ordering: ClassVar[Ordering] = Ordering()
     #: options of `dr restore --source NAME` for this exporter's sources

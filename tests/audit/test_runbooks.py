@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from dr.audit.declared import declared
 from dr.audit.findings import CODES, runbook_for
 from dr.cli.main import build_parser
 
@@ -24,6 +25,7 @@ INCIDENTS = ["cluster-loss", "region-loss", "stale-backup", "registry-in-failed-
              "secret-store-in-failed-domain", "incomplete-checkpoint", "partial-restore-failure",
              "vault-lost-with-cluster", "checkpoint-not-resumable", "checkpoint-unversioned",
              "spot-save-exceeds-notice", "verify-problems", "dr-job-not-reporting", "damaged-snapshot"]
+declared()  # the built-in exporters' codes (Exporter.finding_codes) have runbooks here too
 RUNBOOKS = sorted({runbook_for(code) for code in CODES} | {f"runbooks/{name}.md" for name in INCIDENTS})
 
 

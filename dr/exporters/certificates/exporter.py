@@ -12,11 +12,12 @@ Per certificate of every listed region:
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Iterator
 
 from dr.exporters.certificates import acm
 from dr.exporters.certificates.deploying import run_needs
-from dr.exporters.certificates.exporting import CERT, DEPENDENCY, KEY, KEY_SUFFIX, ExportRun, keyed
+from dr.exporters.certificates.exporting import CERT, CERTIFICATE_LOST, DEPENDENCY, KEY, KEY_SUFFIX, ExportRun, keyed
 from dr.exporters.certificates.options import CertificatesOptions
 from dr.exporters.certificates.records import domains, identity
 from dr.exporters.certificates.restoring import KEY_DIR, CertificateRestore
@@ -34,6 +35,8 @@ class CertificatesExporter(Exporter):
     # an in-use certificate's dependency on its own ARN records where it came from: a restore
     # imports into another region, it does not read the lost one
     origin_kinds = frozenset({DEPENDENCY})
+    finding_codes = (CERTIFICATE_LOST,)
+    lost_kind_codes = MappingProxyType({DEPENDENCY: CERTIFICATE_LOST.code})
     restore_options = (RestoreOption(KEY_DIR, "DIR", "private keys of imported certificates, as DIR/<certificate "
                                      "id>.pem (ACM never gives them back)", KEY_DIR),)
     ordering = Ordering(frozenset({"certificates"}), (OrderingRule(

@@ -18,12 +18,18 @@ from dr.exporters.certificates import acm
 from dr.exporters.certificates.covering import stand_ins
 from dr.exporters.certificates.parsing import CertificateUnreadable, LeafFacts, leaf
 from dr.exporters.certificates.records import expiry_findings, exportability, identity, record, render
-from dr.exporters.contract import ArtifactSink, ExportContext
+from dr.exporters.contract import ArtifactSink, ExportContext, FindingCode
 from dr.model.artifacts import Dependency, Sensitivity
 
 CERT, KEY = "acm-certificate", "acm-private-key"
 KEY_SUFFIX = ":key"
 DEPENDENCY = "acm-certificate"  # an in-use certificate's dependency on its own ARN (placed by region)
+#: the audit's finding when an in-use certificate exists only in a lost region (Exporter.finding_codes)
+CERTIFICATE_LOST = FindingCode(
+    "certificate-only-in-failed-region", "A certificate in use exists only in a region that is lost",
+    "Get a certificate for the same domains in a surviving region before you need it: request one there "
+    "(DNS validation, the same records validate it), import it, or back up an exportable certificate's "
+    "key (export_private: true); then back up and audit again.")
 
 
 @dataclass

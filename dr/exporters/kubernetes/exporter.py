@@ -19,6 +19,7 @@ from dr.exporters.kubernetes.options import KubernetesOptions
 from dr.exporters.kubernetes.planning import REMAP_KINDS, RESTORE_OPTIONS
 from dr.exporters.kubernetes.requesting import Api
 from dr.exporters.kubernetes.restoring import Restore
+from dr.exporters.kubernetes.sealedsecrets import KEY_MISSING
 from dr.model.artifacts import Artifact
 
 
@@ -32,6 +33,7 @@ class KubernetesExporter(Exporter):
     restore_options = RESTORE_OPTIONS
     checked_kinds = frozenset(CLASSES)  # the backup's class-missing finding reports them
     ordering = Ordering(frozenset({"cluster-objects"}))
+    finding_codes = (KEY_MISSING,)  # its backup finding sealed-secret-unopenable is this blocker
 
     def destinations(self, artifacts: list[Artifact], rewrite: Rewriter) -> list[Destination]:
         """None by default: restoring into the cluster it came from is never assumed."""

@@ -35,6 +35,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from dr.exporters.contract import FindingCode
 from dr.exporters.kubernetes.resources import ResourceType
 
 KEY_LABEL = "sealedsecrets.bitnami.com/sealed-secrets-key"
@@ -42,7 +43,13 @@ NAMESPACE_WIDE = "sealedsecrets.bitnami.com/namespace-wide"
 CLUSTER_WIDE = "sealedsecrets.bitnami.com/cluster-wide"
 SECRETS, SEALED = ("", "secrets"), ("bitnami.com", "sealedsecrets")
 NONCE = bytes(12)  # the session key is used once: the scheme's nonce is all zeros
-AUDIT_CODE = "sealed-secret-key-missing"
+#: the audit's blocker for a SealedSecret no backed-up key opens (Exporter.finding_codes)
+KEY_MISSING = FindingCode(
+    "sealed-secret-key-missing", "A SealedSecret in the backup opens with none of the backed-up sealing keys",
+    "Back up the sealed-secrets controller's current key Secrets (label "
+    "sealedsecrets.bitnami.com/sealed-secrets-key) with the kubernetes source, or re-seal the secret "
+    "with a backed-up key, then back up and audit again.")
+AUDIT_CODE = KEY_MISSING.code
 
 
 def label_for(namespace: str, name: str, annotations: dict) -> bytes:

@@ -28,7 +28,8 @@ from dr.exporters.kit.key_names import SEALED_NAMES
 from dr.exporters.secretsmanager.listing import (DEFAULT_KEY, SecretsManagerOptions, SecretsManagerUnavailable,
                                                  aws_errors, client, client_error, current_version, encode_value,
                                                  metadata, read_value, region_of, render, selected, value_arguments)
-from dr.exporters.secretsmanager.placing import any_region_needs, dependencies, provided
+from dr.exporters.secretsmanager.placing import (LOST_KIND_CODES, SECRET_LOST, any_region_needs, dependencies,
+                                                 provided)
 from dr.model.artifacts import Artifact, Sensitivity
 
 META, VALUE = "secretsmanager-secret", "secretsmanager-secret-value"
@@ -42,6 +43,8 @@ class SecretsManagerExporter(Exporter):
     Options = SecretsManagerOptions
     # secret stores first: External Secrets read them the moment they start
     ordering = Ordering(frozenset({"secret-stores"}))
+    finding_codes = (SECRET_LOST,)
+    lost_kind_codes = LOST_KIND_CODES
 
     def destinations(self, artifacts: list[Artifact], rewrite: Rewriter) -> list[Destination]:
         return [Destination(list(artifacts), None, f"each secret's own region ({self.options.region})")]

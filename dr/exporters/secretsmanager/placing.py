@@ -21,14 +21,22 @@ snapshot's copy and the restore puts the value back in a surviving region).
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any, Callable
 
-from dr.exporters.contract import AnyOf
+from dr.exporters.contract import AnyOf, FindingCode
 from dr.exporters.kit.key_names import kms_key
 from dr.exporters.secretsmanager.listing import region_of
 from dr.model.artifacts import Artifact, Dependency
 
 SECRET, KEY = "secretsmanager-secret", "secretsmanager-kms-key"
+#: the audit's finding when no region's copy, or key, survives (Exporter.finding_codes)
+SECRET_LOST = FindingCode(
+    "secret-in-failed-region", "A cloud secret, or the KMS key that decrypts it, exists only where the failure is",
+    "Replicate the secret to a surviving region (aws secretsmanager replicate-secret-to-regions, with a "
+    "KMS key of that region), or back up its value (secretsmanager source, include_values: true), then "
+    "back up and audit again.")
+LOST_KIND_CODES = MappingProxyType({SECRET: SECRET_LOST.code, KEY: SECRET_LOST.code})
 
 
 def secret_reference(region: str, name: str) -> str:

@@ -27,7 +27,8 @@ from dr.exporters.vault.deploying import run_needs
 from dr.exporters.vault.kinds import CONFIG, SNAPSHOT, TOKEN_KEY, UNSEAL_KEY
 from dr.exporters.vault.kms import KeyRegions, key_regions
 from dr.exporters.vault.options import AwsKmsUnseal, TokenAuth, VaultOptions
-from dr.exporters.vault.unsealing import any_region_needs, describe, unseal_dependencies
+from dr.exporters.vault.unsealing import (LOST_KIND_CODES, UNSEAL_LOST, any_region_needs, describe,
+                                          unseal_dependencies)
 from dr.model.artifacts import Artifact, Sensitivity
 
 # hvac (and requests, urllib3 under it) is imported by the modules that talk to the Vault, and
@@ -49,6 +50,8 @@ class VaultExporter(Exporter):
     Options = VaultOptions
     # the core restores secret stores before anything else (dr/restore/ordering_rules.py)
     ordering = Ordering(frozenset({"secret-stores"}))
+    finding_codes = (UNSEAL_LOST,)
+    lost_kind_codes = LOST_KIND_CODES
     restore_options = (
         RestoreOption("target-token-file", "FILE", "a token of the new Vault (allowed sudo on "
                       "sys/storage/raft/snapshot-force); default: $VAULT_TOKEN", TOKEN_KEY),

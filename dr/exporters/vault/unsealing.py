@@ -25,9 +25,10 @@ These kinds have their own finding code, unseal-key-in-failed-domain, and runboo
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Callable
 
-from dr.exporters.contract import AnyOf
+from dr.exporters.contract import AnyOf, FindingCode
 from dr.exporters.kit.key_names import chosen_name, kms_key
 from dr.exporters.vault.kms import KeyRegions
 from dr.exporters.vault.options import AwsKmsUnseal, ShamirUnseal, TransitUnseal, VaultOptions
@@ -35,6 +36,13 @@ from dr.model.artifacts import Artifact, Dependency
 
 CUSTODIAN, KMS, TRANSIT = "unseal-custodian", "unseal-kms", "unseal-transit"
 KINDS = frozenset({CUSTODIAN, KMS, TRANSIT})
+#: the audit's finding for a lost unseal (Exporter.finding_codes), and its kinds' code
+UNSEAL_LOST = FindingCode(
+    "unseal-key-in-failed-domain", "What unseals a backed-up Vault is lost with the failure",
+    "Keep the unseal outside the failed domain: a multi-region KMS key with a replica in a surviving "
+    "region, a transit Vault outside the failed cluster, or Shamir custodians outside it; then change "
+    "the vault source's unseal option and back up again.")
+LOST_KIND_CODES = MappingProxyType({kind: UNSEAL_LOST.code for kind in sorted(KINDS)})
 
 
 def unseal_dependencies(options: VaultOptions, regions: KeyRegions | None = None,
