@@ -27,9 +27,6 @@ STILL_NAMED = {
     ("dr/backup/plan_exposure.py", "files"): MOVE, ("dr/backup/plan_exposure.py", "git"): MOVE,
     ("dr/cli/commands/advise.py", "checkpoints"): "dr advise checkpoints: a plugin command to be (item 2)",
     ("dr/cli/commands/verify.py", "images"): "dr verify --images, to become --type TYPE (item 2)",
-    ("dr/restore/steps.py", "images"): MOVE,
-    **{("dr/deploy/sizing.py", name): "the deploy memory table, to be declared sizing (item 2)"
-       for name in ("checkpoints", "dns", "etcd", "files", "git", "images", "kubernetes", "mlflow")},
     **{("dr/cli/demo.py", name): "the demo builds a plan of built-in sources (it moves beside drills, item 3)"
        for name in ("checkpoints", "git", "kubernetes", "mlflow")},
 }
@@ -40,6 +37,7 @@ OTHER_MEANING = {
     ("dr/cli/commands/plan.py", "files"): "the argparse name of dr plan validate's FILE arguments",
     ("dr/deploy/egress.py", "git"): "the git:// URL scheme's port",
     ("dr/model/regions.py", "secretsmanager"): "the AWS service's host label",
+    ("dr/restore/steps.py", "images"): "the images role (a shared role name: docs/exporters.md, Ordering)",
 }
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from dr.exporters.contract import AWS_CREDENTIALS, ExportContext, RunNeeds
+from dr.exporters.contract import AWS_CREDENTIALS, ExportContext, RunNeeds, Sizing
 from dr.exporters.registry import Registry
 from dr.model.plans import Plan, TargetSpec
 
@@ -24,6 +24,7 @@ class Gathered:
     sources: dict[str, RunNeeds | None]
     targets: RunNeeds
     types: dict[str, str] = field(default_factory=dict)  # source -> exporter type
+    sizings: dict[str, Sizing | None] = field(default_factory=dict)  # source -> its exporter's (contract v2)
 
     def covered(self, names: list[str] | None = None) -> list[RunNeeds]:
         chosen = self.sources if names is None else {n: self.sources[n] for n in names}
@@ -34,12 +35,13 @@ class Gathered:
 
 
 def gather(plan: Plan, registry: Registry) -> Gathered:
-    sources, types = {}, {}
+    sources, types, sizings = {}, {}, {}
     for source in plan.spec.sources:
         exporter = registry.get(source.type)(ExportContext(source.name, plan.options[source.name], PLAN_DIR,
                                                            source.sensitivity))
         sources[source.name], types[source.name] = exporter.run_needs(), source.type
-    return Gathered(sources, _targets(plan.spec.targets), types)
+        sizings[source.name] = getattr(exporter, "sizing", None)  # an adapted v1 plugin has none
+    return Gathered(sources, _targets(plan.spec.targets), types, sizings)
 
 
 def _targets(targets: list[TargetSpec]) -> RunNeeds:

@@ -85,7 +85,7 @@ def render(plan: Plan, registry: Registry, plan_text: str, namespace: str = DEFA
             objects.network_policy(namespace, net), *(objects.cronjob(job, pod) for job, pod in runs)]
     result = Rendering(docs, groups, image, namespace, text, left_out,
                        [s for s in gathered.uncovered() if s in scheduled],
-                       resources_why=sizing.resources(sorted({gathered.types[s] for s in scheduled}))[1],
+                       resources_why=sizing.resources([gathered.sizings.get(s) for s in scheduled])[1],
                        jobs=[job for job, _ in runs], pushgateway=pushgateway)
     result.notes = _notes(gathered, scheduled, rbac, net)
     result.public_endpoints = net.public
@@ -121,7 +121,7 @@ def _write_grants(gathered, scheduled: list[str], namespace: str) -> list[access
 def _pod(sources, gathered, image: str, namespace: str, token: bool) -> objects.Pod:
     """Each CronJob's pod gets what its own sources need (and the targets): no more. A task that
     reads no source's copies gets the targets' needs alone, and the repository writer's size."""
-    resources, why = sizing.resources(sorted({gathered.types[s] for s in sources}))
+    resources, why = sizing.resources([gathered.sizings.get(s) for s in sources])
     return objects.Pod(image, namespace, gathered.covered(list(sources)), resources, why, token)
 
 

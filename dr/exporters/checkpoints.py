@@ -39,6 +39,7 @@ from dr.exporters.checkpointing.scanning import ListedTree
 from dr.exporters.checkpointing.sharding import Executor, make_executor
 from dr.exporters.checkpointing.status import CopyCheck, RunRPO, rpo_report, verify_copies
 from dr.exporters.checkpointing.transfer.transferring import Transfer
+from dr.exporters.contract import Sizing
 from dr.exporters.contract import (AnyOf, ArtifactSink, ContentReader, Destination, Discovered,
                                    ExportContext, Exporter, Ordering, OrderingRule, Outcome, RemapKind, RestoreOption,
                                    RestoreRequest, Rewriter, RpoRow, RunNeeds, CopyReport,
@@ -53,6 +54,8 @@ class CheckpointsExporter(Exporter):
     summary = ("Training checkpoints on S3 or shared filesystems: complete ones copied, verified and "
                "loadable in place, to tiered DR targets")
     contract_version = 2
+    sizing = Sizing(232, "Checkpoint DR copies, across endpoints at three shard sizes (peak of the "
+                         "256 MB-shard rounds)")
     Options = CheckpointsOptions
     # the checkpoints step writes the checkpoint under the new bucket (its destination)
     remap_kinds = (RemapKind("bucket", frozenset({"bucket", "path"}), "old: the source root "

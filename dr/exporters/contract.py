@@ -27,7 +27,7 @@ from typing import Any, BinaryIO, Callable, ClassVar, Iterable, Iterator, Mappin
 from pydantic import BaseModel, ConfigDict
 
 # What a source needs in a pod (dr deploy render): its own module, part of the contract.
-from dr.exporters.pod_needs import AWS_CREDENTIALS, CREDENTIALS_DIR, ApiRead, ApiWrite, Credential, RunNeeds
+from dr.exporters.pod_needs import AWS_CREDENTIALS, CREDENTIALS_DIR, ApiRead, ApiWrite, Credential, RunNeeds, Sizing
 from dr.model.artifacts import Artifact, Dependency, Sensitivity
 from dr.repository.encryption import EncryptionError
 from dr.repository.repositories import IntegrityError
@@ -37,7 +37,7 @@ __all__ = ["CONTRACT_VERSION", "SUPPORTED_VERSIONS", "AnyOf", "ArtifactSink", "C
            "IntegrityError", "NoDestination", "Ordering", "OrderingRule", "Outcome", "OutcomeStatus", "PlanDependency",
            "RemapKind", "RestoreOption", "RestoreRequest", "Rewrite", "Rewriter", "RpoRow", "CopyReport",
            "DETAILS_KEPT", "prefix_rewrite", "ApiRead", "ApiWrite", "AWS_CREDENTIALS", "CREDENTIALS_DIR", "Credential", "RunNeeds",
-           "CheckpointSave"]
+           "CheckpointSave", "FindingCode", "Sizing"]
 
 CONTRACT_VERSION = 2
 # Versions dr still loads: the current one natively, older ones through an adapter
@@ -399,6 +399,9 @@ class Exporter(ABC):
     #: export() reads the other sources' dependencies (context.plan_dependencies): the backup
     #: runs this source after the sources that do not
     reads_plan_dependencies: ClassVar[bool] = False
+    #: what a backup of its sources takes in a pod, as measured (dr deploy render's resources);
+    #: None: the repository writer's own figure
+    sizing: ClassVar[Sizing | None] = None
 
     def request_remap(self, kind: str, old: str, new: str) -> dict[str, str]:
         """RestoreRequest.remap entries for one plan remap that applies to this source."""

@@ -25,6 +25,7 @@ from urllib.parse import unquote, urlparse
 import git
 from pydantic import Field, field_validator
 
+from dr.exporters.contract import Sizing
 from dr.exporters.contract import (CREDENTIALS_DIR, ArtifactSink, ContentReader, Credential, Destination, Discovered,
                                    Exporter, ExporterOptions, Ordering, OrderingRule, Outcome, OutcomeStatus, RemapKind,
                                    RestoreRequest, Rewriter, RunNeeds, prefix_rewrite)
@@ -174,6 +175,7 @@ ORIGIN = "git-remote"  # the dependency that records where a repository came fro
 class GitExporter(Exporter):
     type_name = "git"
     contract_version = 2
+    sizing = Sizing(scratch_limit="10Gi")  # mirror clones go under /tmp before they are bundled
     summary = "Git repositories (every branch, tag, note and ref) as verified git bundles"
     # the git step pushes to the new remote (its destination); restore() is told `to` only
     remap_kinds = (RemapKind("git-remote", frozenset({ORIGIN}), "old: a remote URL (or a prefix of "

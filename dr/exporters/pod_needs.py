@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["AWS_CREDENTIALS", "CREDENTIALS_DIR", "ApiRead", "ApiWrite", "Credential", "RunNeeds"]
+__all__ = ["AWS_CREDENTIALS", "CREDENTIALS_DIR", "ApiRead", "ApiWrite", "Credential", "RunNeeds", "Sizing"]
 
 # Where a rendered pod mounts credential files (Credential.path): a file an exporter's options
 # name elsewhere is mounted where the options say.
@@ -47,6 +47,18 @@ class ApiWrite:
     verbs: tuple[str, ...]  # exactly the verbs used
     namespace: str | None = None  # none: the namespace the backup runs in
     why: str = ""
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """What a backup of this exporter's sources takes in a pod, as measured (Exporter.sizing):
+    the peak RSS of its benchmark and where docs/benchmarks.md records it (None: no benchmark of
+    its own, the repository writer's figure), and the scratch space it writes under /tmp at most
+    (a Kubernetes quantity)."""
+
+    peak_rss_mb: int | None = None
+    measured_in: str = ""  # the docs/benchmarks.md section of the figure
+    scratch_limit: str = "2Gi"
 
 
 # The AWS SDK's keys, for every exporter that calls AWS: optional, as IRSA (a role on the

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from dr.exporters.contract import Sizing
 from dr.exporters.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter, Ordering,
                                    OrderingRule, Outcome, OutcomeStatus, RemapKind, RestoreOption, RestoreRequest,
                                    Rewriter, RunNeeds)
@@ -29,6 +30,7 @@ class DnsExporter(Exporter):
     summary = "DNS zones (Route53 and any server that allows AXFR) through octoDNS: records, targets, TTLs, cutover"
     Options = DnsOptions
     contract_version = 2
+    sizing = Sizing(97, "DNS zone export and replay, export of 50,000 records")
     remap_kinds = (RemapKind("record-target", frozenset({TARGET}),
                              "old: an address or host name records point at (in the failed domain); new: the "
                              "recovery cluster's address or host that replaces it", request_prefix=CUTOVER,

@@ -6,6 +6,7 @@ import filecmp
 import os
 from typing import Iterator
 
+from dr.exporters.contract import Sizing
 from dr.exporters.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter, NoDestination,
                                    Ordering, OrderingRule, Outcome, OutcomeStatus, RestoreRequest, Rewriter, RunNeeds)
 from dr.exporters.etcd.deploying import run_needs
@@ -27,6 +28,7 @@ class EtcdExporter(Exporter):
     summary = "etcd clusters (self-managed control planes): verified snapshots through the maintenance API"
     Options = EtcdOptions
     contract_version = 2
+    sizing = Sizing(118, "etcd snapshot of 1.2 GB")
     ordering = Ordering(frozenset({"control-plane-state"}), (OrderingRule(
         "role:control-plane-state", "role:cluster-objects",
         "the API server's own store comes back first: objects applied through an API server whose "

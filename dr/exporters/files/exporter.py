@@ -14,6 +14,7 @@ from typing import Callable, Iterator
 
 from pydantic import Field, field_validator
 
+from dr.exporters.contract import Sizing
 from dr.exporters.contract import (AnyOf, ArtifactSink, ContentReader, Destination, Discovered, Exporter,
                                    ExporterOptions, NoDestination, Outcome, RestoreOption, RestoreRequest,
                                    Rewriter, RunNeeds)
@@ -82,6 +83,7 @@ def mode_text(st: Stat) -> str:
 class FilesExporter(Exporter):
     type_name = "files"
     contract_version = 2
+    sizing = Sizing(162, "Backup of a directory to S3: dr vs restic, first backup of 1 GiB")
     summary = "Local directories and files, with modes, mtimes, empty directories and symlinks"
     restore_options = (RestoreOption(KEEP_SPECIAL, "", "restore setuid, setgid and sticky bits as the catalog "
                                      "records them (stripped by default)", KEEP_SPECIAL, switch=True),)

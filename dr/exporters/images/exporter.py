@@ -6,6 +6,7 @@ import os
 import time
 from typing import Callable, Iterator
 
+from dr.exporters.contract import Sizing
 from dr.exporters.contract import (AnyOf, ArtifactSink, ContentReader, CopyReport, Destination, Discovered,
                                    ExportContext, Exporter, NoDestination, Ordering, Outcome, RestoreRequest,
                                    Rewriter, RunNeeds)
@@ -75,6 +76,8 @@ class ImagesExporter(Exporter):
     summary = ("Container images by digest (every platform, signatures, attestations), copied to DR "
                "registries; the images the plan's other sources run")
     contract_version = 2
+    sizing = Sizing(146, "Image copies registry to registry, first copy into dr's repository "
+                         "(store: repository)")
     Options = ImagesOptions
     reads_plan_dependencies = True
     # image copies are restored before the workloads that pull them (the core's @images rule)

@@ -7,6 +7,7 @@ import os
 import tempfile
 from typing import Iterator
 
+from dr.exporters.contract import Sizing
 from dr.exporters.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter,
                                    NoDestination, Ordering, Outcome, OutcomeStatus, RestoreRequest, Rewriter,
                                    RunNeeds)
@@ -29,6 +30,7 @@ class KubernetesExporter(Exporter):
                "config, Secrets (encrypted), RBAC, Helm releases, chosen workloads")
     Options = KubernetesOptions
     contract_version = 2
+    sizing = Sizing(63, "Kubernetes backup and restore, backup of 50k objects")
     remap_kinds = REMAP_KINDS
     restore_options = RESTORE_OPTIONS
     checked_kinds = frozenset(CLASSES)  # the backup's class-missing finding reports them

@@ -22,6 +22,7 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Iterator
 
+from dr.exporters.contract import Sizing
 from dr.exporters.contract import (ArtifactSink, ContentReader, CopyReport, Destination, Discovered, Exporter,
                                    Ordering, OrderingRule, Outcome, OutcomeStatus, RemapKind, RestoreOption,
                                    RestoreRequest, Rewriter, RunNeeds)
@@ -45,6 +46,7 @@ class MlflowExporter(Exporter):
     summary = ("MLflow model registry: models, versions, aliases, stages and their runs' lineage, restored "
                "with version numbers intact; weights optionally copied to DR storage")
     contract_version = 2
+    sizing = Sizing(76, "MLflow registry, export")
     Options = MlflowOptions
     remap_kinds = (
         RemapKind(SERVER, frozenset({SERVER, BACKEND}), "old: the tracking server URL; new: the server the "
