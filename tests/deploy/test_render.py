@@ -147,3 +147,25 @@ def test_usage_errors_name_the_field_and_the_fix(tmp_path, wide_plan, capsys, ed
 def test_helm_needs_an_output_directory(capsys):
     code, _, err = render(["--plan", MULTI_REGION, "--format", "helm"], capsys)
     assert code == 2 and "--out DIR" in err
+
+
+def test_each_cronjob_is_sized_from_its_exporters_declared_sizing(capsys):
+    """Contract v2 `sizing`: the largest declared peak among the CronJob's sources (none: the
+    repository writer's 162 MB), rounded up to 64 MiB, doubled as the limit; the largest scratch
+    space as the ephemeral-storage limit (git declares 10Gi for its mirror clones)."""
+    code, out, err = render(["--plan", MULTI_REGION], capsys)
+    assert code == 0, err
+    plan, registry = load_plan(MULTI_REGION, Registry()), Registry()
+    seen_git = False
+    for cron in backups(documents(out)):
+        argv, resources = container(cron)["command"], container(cron)["resources"]
+        types = {plan.source(argv[i + 1]).type for i, a in enumerate(argv) if a == "--source"}
+        sizings = [registry.get(t).sizing for t in types]
+        peak = max((s.peak_rss_mb for s in sizings if s and s.peak_rss_mb), default=162)
+        peak = max([peak] + [162 for s in sizings if not s or s.peak_rss_mb is None])
+        request = -(-(-(-peak * 10**6 // 2**20)) // 64) * 64
+        assert resources["requests"]["memory"] == f"{request}Mi", (types, resources)
+        assert resources["limits"]["memory"] == f"{2 * request}Mi"
+        assert resources["limits"]["ephemeral-storage"] == ("10Gi" if "git" in types else "2Gi"), types
+        seen_git |= "git" in types
+    assert seen_git, "the example plan has a git source: the 10Gi scratch limit went unchecked"
