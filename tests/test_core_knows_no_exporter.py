@@ -26,7 +26,7 @@ STILL_NAMED = {
        for name in BUILTIN},
     ("dr/backup/plan_exposure.py", "files"): MOVE, ("dr/backup/plan_exposure.py", "git"): MOVE,
     ("dr/cli/commands/advise.py", "checkpoints"): "dr advise checkpoints: a plugin command to be (item 2)",
-    ("dr/cli/commands/verify.py", "images"): "dr verify --images, to become --type TYPE (item 2)",
+    ("dr/cli/commands/verify.py", "images"): "dr verify --images, the deprecated alias of --type images (one release)",
     **{("dr/cli/demo.py", name): "the demo builds a plan of built-in sources (it moves beside drills, item 3)"
        for name in ("checkpoints", "git", "kubernetes", "mlflow")},
 }

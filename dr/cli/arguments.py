@@ -64,6 +64,22 @@ class Renamed(argparse._StoreAction):
         super().__call__(parser, namespace, values, option_string)
 
 
+class DeprecatedSwitch(argparse._StoreConstAction):
+    """A flag kept for one release as the shorthand of a valued option's value (`dr verify
+    --images` for `--type images`): it sets that option and warns, like a Renamed spelling.
+    Completion does not offer it (deprecated)."""
+
+    deprecated = True
+
+    def __init__(self, option_strings, dest, replacement: str, **kwargs):
+        self.replacement = replacement
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        deprecated(f"{parser.prog} {option_string}", self.replacement)
+        super().__call__(parser, namespace, values, option_string)
+
+
 def deprecated(old: str, new: str) -> None:
     """The warning for an old spelling, shown under --quiet too: a cron job must learn of it."""
     emit(sys.stderr, f"warning: {old} is deprecated and will be removed in the next release: use {new}\n")

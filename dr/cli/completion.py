@@ -4,7 +4,7 @@ The parser is the one source of truth: a command or option added there completes
 touching this module. What is offered: the command words, each command's options and the
 choices of its positionals (`dr plan validate|schema`), the choices of an option that has them
 (`--format`); an option that takes any other value (a FILE, a NAME) falls back to the shell's
-file completion. Deprecated spellings (a Renamed action's old ones) are not offered.
+file completion. Deprecated spellings (a Renamed action's old ones, a DeprecatedSwitch) are not offered.
 zsh runs the bash function through bashcompinit, its own bridge for bash completions, so the
 two cannot drift apart; fish gets its native `complete` lines, with each option's help.
 """
@@ -48,7 +48,7 @@ def _options(parser: argparse.ArgumentParser) -> list[Option]:
 
     return [Option(tuple(a.option_strings[:1] if isinstance(a, Renamed) else a.option_strings),
                    a.nargs != 0, _choices(a), _plain(a.help)) for a in parser._actions
-            if a.option_strings and a.help != argparse.SUPPRESS]
+            if a.option_strings and a.help != argparse.SUPPRESS and not getattr(a, "deprecated", False)]
 
 
 def _choices(action: argparse.Action) -> tuple[str, ...]:

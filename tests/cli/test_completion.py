@@ -42,7 +42,7 @@ def _command(name: str) -> argparse.ArgumentParser:
 
 def _long_options(name: str) -> list[str]:
     """The command's current long options, from its parser (old spellings left out)."""
-    return sorted(o for a in _command(name)._actions
+    return sorted(o for a in _command(name)._actions if not getattr(a, "deprecated", False)
                   for o in (a.option_strings[:1] if isinstance(a, Renamed) else a.option_strings)
                   if o.startswith("--"))
 
@@ -52,9 +52,10 @@ def test_bash_completes_commands_options_and_choices_in_a_real_bash(tmp_path, ca
     path.write_text(_script(capsys, "bash"))
     spec, answers = _ask(path, ["dr", "sn"], ["dr", "backup", "--"], ["dr", "--json", "--kubeconfig", "k.yaml", "re"],
                          ["dr", "audit", "--format", ""], ["dr", "deploy", "render", "--ou"], ["dr", "plan", ""],
-                         ["dr", "restore", "--plan", ""], ["dr", "completion", ""])
+                         ["dr", "restore", "--plan", ""], ["dr", "completion", ""], ["dr", "verify", "--i"])
     assert "-F _dr" in spec and spec.rstrip().endswith(" dr")
-    sn, backup, after_globals, formats, out, plan, plan_file, shells = answers
+    sn, backup, after_globals, formats, out, plan, plan_file, shells, verify_i = answers
+    assert verify_i == ["--identity"]  # not the deprecated --images
     assert sn == ["snapshots"]
     assert backup == _long_options("backup") and "--plan" in backup and "--kubeconfig" in backup
     assert after_globals == ["restore"]  # --kubeconfig's value is not taken for the command word

@@ -1,4 +1,5 @@
-"""`dr verify --images`: the image copies alone, by digest, through the CLI against real registries."""
+"""`dr verify --type images`: the image copies alone, by digest, through the CLI against real registries
+(`--images`, its deprecated spelling, too)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def _plan(tmp_path, sources: list[dict]) -> str:
 
 def _verify(capsys, plan: str, *extra: str) -> tuple[int, dict, str]:
     capsys.readouterr()
-    code = main(["verify", "--plan", plan, "--images", "--json", *extra])
+    code = main(["verify", "--plan", plan, "--type", "images", "--json", *extra])
     captured = capsys.readouterr()
     return code, json.loads(captured.out), captured.err
 
@@ -67,9 +68,9 @@ def test_verify_images_without_an_images_source_is_a_usage_error(tmp_path, capsy
     plan = _plan(tmp_path, [{"name": "config", "type": "files", "paths": [str(tmp_path / "data")]}])
     assert main(["backup", "--plan", plan, "--quiet"]) == Exit.OK
     capsys.readouterr()
-    assert main(["verify", "--plan", plan, "--images"]) == Exit.USAGE
+    assert main(["verify", "--plan", plan, "--type", "images"]) == Exit.USAGE
     err = capsys.readouterr().err
-    assert "no source of type images" in err and "Traceback" not in err
+    assert "no source of type images (its sources' types: files)" in err and "Traceback" not in err
 
 
 def test_verify_images_says_which_images_source_no_snapshot_holds(tmp_path, capsys, registries, images):
@@ -79,7 +80,12 @@ def test_verify_images_says_which_images_source_no_snapshot_holds(tmp_path, caps
     assert main(["backup", "--plan", plan, "--source", "config", "--quiet"]) == Exit.OK
     code, document, err = _verify(capsys, plan)
     assert code == Exit.OK and document["nothing_to_verify"] == ["images"]
-    assert "images: no image copy recorded in any snapshot" in err
+    assert "images: no copy outside the repository recorded in any snapshot" in err
+    capsys.readouterr()
+    assert main(["verify", "--plan", plan, "--images", "--json"]) == Exit.OK  # the old spelling, for one release
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["scope"] == "images"
+    assert "dr verify --images is deprecated and will be removed in the next release: use --type images" in captured.err
 
 
 def test_verify_images_writes_no_whole_verify_metrics(tmp_path, capsys, registries, images):
@@ -89,5 +95,5 @@ def test_verify_images_writes_no_whole_verify_metrics(tmp_path, capsys, registri
     assert main(["backup", "--plan", plan, "--quiet"]) == Exit.OK
     capsys.readouterr()
     metrics = tmp_path / "verify.prom"
-    assert main(["verify", "--plan", plan, "--images", "--metrics-file", str(metrics)]) == Exit.USAGE
+    assert main(["verify", "--plan", plan, "--type", "images", "--metrics-file", str(metrics)]) == Exit.USAGE
     assert "no dr_verify_* metrics" in capsys.readouterr().err and not metrics.exists()

@@ -1,7 +1,8 @@
 """`dr verify`: check snapshots, artifacts and blobs (dr.repository.checking.check), then the copies
-exporters keep outside the repository (dr.restore.copies); exit 6 on a problem. `--images` checks
-the image copies alone, by digest, for a quick look at the DR registries without reading the rest
-of the repository. `--read-data-subset N/T` reads one part of the blobs (dr.repository.data_subsets),
+exporters keep outside the repository (dr.restore.copies); exit 6 on a problem. `--type TYPE`
+checks the copies outside the repository of the plan's sources of one exporter type alone (images
+in DR registries by digest, checkpoint DR copies), for a quick look without reading the rest of the
+repository; the exporter's own verify_copies decides what that covers. `--read-data-subset N/T` reads one part of the blobs (dr.repository.data_subsets),
 so that a daily job (`auto/7`) reads every blob within a week."""
 
 from __future__ import annotations
@@ -9,7 +10,8 @@ from __future__ import annotations
 import argparse
 from datetime import datetime, timezone
 
-from dr.cli.arguments import CommandSpec, UsageError, identities, lock_wait_arg, open_plan, plan_and_target_args
+from dr.cli.arguments import (CommandSpec, DeprecatedSwitch, UsageError, identities, lock_wait_arg, open_plan,
+                              plan_and_target_args)
 from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
 from dr.cli.metrics import metrics_args, publish
@@ -33,10 +35,13 @@ def arguments(p: argparse.ArgumentParser) -> None:
                    "run reads every blob within T days. Copies outside the repository are checked as without "
                    "--read-data")
     lock_wait_arg(p)
-    p.add_argument("--images", action="store_true", help="only the copies of the plan's images sources, by "
-                   "digest: each DR registry copy's tags, manifests (hashed) and blobs (present with their "
-                   "sizes; hashed with --read-data), and image blobs kept in the repository; the rest of the "
-                   "repository is not checked, and no dr_verify_* metrics are written")
+    p.add_argument("--type", metavar="TYPE", help="only the copies that the plan's sources of this exporter "
+                   "type keep outside the repository, as their exporter checks them (images: each DR registry "
+                   "copy's tags, manifests hashed, blobs present with their sizes, hashed with --read-data, and "
+                   "image blobs kept in the repository; checkpoints: each DR copy's manifest, marker and files); "
+                   "the rest of the repository is not checked, and no dr_verify_* metrics are written")
+    p.add_argument("--images", dest="type", action=DeprecatedSwitch, const="images", replacement="--type images",
+                   help="deprecated: --type images")
     p.add_argument("--identity", metavar="FILE", help="age identity file: also decrypt secret artifacts and "
                    "check them as a restore would (default: the file named by the plan's identity_env)")
     metrics_args(p)
@@ -49,8 +54,8 @@ def run(args: argparse.Namespace, out: Output) -> int:
     repo = open_target(plan, target)
     repo.open()
     keys = identities(args, plan)
-    if args.images:
-        return _images_only(args, out, plan, registry, repo, keys)
+    if args.type:
+        return _type_only(args, out, plan, registry, repo, keys)
     with Lock(repo, exclusive=False, command="dr verify").acquire(args.lock_wait):  # one lock for both checks
         with out.progress("verify") as advance:
             ids = [repo.find_snapshot(args.snapshot).id] if args.snapshot else None
@@ -94,21 +99,24 @@ def _ended(out: Output, problems: int, document: dict) -> int:
     return Exit.OK if not problems else Exit.INTEGRITY
 
 
-def _images_only(args: argparse.Namespace, out: Output, plan, registry, repo, keys) -> int:
-    names = {s.name for s in plan.spec.sources if s.type == "images"}
+def _type_only(args: argparse.Namespace, out: Output, plan, registry, repo, keys) -> int:
+    names = {s.name for s in plan.spec.sources if s.type == args.type}
     if not names:
-        raise UsageError(f"--images: {args.plan} has no source of type images; drop --images to verify everything")
+        types = sorted({s.type for s in plan.spec.sources})
+        raise UsageError(f"--type {args.type}: {args.plan} has no source of type {args.type} (its sources' types: "
+                         f"{', '.join(types)}); drop --type to verify everything")
     if args.metrics_file or args.pushgateway:  # dr_verify_* say the whole repository was checked
-        raise UsageError("--images checks a part of what dr verify checks, so it writes no dr_verify_* metrics: "
-                         "drop --metrics-file/--pushgateway, or --images")
-    with Lock(repo, exclusive=False, command="dr verify --images").acquire():
+        raise UsageError(f"--type checks a part of what dr verify checks, so it writes no dr_verify_* metrics: "
+                         "drop --metrics-file/--pushgateway, or --type")
+    with Lock(repo, exclusive=False, command=f"dr verify --type {args.type}").acquire():
         outside = check_outside_copies(plan, registry, repo, snapshot_ref=args.snapshot, read_data=args.read_data,
                                        identities=keys, sources=names)
     unchecked = sorted(names - {c.source for c in outside})
     if unchecked:  # said, not skipped silently
-        out.warn(f"{', '.join(unchecked)}: no image copy recorded in any snapshot, nothing to verify")
+        out.warn(f"{', '.join(unchecked)}: no copy outside the repository recorded in any snapshot, nothing to "
+                 "verify")
     problems = _say_copies(outside, out, args.read_data)
-    return _ended(out, problems, {"scope": "images", "outside_copies": [c.to_json() for c in outside],
+    return _ended(out, problems, {"scope": args.type, "outside_copies": [c.to_json() for c in outside],
                                   "nothing_to_verify": unchecked})
 
 
