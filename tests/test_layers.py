@@ -3,8 +3,9 @@
 Layers (top to bottom): cli; drills | testing; backup | restore | audit (each layer's modules
 independent of one another); exporters; repository; model. import-linter checks that no lower
 layer imports a higher one, that exporters are independent of one another, that the core
-reaches exporters only through dr.exporters.contract and dr.exporters.registry, that stores
-are self-contained, and that the CLI's command modules do not import one another.
+reaches exporters only through dr.exporters.contract and dr.exporters.registry (both contracts
+name the exporters by wildcard, so a new exporter is held to them without editing the file),
+that stores are self-contained, and that the CLI's command modules do not import one another.
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ def test_every_module_has_a_docstring(path):
 @pytest.mark.parametrize("module, line, contract", [
     ("dr/restore/planning.py", "import dr.exporters.git", "use exporters only through the contract"),
     ("dr/exporters/git.py", "import dr.exporters.files", "exporters independent of one another"),
+    # an exporter that no list names (the contracts use wildcards), and the core reaching into it
+    ("dr/exporters/acme/__init__.py", "import dr.exporters.git", "exporters independent of one another"),
+    ("dr/exporters/git.py", "import dr.exporters.acme", "exporters independent of one another"),
+    ("dr/audit/judging.py", "import dr.exporters.acme", "use exporters only through the contract"),
+    ("dr/audit/judging.py", "import dr.exporters.adapters", "use exporters only through the contract"),
     ("dr/repository/stores/local.py", "import dr.repository.catalogs", "stores import nothing of dr"),
     ("dr/cli/commands/drill.py", "import dr.cli.commands.restore", "command modules independent"),
 ])
@@ -48,6 +54,8 @@ def test_each_contract_refuses_a_planted_violation(tmp_path, module, line, contr
 
     shutil.copytree(ROOT / "dr", tmp_path / "dr", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / ".importlinter", tmp_path / ".importlinter")
+    (tmp_path / "dr/exporters/acme").mkdir()  # a new exporter package, in no list of .importlinter
+    (tmp_path / "dr/exporters/acme/__init__.py").write_text('"""A new exporter."""\n')
     with open(tmp_path / module, "a", encoding="utf-8") as handle:
         handle.write(f"\n{line}  # planted by tests/test_layers.py\n")
     run = subprocess.run([str(LINT_IMPORTS), "--no-cache"], cwd=tmp_path, capture_output=True, text=True,
@@ -56,3 +64,21 @@ def test_each_contract_refuses_a_planted_violation(tmp_path, module, line, contr
     assert "Contracts: " in run.stdout and " 1 broken" in run.stdout
     broken = run.stdout.split("Broken contracts", 1)[1]
     assert contract in broken, run.stdout
+
+
+def test_every_built_in_entry_point_is_under_the_wildcards():
+    """pyproject.toml's exporters each live in their own module or package directly under
+    dr.exporters, which the two exporter contracts match by `dr.exporters.*`; none is part of the
+    contract layer they exempt."""
+    import tomllib
+
+    with open(ROOT / "pyproject.toml", "rb") as handle:
+        entry_points = tomllib.load(handle)["project"]["entry-points"]["dr.exporters"]
+    exempt = {"contract", "pod_needs", "registry", "adapters", "kit"}
+    assert len(entry_points) >= 12
+    for name, value in entry_points.items():
+        parts = value.split(":", 1)[0].split(".")
+        assert parts[:2] == ["dr", "exporters"] and len(parts) >= 3, (name, value)
+        assert parts[2] not in exempt, f"{name} ({value}) sits in the contract layer the wildcards exempt"
+        assert (ROOT / "dr" / "exporters" / parts[2]).exists() or (ROOT / "dr" / "exporters" / f"{parts[2]}.py").exists()
+
