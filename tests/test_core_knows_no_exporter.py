@@ -20,13 +20,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # the contract layer and the shared kit sit with the exporters but are core: they are checked
 CORE_IN_EXPORTERS = ("dr/exporters/contract.py", "dr/exporters/registry.py", "dr/exporters/adapters.py",
                      "dr/exporters/pod_needs.py", "dr/exporters/__init__.py", "dr/exporters/kit/")
-MOVE = "to move into the exporter's declarations (issue 32, item 2)"
 STILL_NAMED = {
     # the built-in entry points, read without importlib.metadata (a tenth of an unchanged backup's
     # time, issue 15); tests/exporters/test_registry.py holds them equal to pyproject.toml's
     **{("dr/exporters/registry.py", name): "BUILTIN: pyproject's entry points, without importlib.metadata"
        for name in BUILTIN},
-    ("dr/backup/plan_exposure.py", "files"): MOVE, ("dr/backup/plan_exposure.py", "git"): MOVE,
     ("dr/cli/commands/advise.py", "checkpoints"): "dr advise checkpoints: a plugin command to be (item 2)",
     ("dr/cli/commands/verify.py", "images"): "dr verify --images, the deprecated alias of --type images (one release)",
     **{("dr/cli/demo.py", name): "the demo builds a plan of built-in sources (it moves beside drills, item 3)"

@@ -137,16 +137,17 @@ def _run_source(plan: Plan, registry: Registry, writer: SnapshotWriter, source: 
                             hosts=tuple(plan.placer.host_patterns()), rto=source.rto_delta,
                             seal_name=writer.names.name)
     sink = writer.source(source.name, source.type, parent)
-    watch = PlanWatch(plan, source)  # format.md 8.1's caveat: a snapshot that holds the plan
+    watch = None
     try:
-        registry.get(source.type)(context).export(
-            WatchedSink(RecordingSink(sink, ledger) if ledger is not None else sink, watch.seen))
+        exporter = registry.get(source.type)(context)
+        watch = PlanWatch(plan, source, exporter)  # format.md 8.1's caveat: a snapshot that holds the plan
+        exporter.export(WatchedSink(RecordingSink(sink, ledger) if ledger is not None else sink, watch.seen))
     except Exception as exc:  # one source failing must not lose the others
         log(failure_line(source.name, exc))  # one line; a traceback only for a bug, with DR_DEBUG=1
         result = sink.discard(reason(exc))
     else:
         result = sink.commit()
-    result.findings = context.findings + watch.findings
+    result.findings = context.findings + (watch.findings if watch is not None else [])
     return result
 
 

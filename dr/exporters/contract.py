@@ -454,6 +454,14 @@ class Exporter(ABC):
         return None
 
 
+    def plan_copy(self, artifact: Artifact, plan_path: str) -> tuple[str, str] | None:
+        """Whether `artifact`, just written and not secret, holds the plan file at `plan_path` (a
+        real path) in plaintext: (what, the object that holds it), for people, e.g. ("the plan's
+        file", "conf/plan.yaml"); None when it does not. The backup then warns plan-in-snapshot:
+        the repository would hold the key of sealed names (docs/format.md 8.1, the caveat). No
+        I/O but reading local files."""
+        return None
+
     def checkpoint_saves(self, artifacts: list[Artifact]) -> list[CheckpointSave]:
         """The training checkpoint saves these artifacts (one snapshot's, of this source) record,
         from what export() measured (no I/O); none for an exporter that keeps no checkpoints."""

@@ -14,6 +14,7 @@ the catalog (which is not encrypted): everything shown or stored goes through re
 
 from __future__ import annotations
 
+import configparser
 import hashlib
 import os
 import re
@@ -172,6 +173,27 @@ def _remote_rewrite(reference: str, old: str, new: str) -> str | None:
 ORIGIN = "git-remote"  # the dependency that records where a repository came from
 
 
+
+def _work_tree(folder: str) -> str | None:
+    """The Git work tree that holds `folder`, if any (a `.git` entry in it or a parent)."""
+    while True:
+        if os.path.exists(os.path.join(folder, ".git")):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def _remotes(tree: str) -> set[str]:
+    """The remote URLs in the work tree's .git/config (a worktree's .git file points elsewhere: none)."""
+    config = configparser.ConfigParser(strict=False, interpolation=None)
+    try:
+        config.read(os.path.join(tree, ".git", "config"), encoding="utf-8")
+    except (configparser.Error, UnicodeDecodeError):
+        return set()
+    return {config[s]["url"] for s in config.sections() if s.startswith("remote ") and "url" in config[s]}
+
 class GitExporter(Exporter):
     type_name = "git"
     contract_version = 2
@@ -269,6 +291,22 @@ class GitExporter(Exporter):
         sink.write(KIND, name, (lambda: _bundle(url, refs)) if refs else b"",
                    sensitivity=self.context.sensitivity or Sensitivity.INTERNAL,
                    dependencies=[Dependency("git-remote", redact(url))], meta=meta, change_token=token)
+
+    def plan_copy(self, artifact: Artifact, plan_path: str) -> tuple[str, str] | None:
+        """A repository whose URL is the plan's own Git work tree, or one of that tree's remotes."""
+        tree = _work_tree(os.path.dirname(plan_path))
+        spec = next((s for s in self.options.repositories if s.name == artifact.identity), None)
+        if tree is None or spec is None or artifact.kind != KIND:
+            return None
+        remotes = _remotes(tree)
+        # a relative remote path is the work tree's (git resolves it there)
+        own = {os.path.realpath(tree), *remotes,
+               *(os.path.realpath(os.path.join(tree, p)) for p in map(_local_path, remotes) if p)}
+        url = self._url(spec)
+        local = _local_path(url)
+        if url in own or spec.url in own or (local is not None and os.path.realpath(local) in own):
+            return f"the Git repository that holds the plan ({tree})", spec.name
+        return None
 
     # -- restore -------------------------------------------------------------------------
     def restore(self, artifacts: list[Artifact], reader: ContentReader,

@@ -13,7 +13,7 @@ import json
 import os
 import subprocess
 
-from dr.backup.plan_exposure import PLAN_CONFIGMAP
+from dr.exporters.kubernetes.exporter import PLAN_CONFIGMAP
 from dr.cli.main import main
 from dr.deploy import objects
 from tests.cli.planfiles import files_source, key_pair, local_target, write_plan

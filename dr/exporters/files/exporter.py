@@ -124,6 +124,22 @@ class FilesExporter(Exporter):
         """Only the configured paths, read; nothing to connect to, no credential."""
         return RunNeeds(paths=[root for _, root in self._roots()])
 
+    def plan_copy(self, artifact: Artifact, plan_path: str) -> tuple[str, str] | None:
+        """The plan's own file, written (so not excluded) under one of the configured paths."""
+        if artifact.kind == "file" and artifact.identity == self._identity_of(plan_path):
+            return "the plan's file", artifact.identity
+        return None
+
+    def _identity_of(self, path: str) -> str | None:
+        """The identity a file at `path` (a real path) gets, when a configured path is it or holds it."""
+        for label, root in self._roots():
+            root = os.path.realpath(root)
+            if path == root:
+                return label
+            if path.startswith(root.rstrip(os.sep) + os.sep):
+                return f"{label}/{os.path.relpath(path, root)}"
+        return None
+
     # -- walking -------------------------------------------------------------------------
     def _roots(self) -> Iterator[tuple[str, str]]:
         for path in self.options.paths:

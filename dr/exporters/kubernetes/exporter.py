@@ -21,6 +21,8 @@ from dr.exporters.kubernetes.planning import REMAP_KINDS, RESTORE_OPTIONS
 from dr.exporters.kubernetes.requesting import Api
 from dr.exporters.kubernetes.restoring import Restore
 from dr.exporters.kubernetes.sealedsecrets import KEY_MISSING
+
+PLAN_CONFIGMAP = "dr-plan"  # dr.deploy.objects.PLAN_CONFIGMAP (tests/cli/test_plan_in_snapshot.py holds them equal)
 from dr.model.artifacts import Artifact
 
 
@@ -71,6 +73,15 @@ class KubernetesExporter(Exporter):
             export = Export(api, self.context, sink)
             export.run()
         self.context.log(f"{export.written} objects exported")
+
+    def plan_copy(self, artifact: Artifact, plan_path: str) -> tuple[str, str] | None:
+        """A batch holding the ConfigMap `dr deploy render` makes (configmaps/<ns>/dr-plan)."""
+        members = artifact.meta.get("members")
+        for member in members if isinstance(members, dict) else ():
+            parts = member.split("/")
+            if len(parts) == 3 and parts[0] == "configmaps" and parts[2] == PLAN_CONFIGMAP:
+                return "the plan's ConfigMap, as dr deploy render makes it", member
+        return None
 
     def restore(self, artifacts: list[Artifact], reader: ContentReader,
                 request: RestoreRequest) -> Iterator[Outcome]:
