@@ -45,6 +45,7 @@ from dr.repository.targets import open_target
 from dr.restore import run_restore
 from dr.testing.declarations import declaration_problems, planning_problems
 from dr.testing.exporter_fixtures import ConformanceFixture, NotChecked
+from dr.testing.fingerprints import difference
 
 __all__ = ["CHECKS", "ConformanceFixture", "ConformanceWarning", "ExporterConformance", "NotChecked",
            "verify_exporter"]
@@ -229,7 +230,7 @@ class ExporterConformance:
     def _holds_source(self, to: str, label: str) -> None:
         restored, source = self.fixture.fingerprint(to), self.fixture.source_fingerprint()
         _require(restored == source, f"{self.name}: {label} does not hold what the source holds "
-                                     f"(fingerprint(to) != source_fingerprint()): {_difference(source, restored)}")
+                                     f"(fingerprint(to) != source_fingerprint()): {difference(source, restored)}")
 
     # -- the checks -------------------------------------------------------------------------
     def check_discover_agrees_with_export(self) -> None:
@@ -406,18 +407,6 @@ class ExporterConformance:
         to = self.fixture.destination()
         self._restored(to, "restore of the backup after change_source()", backup=second)
         self._holds_source(to, "a restore of the backup after change_source()")
-
-
-def _difference(source: Any, restored: Any) -> str:
-    """What one fingerprint holds and the other does not, when they are collections; their
-    sizes otherwise (a fingerprint may hold content: shown redacted and short)."""
-    try:
-        a, b = set(source), set(restored)
-    except TypeError:
-        return "they differ"
-    def shown(items: set) -> str:
-        return _listed((redact(str(i))[:160] for i in items), 4) or "nothing"
-    return f"only in the source: {shown(a - b)}; only in the restore: {shown(b - a)}"
 
 
 def _errors(findings: list[dict]) -> list[dict]:

@@ -16,6 +16,7 @@ from dr.exporters.contract import (ArtifactSink, ContentReader, Discovered, Expo
                                    OutcomeStatus, RestoreRequest)
 from dr.model.artifacts import Artifact, Dependency
 from dr.testing import CHECKS, ConformanceFixture, ConformanceWarning, ExporterConformance, NotChecked, verify_exporter
+from dr.testing.fingerprints import difference
 from tests.conformance.builtin_fixtures import tree_fingerprint
 
 
@@ -157,7 +158,16 @@ def test_garbled_restore_names_what_differs(tmp_path):
     suite = ExporterConformance(NotesFixture("garbles-restore"), str(tmp_path))
     with pytest.raises(AssertionError) as info:
         suite.check_restore_equals_source()
-    assert "only in the source: ('a.md'," in str(info.value) and "only in the restore: ('a.md'," in str(info.value)
+    assert "only in the source: nothing; only in the restore: nothing; differ: a.md, b.md, c.md" in str(info.value)
+
+
+def test_a_difference_names_the_entries_by_their_first_field():
+    source = (("a.md", "1"), ("b.md", "2"), ("c.md", "3"))
+    assert difference(source, (("a.md", "1"), ("c.md", "9"), ("d.md", "4"))) == \
+        "only in the source: b.md; only in the restore: d.md; differ: c.md"
+    assert difference({"x", "https://u:pw@host"}, {"x"}) == \
+        "only in the source: https://***@host; only in the restore: nothing"
+    assert difference('{"json": 1}', '{"json": 2}') == "they differ"
 
 
 def test_a_fixture_without_the_source_members_is_not_checked_rather_than_passed(tmp_path):
