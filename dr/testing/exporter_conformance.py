@@ -45,7 +45,7 @@ from dr.repository.targets import open_target
 from dr.restore import run_restore
 from dr.testing.declarations import declaration_problems, planning_problems
 from dr.testing.exporter_fixtures import ConformanceFixture, NotChecked
-from dr.testing.fingerprints import difference
+from dr.testing.source_checks import SourceChecks
 
 __all__ = ["CHECKS", "ConformanceFixture", "ConformanceWarning", "ExporterConformance", "NotChecked",
            "verify_exporter"]
@@ -92,7 +92,7 @@ def _shown(outcomes: Iterable[Outcome]) -> str:
     return _listed(f"{o.status.value} {o.item}: {o.reason}" for o in outcomes)
 
 
-class ExporterConformance:
+class ExporterConformance(SourceChecks):
     """The checks, over one fixture. The first backup is shared; each restoring check gets a
     new destination from the fixture."""
 
@@ -215,22 +215,6 @@ class ExporterConformance:
                and o.status not in ({Status.SKIPPED} if first[item].status == Status.SKIPPED else ok)]
         _require(not bad, f"{self.name}: {label}: expected every item unchanged (skipped ones skipped), got: "
                           f"{_shown(bad)}")
-
-    def _unchanged_source(self) -> None:
-        """The checks that back the source up, or compare with it, need it as first backed up."""
-        _require(not self._source_changed, f"{self.name}: changed_source_is_read_again changed the source: "
-                                           f"run it after every other check (as CHECKS orders them)")
-
-    def _optional(self, member: str) -> None:
-        """A fixture member that is optional (exporter_fixtures): a check without it does not run."""
-        if getattr(type(self.fixture), member) is getattr(ConformanceFixture, member):
-            raise NotChecked(f"{self.name}: not checked: the fixture has no {member} "
-                             f"(docs/exporters.md, Writing a fixture)")
-
-    def _holds_source(self, to: str, label: str) -> None:
-        restored, source = self.fixture.fingerprint(to), self.fixture.source_fingerprint()
-        _require(restored == source, f"{self.name}: {label} does not hold what the source holds "
-                                     f"(fingerprint(to) != source_fingerprint()): {difference(source, restored)}")
 
     # -- the checks -------------------------------------------------------------------------
     def check_discover_agrees_with_export(self) -> None:
@@ -374,39 +358,6 @@ class ExporterConformance:
                                  f"{_listed(wanted - held) or 'nothing'} and has "
                                  f"{_listed(held - wanted) or 'nothing'} more")
 
-
-    def check_restore_equals_source(self) -> None:
-        """A restore into a new destination holds what the source holds: compared with it, not
-        only with other restores (an exporter that restores altered or no content fails here)."""
-        self._optional("source_fingerprint")
-        self._unchanged_source()
-        to = self.fixture.destination()
-        self._restored(to, "restore")
-        self._holds_source(to, "a restore into a new destination")
-
-    def check_changed_source_is_read_again(self) -> None:
-        """After change_source(), the next backup exports the changed artifact again (a new
-        change token, new content: not reused), and a restore of that backup holds the changed
-        source. It changes the source, so it runs last."""
-        self._optional("source_fingerprint")
-        self._optional("change_source")
-        before = {a.identity: a for a in self.artifacts}
-        self._unchanged_source()
-        identity, self._source_changed = self.fixture.change_source(), True
-        second = self._backup(self.plan)
-        after = {a.identity: a for a in self._artifacts(self.plan, second)}
-        _require(identity in after, f"{self.name}: the backup after change_source() holds no artifact {identity!r}")
-        old, new = before.get(identity), after[identity]
-        if old is not None:
-            token = old.meta.get("change_token")  # none: read at every backup, never reused
-            frozen = bool(token) and new.meta.get("change_token") == token
-            _require(not frozen and new.chunks != old.chunks,
-                     f"{self.name}: after change_source() the next backup did not read {identity} again: "
-                     + ("its change token did not change, so the old content was reused" if frozen
-                        else "its change token changed but its content is the same"))
-        to = self.fixture.destination()
-        self._restored(to, "restore of the backup after change_source()", backup=second)
-        self._holds_source(to, "a restore of the backup after change_source()")
 
 
 def _errors(findings: list[dict]) -> list[dict]:

@@ -8,6 +8,7 @@ fail too: an outcome without a reason breaks every restoring check).
 from __future__ import annotations
 
 import os
+import re
 from typing import Any, Hashable, Iterator
 
 import pytest
@@ -179,6 +180,25 @@ def test_a_fixture_without_the_source_members_is_not_checked_rather_than_passed(
     with pytest.warns(ConformanceWarning, match="2 of .* conformance checks did not run"):
         unchecked = verify_exporter(UnfingerprintedNotesFixture(), str(tmp_path / "two"))
     assert [line.split(":")[0] for line in unchecked] == ["restore_equals_source", "changed_source_is_read_again"]
+
+
+class BlindNotesFixture(NotesFixture):
+    """source_fingerprint() that sees nothing, change_source() that changes nothing it sees."""
+
+    def source_fingerprint(self) -> Hashable:
+        return None
+
+    def change_source(self) -> str:
+        return "c.md"
+
+
+@pytest.mark.parametrize("check, message", [
+    ("restore_equals_source", "could not tell a restore that writes nothing"),
+    ("changed_source_is_read_again", "change_source() left source_fingerprint() as it was")])
+def test_a_fixture_that_could_not_fail_the_checks_is_refused(check, message, tmp_path):
+    suite = ExporterConformance(BlindNotesFixture(), str(tmp_path))
+    with pytest.raises(AssertionError, match=re.escape(message)):
+        getattr(suite, f"check_{check}")()
 
 
 def test_checks_that_need_the_source_as_backed_up_refuse_after_it_changed(tmp_path):
