@@ -5,6 +5,7 @@ way `dr backup`, `dr restore --source` and `dr audit --live` do, so it imports t
 dr imports it back. It imports no test framework: checks raise AssertionError.
 """
 
-from dr.testing.exporter_conformance import CHECKS, ConformanceFixture, ExporterConformance, verify_exporter
+from dr.testing.exporter_conformance import (CHECKS, ConformanceFixture, ConformanceWarning, ExporterConformance,
+                                          NotChecked, verify_exporter)
 
-__all__ = ["CHECKS", "ConformanceFixture", "ExporterConformance", "verify_exporter"]
+__all__ = ["CHECKS", "ConformanceFixture", "ConformanceWarning", "ExporterConformance", "NotChecked", "verify_exporter"]

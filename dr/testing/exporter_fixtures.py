@@ -2,8 +2,10 @@
 
 Where it sits: dr.testing.exporter_conformance asks a fixture for a source to back up, a
 destination to restore to, a way to tell whether that destination changed, a way to make one
-restored item differ, and a source that cannot be backed up. Everything else (the plan, the
-repository, the snapshot writer, the reader) is dr's own and real.
+restored item differ, and a source that cannot be backed up; and, optionally, what the source
+holds and a way to change it, so restores are compared with the source and change tokens are seen
+to change. Everything else (the plan, the repository, the snapshot writer, the reader) is dr's own
+and real.
 """
 
 from __future__ import annotations
@@ -13,6 +15,11 @@ from typing import Any, ClassVar, Hashable
 
 from dr.exporters.contract import ContentReader, Exporter
 from dr.model.artifacts import Artifact
+
+
+class NotChecked(Exception):
+    """A check the fixture gives the suite no means to run (an optional member it lacks). Not an
+    AssertionError, so a runner reports it as what it is: neither passed nor failed."""
 
 
 class ConformanceFixture(ABC):
@@ -57,6 +64,21 @@ class ConformanceFixture(ABC):
     def perturb(self, to: str) -> str:
         """Make one restored item at `to` differ from the backup; return that item's
         Outcome.item (restore must then say CONFLICT for it until --overwrite)."""
+
+    def source_fingerprint(self) -> Hashable:
+        """What the source holds now, comparable with fingerprint(to) of a destination restored
+        from a backup of it: equal exactly when that restore holds the source's restorable
+        content (items by their paths or identities relative to the destination, not the
+        source's absolute place; leave out what restore skips by design). Optional: without
+        it, restore_equals_source and changed_source_is_read_again raise NotChecked."""
+        raise NotChecked("the fixture has no source_fingerprint")
+
+    def change_source(self) -> str:
+        """Change one item's restorable content at the source, as its users would, so that a
+        correct exporter must export it again at the next backup; return the identity of the
+        artifact that holds it (new or existing). Called at most once, by the last check.
+        Optional: without it, changed_source_is_read_again raises NotChecked."""
+        raise NotChecked("the fixture has no change_source")
 
     def remap(self) -> dict[str, str]:
         """RestoreRequest.remap for every restore of the suite."""

@@ -26,7 +26,7 @@ import json
 import os
 import subprocess
 from pathlib import Path
-from typing import Any, Hashable
+from typing import Any, Hashable, Iterable
 
 from dr.exporters.checkpoints import CheckpointsExporter
 from dr.exporters.files import FilesExporter
@@ -35,6 +35,7 @@ from dr.exporters.images import ImagesExporter
 from dr.exporters.kubernetes import KubernetesExporter
 from dr.exporters.kubernetes.batches import KIND as OBJECTS
 from dr.exporters.kubernetes.resources import ResourceType, item_name
+from dr.exporters.kubernetes.selecting import NEVER
 from dr.exporters.secretsmanager import SecretsManagerExporter
 from dr.exporters.vault import VaultExporter
 from dr.exporters.vault.restoring import TOKEN_KEY, UNSEAL_KEY
@@ -132,6 +133,16 @@ class GitFixture(_Destinations, ConformanceFixture):
         git("update-ref", "refs/heads/main", "refs/heads/feature", cwd=path)
         return "platform"
 
+    def source_fingerprint(self) -> Hashable:
+        return self.fingerprint(self._remote("{name}"))
+
+    def change_source(self) -> str:
+        work = os.path.join(self.workdir, "work", "platform")
+        Path(work, "deploy.yaml").write_text("name: platform\nreplicas: 3\n")
+        git("commit", "--quiet", "-am", "change 3", cwd=work)
+        git("push", "--quiet", self._remote("platform"), "main", cwd=work)
+        return "platform"
+
 
 # -- files ----------------------------------------------------------------------------------------------
 class FilesFixture(_Destinations, ConformanceFixture):
@@ -163,22 +174,40 @@ class FilesFixture(_Destinations, ConformanceFixture):
         Path(to, "tree", "a.txt").write_text("changed at the destination\n")
         return "tree/a.txt"
 
+    def source_fingerprint(self) -> Hashable:
+        return self.fingerprint(self.workdir)  # identities are paths under the root's folder: tree/...
+
+    def change_source(self) -> str:
+        Path(self.workdir, "tree", "conf", "app.yaml").write_text("replicas: 3\n")
+        return "tree/conf/app.yaml"
+
 
 # -- kubernetes -----------------------------------------------------------------------------------------
-#: metadata a server stamps on every write: not what a restore restores
-_STAMPS = ("resourceVersion", "managedFields", "generation")
+#: metadata a server stamps on every write (or on create): not what a restore restores
+_STAMPS = ("resourceVersion", "managedFields", "generation", "uid", "creationTimestamp")
 
 
-def cluster_fingerprint(cluster) -> Hashable:
-    """Every stored object, without the fields the server stamps on each write."""
-    def read(em) -> str:
-        objects = []
-        for key, stored in em.store.items():
-            for where, obj in stored.items():
-                meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _STAMPS}
-                objects.append([list(key), list(where), {**obj, "metadata": meta}])
-        return json.dumps(sorted(objects, key=lambda o: json.dumps(o[:2])), sort_keys=True, default=str)
+def cluster_fingerprint(cluster, leave_out: Iterable[tuple[str, str]] = ()) -> Hashable:
+    """Every stored object but those of the `leave_out` resources (group, plural), without the
+    fields the server stamps on each write."""
+    leave_out = set(leave_out)
+
+    def read(em) -> tuple:
+        return tuple(sorted((json.dumps([list(key), list(where)]), json.dumps(_unstamped(key, obj), sort_keys=True,
+                                                                               default=str))
+                            for key, stored in em.store.items() if tuple(key)[:2] not in leave_out
+                            for where, obj in stored.items()))
     return cluster.call(read)
+
+
+def _unstamped(key, obj: dict) -> dict:
+    """`obj` without what its server assigns: the stamps, owners' uids (a restore points them at
+    the new owners) and a CRD's status (its Established conditions, set as it is created)."""
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _STAMPS}
+    if "ownerReferences" in meta:
+        meta["ownerReferences"] = [{k: v for k, v in o.items() if k != "uid"} for o in meta["ownerReferences"]]
+    crd = tuple(key)[:2] == ("apiextensions.k8s.io", "customresourcedefinitions")
+    return {**{k: v for k, v in obj.items() if not (crd and k == "status")}, "metadata": meta}
 
 
 class KubernetesFixture(ConformanceFixture):
@@ -230,6 +259,17 @@ class KubernetesFixture(ConformanceFixture):
         api = kubernetes.client.CoreV1Api(self._cluster(to).api_client())
         api.patch_namespaced_config_map("settings", "team-a", {"data": {"changed": "at the destination"}})
         return "configmaps/team-a/settings"
+
+    def source_fingerprint(self) -> Hashable:
+        """The source's objects but the runtime state the exporter never backs up (NEVER)."""
+        return cluster_fingerprint(self.clusters["source"], leave_out=NEVER)
+
+    def change_source(self) -> str:
+        import kubernetes
+
+        api = kubernetes.client.CoreV1Api(self.clusters["source"].api_client())
+        api.patch_namespaced_config_map("settings", "team-a", {"data": {"replicas": "5"}})
+        return "configmaps/team-a"
 
     def expected_items(self, artifacts, reader) -> set[str]:
         """One item per object (kubernetes-objects artifacts hold one JSON object a line);
@@ -287,6 +327,24 @@ class CheckpointsFixture(_Destinations, ConformanceFixture):
         raw[100] ^= 0xFF
         data.write_bytes(bytes(raw))
         return next(item for item in self.items if item.endswith("llama/step-200"))
+
+    def source_fingerprint(self) -> Hashable:
+        """The latest step of each run, as restore's default lays it out (<run>/step-N)."""
+        root = os.path.join(self.workdir, "runs")
+        latest = {run: f"{run}/step-{max(steps)}" for run, steps in self.runs.items()}
+        return tuple(e for e in tree_fingerprint(root, times=False)
+                     if e[0] in latest or e[0].startswith(tuple(f"{path}/" for path in latest.values()))
+                     or e[0] in latest.values())
+
+    def change_source(self) -> str:
+        """A new save of run gpt: the latest step, so the next restore takes it."""
+        from tests.checkpoints.conftest import age_files
+        from tests.checkpoints.test_exporter_helpers import save_steps
+
+        self.runs = {**self.runs, "gpt": [*self.runs["gpt"], 400]}
+        save_steps(Path(self.workdir, "runs"), "gpt", [400])
+        age_files(Path(self.workdir, "runs", "gpt", "step-400"), 3600)
+        return "near/gpt/step-400"  # the tier's name, then the run's save
 
     def expected_items(self, artifacts, reader) -> set[str]:
         """Restore's default: the latest step of every run (docs: RestoreRequest.remap `step`)."""
@@ -369,6 +427,14 @@ class VaultFixture(ConformanceFixture):
             "apps/billing/api", secret={"token": "changed at the destination"}, mount_point="secret")
         return "raft-snapshot"
 
+    def source_fingerprint(self) -> Hashable:
+        return self.fingerprint(self.source.address)
+
+    def change_source(self) -> str:
+        self.source.client(self.source.root_token).secrets.kv.v2.create_or_update_secret(
+            "apps/billing/api", secret={"token": "rotated at the source"}, mount_point="secret")
+        return "raft-snapshot"
+
     def close(self) -> None:
         for bao in self.servers.values():
             bao.stop()
@@ -443,6 +509,13 @@ class SecretsManagerFixture(MotoFixture):
         self._client(to).put_secret_value(SecretId="apps/api", SecretString="changed at the destination")
         return "apps/api:value"
 
+    def source_fingerprint(self) -> Hashable:
+        return self.fingerprint("us-east-1")
+
+    def change_source(self) -> str:
+        self._client("us-east-1").put_secret_value(SecretId="apps/db", SecretString='{"password": "p2"}')
+        return "apps/db:value"
+
 
 # -- tables: the third-party test exporter (tests/plugins/acme_tables, not installed) ---------------
 class TablesFixture(_Destinations, ConformanceFixture):
@@ -470,6 +543,14 @@ class TablesFixture(_Destinations, ConformanceFixture):
     def perturb(self, to: str) -> str:
         Path(to, "users.json").write_text('{"rows": 0}')
         return "users.json"
+
+    def source_fingerprint(self) -> Hashable:
+        return self.fingerprint(os.path.join(self.workdir, "tables"))
+
+    def change_source(self) -> str:
+        Path(self.workdir, "tables", "items.json").write_text(json.dumps({"endpoint": "https://fs.example/api",
+                                                                          "rows": 8}, sort_keys=True))
+        return "items.json"
 
 
 # -- images ---------------------------------------------------------------------------------------------
@@ -505,12 +586,15 @@ class ImagesFixture(ConformanceFixture):
         return f"{self.dest.url}/restored-{self.made}"
 
     def fingerprint(self, to: str) -> Hashable:
-        client, prefix = self.dest.client(), to.split("/", 3)[3]
-        found = []
-        for path in client.catalog():
-            if path.startswith(prefix + "/"):
-                found += [(path, tag, client.head_manifest(path, tag)[0]) for tag in client.tags(path)]
-        return tuple(sorted(found))
+        """Every tag's manifest digest, by repository path under the destination's prefix."""
+        return _registry_fingerprint(self.dest.client(), to.split("/", 3)[3] + "/")
+
+    def source_fingerprint(self) -> Hashable:
+        return _registry_fingerprint(self.source.client(), "team/", keep_prefix=True)
+
+    def change_source(self) -> str:
+        push_image(self.source.client(), "team/worker", "1.0", [tar_layer({"worker": os.urandom(5_000)})])
+        return f"{self.source.host}/team/worker:1.0"
 
     def perturb(self, to: str) -> str:
         prefix = to.split("/", 3)[3]
@@ -520,6 +604,15 @@ class ImagesFixture(ConformanceFixture):
     def close(self) -> None:
         for server in self.servers:
             server.stop()
+
+
+def _registry_fingerprint(client, prefix: str, keep_prefix: bool = False) -> Hashable:
+    found = []
+    for path in client.catalog():
+        if path.startswith(prefix):
+            name = path if keep_prefix else path[len(prefix):]
+            found += [(name, tag, client.head_manifest(path, tag)[0]) for tag in client.tags(path)]
+    return tuple(sorted(found))
 
 
 # -- mlflow: real MLflow servers (tests/servers.py) -----------------------------------------------------
@@ -559,6 +652,13 @@ class MlflowFixture(ConformanceFixture):
         Rest(to).patch("/model-versions/update", {"name": "fraud-detector", "version": "3",
                                                   "description": "changed at the destination"})
         return "fraud-detector/v3"
+
+    def source_fingerprint(self) -> Hashable:
+        return registry_fingerprint(self.url)
+
+    def change_source(self) -> str:
+        Rest(self.url).patch("/registered-models/update", {"name": "ranker", "description": "changed at the source"})
+        return "ranker"
 
     def expected_items(self, artifacts, reader) -> set[str]:
         items = set()

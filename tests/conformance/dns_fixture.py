@@ -57,6 +57,15 @@ class DnsFixture(ConformanceFixture):
         dns.query.tcp(update, "127.0.0.1", port=int(to.rsplit(":", 1)[1]), timeout=5)
         return "www.platform.test. A"
 
+    def source_fingerprint(self) -> Hashable:
+        return self.fingerprint(f"dns://127.0.0.1:{self.servers['source'].port}")
+
+    def change_source(self) -> str:
+        update = dns.update.UpdateMessage("models.test")
+        update.add("serve", 60, "A", "10.0.1.12")
+        dns.query.tcp(update, "127.0.0.1", port=self.servers["source"].port, timeout=5)
+        return "models.test"
+
     def expected_items(self, artifacts, reader) -> set[str]:
         """One item per record (and per unmodelled record set), named `FQDN TYPE`."""
         return set().union(*(item_names(ZoneDocument.from_bytes(reader.read(a))) for a in artifacts))

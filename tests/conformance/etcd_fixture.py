@@ -9,7 +9,7 @@ from typing import Any, Hashable
 
 from dr.exporters.etcd import EtcdExporter
 from dr.testing import ConformanceFixture
-from tests.etcd.conftest import fill
+from tests.etcd.conftest import fill, put, snapshot
 from tests.servers import etcd_server
 
 
@@ -52,6 +52,17 @@ class EtcdFixture(ConformanceFixture):
         with open(os.path.join(to, "events.db"), "r+b") as handle:
             handle.seek(100)
             handle.write(b"changed at the destination")
+        return "events"
+
+    def source_fingerprint(self) -> Hashable:
+        """A snapshot of each cluster now, as the restore names its file (<cluster>.db)."""
+        found = []
+        for name, server in zip(self.names, self.servers):
+            found.append((f"{name}.db", hashlib.sha256(snapshot(f"http://127.0.0.1:{server.port}")).hexdigest()))
+        return tuple(sorted(found))
+
+    def change_source(self) -> str:
+        put(f"http://127.0.0.1:{self.servers[1].port}", "/registry/events/5", "value 5")
         return "events"
 
     def close(self) -> None:

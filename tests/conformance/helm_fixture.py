@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Hashable
 
+import yaml
+
 from dr.exporters.helm import HelmExporter
 from dr.testing import ConformanceFixture
 from tests.conformance.builtin_fixtures import _Destinations, tree_fingerprint
@@ -43,10 +45,30 @@ class HelmFixture(_Destinations, ConformanceFixture):
         return self.new_directory()
 
     def fingerprint(self, to: str) -> Hashable:
-        return tree_fingerprint(to, times=False)
+        """Each file's digest, and index.yaml's entries by name, version, digest and url: what a
+        client of the repository reads (not file modes, nor the index's timestamps)."""
+        if not Path(to).is_dir():
+            return None
+        index = Path(to, "index.yaml")
+        entries = yaml.safe_load(index.read_text()).get("entries", {}) if index.exists() else {}
+        listed = sorted((name, e["version"], e.get("digest"), tuple(e.get("urls", [])))
+                        for name, versions in entries.items() for e in versions)
+        files = sorted((path, digest) for path, digest, _, _ in tree_fingerprint(to, times=False)
+                       if path != "index.yaml")
+        return tuple(files), tuple(listed)
 
     def perturb(self, to: str) -> str:
         Path(to, "beta-2.0.0.tgz").write_bytes(make_chart("beta", "2.0.0", note="changed at the destination"))
+        return f"{self.server.url}/beta:2.0.0"
+
+    def source_fingerprint(self) -> Hashable:
+        return self.fingerprint(str(Path(self.workdir, "chart-repository")))
+
+    def change_source(self) -> str:
+        """beta 2.0.0 published again with other content (a mutable version, as repositories allow)."""
+        folder = Path(self.workdir, "chart-repository")
+        (folder / "beta-2.0.0.tgz").write_bytes(make_chart("beta", "2.0.0", note="changed at the source"))
+        write_index(folder)
         return f"{self.server.url}/beta:2.0.0"
 
     def close(self) -> None:

@@ -8,6 +8,7 @@ fail too: an outcome without a reason breaks every restoring check).
 from __future__ import annotations
 
 import os
+import re
 from typing import Any, Hashable, Iterator
 
 import pytest
@@ -15,7 +16,8 @@ import pytest
 from dr.exporters.contract import (ArtifactSink, ContentReader, Discovered, Exporter, ExporterOptions, Outcome,
                                    OutcomeStatus, RestoreRequest)
 from dr.model.artifacts import Artifact, Dependency
-from dr.testing import CHECKS, ConformanceFixture, ExporterConformance, verify_exporter
+from dr.testing import CHECKS, ConformanceFixture, ConformanceWarning, ExporterConformance, NotChecked, verify_exporter
+from dr.testing.fingerprints import difference
 from tests.conformance.builtin_fixtures import tree_fingerprint
 
 
@@ -43,7 +45,9 @@ class NotesExporter(Exporter):
         host = "https://writer:hunter2@notes.example" if "leaks" in self.options.flaws else "https://notes.example"
         for name in self._names():
             st = os.stat(os.path.join(self.options.folder, name))
-            token = "" if "no-token" in self.options.flaws else f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
+            token = {"no-token": "", "frozen-token": "always the same"}.get(
+                next((f for f in self.options.flaws if f.endswith("-token")), ""),
+                f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}")
             sink.write("note", name, lambda name=name: open(os.path.join(self.options.folder, name), "rb"),
                        dependencies=[Dependency("notes-host", host)], meta={"provides": [f"note:{name}"]},
                        change_token=token)
@@ -53,6 +57,7 @@ class NotesExporter(Exporter):
         flaws = self.options.flaws
         for artifact in artifacts:
             data, target = reader.read(artifact), os.path.join(request.to, artifact.identity)
+            data = data.upper() if "garbles-restore" in flaws else data  # and compares what it writes
             exists = os.path.exists(target)
             if exists and open(target, "rb").read() == data and "always-restores" not in flaws:
                 yield Outcome(artifact.identity, OutcomeStatus.UNCHANGED, "already identical")
@@ -98,6 +103,21 @@ class NotesFixture(ConformanceFixture):
             handle.write("changed")
         return "b.md"
 
+    def source_fingerprint(self) -> Hashable:
+        return tree_fingerprint(os.path.join(self.workdir, "notes"), times=False)
+
+    def change_source(self) -> str:
+        with open(os.path.join(self.workdir, "notes", "c.md"), "a") as handle:
+            handle.write(", changed at the source")
+        return "c.md"
+
+
+class UnfingerprintedNotesFixture(NotesFixture):
+    """A fixture written before the suite compared restores with the source."""
+
+    source_fingerprint = ConformanceFixture.source_fingerprint
+    change_source = ConformanceFixture.change_source
+
 
 def test_a_conforming_exporter_passes_every_check(tmp_path):
     verify_exporter(NotesFixture(), str(tmp_path))
@@ -112,6 +132,8 @@ FLAWS = {
     "always-restores": ("second_restore_is_unchanged", "expected every item unchanged"),
     "ignores-overwrite": ("conflict_until_overwrite", "b.md differs, expected conflict"),
     "hides-failure": ("failing_source_does_not_hide_others", "the broken source is not reported with a reason"),
+    "garbles-restore": ("restore_equals_source", "does not hold what the source holds"),
+    "frozen-token": ("changed_source_is_read_again", "its change token did not change"),
 }
 
 
@@ -131,3 +153,56 @@ def test_verify_exporter_names_every_failed_check(tmp_path):
     assert text.startswith(f"2 of {len(CHECKS)} conformance checks failed")
     assert "second_export_reuses_everything: notes:" in text
     assert "dependencies_and_provides_are_well_formed: notes:" in text
+
+
+def test_garbled_restore_names_what_differs(tmp_path):
+    suite = ExporterConformance(NotesFixture("garbles-restore"), str(tmp_path))
+    with pytest.raises(AssertionError) as info:
+        suite.check_restore_equals_source()
+    assert "only in the source: nothing; only in the restore: nothing; differ: a.md, b.md, c.md" in str(info.value)
+
+
+def test_a_difference_names_the_entries_by_their_first_field():
+    source = (("a.md", "1"), ("b.md", "2"), ("c.md", "3"))
+    assert difference(source, (("a.md", "1"), ("c.md", "9"), ("d.md", "4"))) == \
+        "only in the source: b.md; only in the restore: d.md; differ: c.md"
+    assert difference({"x", "https://u:pw@host"}, {"x"}) == \
+        "only in the source: https://***@host; only in the restore: nothing"
+    assert difference('{"json": 1}', '{"json": 2}') == "they differ"
+
+
+def test_a_fixture_without_the_source_members_is_not_checked_rather_than_passed(tmp_path):
+    suite = ExporterConformance(UnfingerprintedNotesFixture(), str(tmp_path / "one"))
+    for check, member in [("restore_equals_source", "source_fingerprint"),
+                          ("changed_source_is_read_again", "source_fingerprint")]:
+        with pytest.raises(NotChecked, match=f"notes: not checked: the fixture has no {member}"):
+            getattr(suite, f"check_{check}")()
+    with pytest.warns(ConformanceWarning, match="2 of .* conformance checks did not run"):
+        unchecked = verify_exporter(UnfingerprintedNotesFixture(), str(tmp_path / "two"))
+    assert [line.split(":")[0] for line in unchecked] == ["restore_equals_source", "changed_source_is_read_again"]
+
+
+class BlindNotesFixture(NotesFixture):
+    """source_fingerprint() that sees nothing, change_source() that changes nothing it sees."""
+
+    def source_fingerprint(self) -> Hashable:
+        return None
+
+    def change_source(self) -> str:
+        return "c.md"
+
+
+@pytest.mark.parametrize("check, message", [
+    ("restore_equals_source", "could not tell a restore that writes nothing"),
+    ("changed_source_is_read_again", "change_source() left source_fingerprint() as it was")])
+def test_a_fixture_that_could_not_fail_the_checks_is_refused(check, message, tmp_path):
+    suite = ExporterConformance(BlindNotesFixture(), str(tmp_path))
+    with pytest.raises(AssertionError, match=re.escape(message)):
+        getattr(suite, f"check_{check}")()
+
+
+def test_checks_that_need_the_source_as_backed_up_refuse_after_it_changed(tmp_path):
+    suite = ExporterConformance(NotesFixture(), str(tmp_path))
+    suite.check_changed_source_is_read_again()
+    with pytest.raises(AssertionError, match="run it after every other check"):
+        suite.check_second_export_reuses_everything()

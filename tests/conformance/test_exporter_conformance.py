@@ -65,4 +65,4 @@ def test_the_documented_example_passes(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path / "plugin"))
     forget_modules("acme_dr")  # another test may have imported its own acme_dr package
     example = importlib.import_module("acme_dr.tests.test_conformance")
-    verify_exporter(example.SqliteFixture(), str(tmp_path / "suite"))
+    assert verify_exporter(example.SqliteFixture(), str(tmp_path / "suite")) == [], "every check runs"

@@ -37,6 +37,14 @@ KEYS = {"/registry/secrets/team-a/db": "password=hunter2",
         "/registry/namespaces/team-a": "{}"}
 
 
+def snapshot(endpoint: str) -> bytes:
+    """The cluster's snapshot (POST /v3/maintenance/snapshot: JSON lines of base64 chunks)."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    request = urllib.request.Request(endpoint + "/v3/maintenance/snapshot", b"{}", method="POST")
+    with opener.open(request, timeout=10) as answer:
+        return b"".join(base64.b64decode(json.loads(line)["result"]["blob"]) for line in answer if line.strip())
+
+
 def fill(endpoint: str, keys: dict[str, str] = KEYS) -> None:
     for key, value in keys.items():
         put(endpoint, key, value)
