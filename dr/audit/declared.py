@@ -29,8 +29,6 @@ SHARED_KIND_CODES: Mapping[str, str] = MappingProxyType({
                                                                                  "model-registry"})},
     "secret-store": "secret-store-in-failed-domain",
     "kms": "secret-store-in-failed-domain",
-    # a master key of a SOPS-encrypted file (dr.model.sops): none left, the file stays sealed
-    "sops-key": "sops-key-in-failed-domain",
 })
 GENERIC = "dependency-in-failed-domain"
 

@@ -61,10 +61,6 @@ _CODES = [
     Code("secret-store-in-failed-domain", "Secrets a restore needs live only in a secret store that is lost",
          "Back up the secret store itself (a Vault/OpenBao raft snapshot as a secret-class source) to a "
          "surviving target, or replicate it outside the failed domain."),
-    Code("sops-key-in-failed-domain", "Every key that decrypts a SOPS-encrypted file is lost with the failure",
-         "Add a SOPS master key outside the failed domain to the file (sops updatekeys after adding it to "
-         ".sops.yaml: a KMS key in a surviving region, an age recipient kept in escrow), then back up and "
-         "audit again."),
     Code("dependency-in-failed-domain", "A restore needs something that is lost with the failure",
          "Move or replicate the dependency outside the failed domain, or have its exporter capture it "
          "into the snapshot (declaring meta['provides']), then run dr backup and dr audit again."),

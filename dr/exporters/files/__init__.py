@@ -13,7 +13,7 @@ Restore strips setuid, setgid and sticky bits unless asked to keep them (--keep-
 a catalog is data anyone with write access to the store could forge, and a restored setuid
 root binary is a privilege escalation. Each item whose bits were stripped says so.
 
-SOPS-encrypted files (dr.model.sops): a small YAML, JSON, ENV or INI file whose `sops` metadata
+SOPS-encrypted files (dr.exporters.files.sops): a small YAML, JSON, ENV or INI file whose `sops` metadata
 names master keys gets one `sops-key` dependency per key (KMS, age, Vault transit ...), and
 restore_needs makes them one any-of need (any key opens the file), so the audit judges where
 the keys that decrypt it live. Such a file is read once more, for its metadata (sops_scan).

@@ -10,6 +10,7 @@ import fnmatch
 import io
 import os
 import stat
+from types import MappingProxyType
 from typing import Callable, Iterator
 
 from pydantic import Field, field_validator
@@ -20,8 +21,8 @@ from dr.exporters.contract import (AnyOf, ArtifactSink, ContentReader, Destinati
                                    Rewriter, RunNeeds)
 from dr.exporters.contract import OutcomeStatus as Status
 from dr.model.artifacts import Artifact, Dependency, Sensitivity
-from dr.model.sops import KIND as SOPS_KEY
-from dr.model.sops import sops_keys
+from dr.exporters.files.sops import KEY_LOST, sops_keys
+from dr.exporters.files.sops import KIND as SOPS_KEY
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # a FIFO must not block us
@@ -84,6 +85,8 @@ class FilesExporter(Exporter):
     type_name = "files"
     contract_version = 2
     sizing = Sizing(162, "Backup of a directory to S3: dr vs restic, first backup of 1 GiB")
+    finding_codes = (KEY_LOST,)
+    lost_kind_codes = MappingProxyType({SOPS_KEY: KEY_LOST.code})
     summary = "Local directories and files, with modes, mtimes, empty directories and symlinks"
     restore_options = (RestoreOption(KEEP_SPECIAL, "", "restore setuid, setgid and sticky bits as the catalog "
                                      "records them (stripped by default)", KEEP_SPECIAL, switch=True),)
@@ -218,7 +221,7 @@ class FilesExporter(Exporter):
                    change_token=f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}:{st.st_mode}")
 
     def _sops(self, path: str, st: Stat, meta: dict) -> list[Dependency]:
-        """The master keys of a SOPS file (dr.model.sops); meta['sops'] says whether any one opens it."""
+        """The master keys of a SOPS file (dr.exporters.files.sops); meta['sops'] says whether any one opens it."""
         if not self.options.sops_scan or st.st_size > SOPS_MAX_BYTES or not path.endswith(SOPS_SUFFIXES):
             return []
         with _opener(path)() as handle:

@@ -16,8 +16,8 @@ Any one master key opens the file (one any-of need), unless `key_groups` with a
 `shamir_threshold` above 1 split the data key: then several groups are needed, and each key
 is judged on its own (strict, never optimistic).
 
-Where it sits: in the model, read by the exporters that capture files (files, git), which may
-not import one another.
+Where it sits: in the files exporter, the one that reads SOPS files; it declares the kind's
+finding code (KEY_LOST, Exporter.finding_codes), which the audit lists like its own.
 """
 
 from __future__ import annotations
@@ -29,7 +29,15 @@ from typing import Any
 
 import yaml
 
+from dr.exporters.contract import FindingCode
+
 KIND = "sops-key"
+#: the audit's blocker when every master key of a SOPS file is lost (Exporter.finding_codes)
+KEY_LOST = FindingCode(
+    "sops-key-in-failed-domain", "Every key that decrypts a SOPS-encrypted file is lost with the failure",
+    "Add a SOPS master key outside the failed domain to the file (sops updatekeys after adding it to "
+    ".sops.yaml: a KMS key in a surviving region, an age recipient kept in escrow), then back up and "
+    "audit again.")
 _FLAT = re.compile(r"^sops_(?P<type>[a-z_]+?)__list_(?P<index>\d+)__map_(?P<field>[a-z_]+)=(?P<value>.*)$", re.M)
 
 
