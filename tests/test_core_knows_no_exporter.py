@@ -25,7 +25,6 @@ STILL_NAMED = {
     # time, issue 15); tests/exporters/test_registry.py holds them equal to pyproject.toml's
     **{("dr/exporters/registry.py", name): "BUILTIN: pyproject's entry points, without importlib.metadata"
        for name in BUILTIN},
-    ("dr/cli/commands/advise.py", "checkpoints"): "dr advise checkpoints: a plugin command to be (item 2)",
     ("dr/cli/commands/verify.py", "images"): "dr verify --images, the deprecated alias of --type images (one release)",
     **{("dr/cli/demo.py", name): "the demo builds a plan of built-in sources (it moves beside drills, item 3)"
        for name in ("checkpoints", "git", "kubernetes", "mlflow")},
@@ -38,6 +37,8 @@ OTHER_MEANING = {
     ("dr/deploy/egress.py", "git"): "the git:// URL scheme's port",
     ("dr/model/regions.py", "secretsmanager"): "the AWS service's host label",
     ("dr/restore/steps.py", "images"): "the images role (a shared role name: docs/exporters.md, Ordering)",
+    ("dr/cli/commands/advise.py", "checkpoints"): "the advice topic, training checkpoints: computed from any "
+                                                  "exporter's checkpoint_saves (contract v2), not the exporter's",
 }
 
 
