@@ -26,12 +26,14 @@ from typing import Callable
 from urllib.parse import urljoin
 
 import requests
-from tenacity import Retrying, retry_if_exception_type, stop_after_attempt
 
 from dr.exporters.images.auth import Credential
 from dr.exporters.images.errors import DigestMismatch, NotFound, RegistryError, TemporaryError, Unauthorized
 from dr.exporters.images.streams import READ_SIZE, HashingReader, Piece
 from dr.exporters.kit.tls import PinnedTLS
+from dr.kits.retrying import policy
+
+MAX_BACKOFF = 30.0  # seconds: the longest wait between two attempts unless Retry-After asks more
 
 INDEX_TYPES = ("application/vnd.oci.image.index.v1+json",
                "application/vnd.docker.distribution.manifest.list.v2+json")
@@ -103,18 +105,14 @@ class Registry:
 
     # -- retries ----------------------------------------------------------------------------
     def retrying(self, call: Callable[[], object]):
-        """Run `call`, retrying TemporaryErrors with exponential backoff or their Retry-After."""
+        """Run `call`, retrying TemporaryErrors with dr's one policy (dr.kits.retrying: their
+        Retry-After, else exponential backoff with full jitter from `backoff` seconds)."""
         if self.down:
             raise TemporaryError(self.down)
 
-        def wait(state) -> float:
-            exc = state.outcome.exception()
-            after = getattr(exc, "retry_after", None)
-            return after if after is not None else self.backoff * 2 ** (state.attempt_number - 1)
-
         try:
-            for attempt in Retrying(retry=retry_if_exception_type(TemporaryError), wait=wait,
-                                    stop=stop_after_attempt(self.retries + 1), sleep=self.sleep, reraise=True):
+            for attempt in policy(self.retries + 1, self.backoff, MAX_BACKOFF, retry_on=TemporaryError,
+                                  sleep=self.sleep):
                 with attempt:
                     return call()
         except TemporaryError as exc:

@@ -3,8 +3,8 @@
 Every call goes through DynamicClient.request with serialize=False and the body is parsed
 with json.loads: wrapping a 500-object page in ResourceInstance objects would cost more than
 the request. Errors carry their retry intent in their type (kopf's habit):
-  TemporaryFailure  429 and 5xx, and dropped connections: retried with exponential backoff,
-                    waiting at least what Retry-After asks (tenacity);
+  TemporaryFailure  429 and 5xx, and dropped connections (a dr.kits.retrying.Transient): retried
+                    with dr's one policy, waiting what Retry-After asks, else backoff;
   RequestTimeout    no answer within the timeout: never retried, so a hanging list fails the
                     backup loudly, naming the resource, instead of silently losing objects;
   KubeError         anything else (403, 404, 409, 422 ...): permanent, for the caller to judge.
@@ -17,9 +17,10 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterator
 
-import tenacity
 import urllib3.exceptions
 from kubernetes.dynamic.exceptions import DynamicApiError
+
+from dr.kits.retrying import Transient, policy
 
 MAX_RETRY_AFTER = 120.0
 _TEMPORARY = {429, 500, 502, 503, 504}
@@ -33,7 +34,7 @@ class KubeError(Exception):
         self.status, self.reason, self.retry_after = status, reason, retry_after
 
 
-class TemporaryFailure(KubeError):
+class TemporaryFailure(KubeError, Transient):
     pass
 
 
@@ -60,18 +61,6 @@ def _translate(exc: DynamicApiError, what: str) -> KubeError:
                _retry_after(exc.headers))
 
 
-class _WaitRetryAfter(tenacity.wait.wait_base):
-    """Wait what Retry-After asks; otherwise exponential backoff with jitter."""
-
-    def __init__(self, fallback: tenacity.wait.wait_base):
-        self.fallback = fallback
-
-    def __call__(self, retry_state: tenacity.RetryCallState) -> float:
-        exc = retry_state.outcome.exception() if retry_state.outcome else None
-        asked = getattr(exc, "retry_after", None)
-        return asked if asked is not None else self.fallback(retry_state)
-
-
 class Api:
     """JSON requests with retries, bound to one DynamicClient."""
 
@@ -80,16 +69,12 @@ class Api:
         self.dynamic = dynamic
         self.timeout = timeout
         self.log = log
-        self._retrying = dict(
-            retry=tenacity.retry_if_exception_type(TemporaryFailure),
-            wait=_WaitRetryAfter(tenacity.wait_exponential(multiplier=0.5, max=backoff_max)
-                                 + tenacity.wait_random(0, 0.5)),
-            stop=tenacity.stop_after_attempt(attempts), reraise=True,
-            before_sleep=lambda s: log(f"retrying after {s.outcome.exception()}"))
+        self._retrying = lambda: policy(attempts, 0.5, backoff_max, retry_on=TemporaryFailure,
+                                        before_sleep=lambda s: log(f"retrying after {s.outcome.exception()}"))
 
     def call(self, fn: Callable[[], Any], *, what: str) -> Any:
         """Run one client call with the retry policy; its errors become the typed ones above."""
-        for attempt in tenacity.Retrying(**self._retrying):
+        for attempt in self._retrying():
             with attempt:
                 return self._once(fn, what)
         raise AssertionError("unreachable")

@@ -31,6 +31,8 @@ import re
 from abc import ABC, abstractmethod
 from typing import BinaryIO, Iterator
 
+from dr.kits.retrying import Transient
+
 _KEY = re.compile(r"^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$")
 
 
@@ -38,7 +40,7 @@ class StoreError(Exception):
     """A permanent store failure: retrying will not help."""
 
 
-class TransientStoreError(StoreError):
+class TransientStoreError(StoreError, Transient):
     """A failure worth retrying (throttled, timed out, server error)."""
 
 

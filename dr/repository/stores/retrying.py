@@ -1,4 +1,5 @@
-"""Retries for any store: one policy, outside the stores, so every backend behaves the same.
+"""Retries for any store: dr's one policy (dr.kits.retrying), outside the stores, so every backend
+behaves the same.
 
 Only TransientStoreError is retried, with exponential backoff and full jitter (so many
 threads throttled together do not come back together), bounded by `attempts` and `max_delay`.
@@ -21,24 +22,12 @@ import io
 import time
 from typing import BinaryIO, Callable, Iterator, TypeVar
 
-from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
+from tenacity import Retrying
 
+from dr.kits.retrying import policy
 from dr.repository.stores.base import ObjectExists, Store, StoreError, TransientStoreError
 
 T = TypeVar("T")
-
-
-def backoff(retry_on: type[BaseException], attempts: int, base_delay: float, max_delay: float,
-            sleep: Callable[[float], None]) -> Retrying:
-    """dr's one retry policy (also RetryingPlace's): `retry_on` errors only, exponential backoff
-    with full jitter, at most `attempts` calls, the last error raised as is."""
-    return Retrying(
-        stop=stop_after_attempt(attempts),
-        wait=wait_random_exponential(multiplier=base_delay, max=max_delay),
-        retry=retry_if_exception_type(retry_on),
-        sleep=sleep,
-        reraise=True,
-    )
 
 
 class RetryingStore(Store):
@@ -54,7 +43,8 @@ class RetryingStore(Store):
         self._sleep = sleep  # injectable so tests do not wait
 
     def _retrying(self) -> Retrying:
-        return backoff(TransientStoreError, self._attempts, self._base_delay, self._max_delay, self._sleep)
+        return policy(self._attempts, self._base_delay, self._max_delay, retry_on=TransientStoreError,
+                      sleep=self._sleep)
 
     def _call(self, fn: Callable[[], T]) -> T:
         return self._retrying()(fn)

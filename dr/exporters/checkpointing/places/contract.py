@@ -60,13 +60,14 @@ from dataclasses import dataclass
 from typing import Iterator, Protocol
 
 from dr.exporters.checkpointing.formats.tree import FileStat
+from dr.kits.retrying import Transient
 
 
 class PlaceError(OSError):
     """A place's storage failed. Subclasses say whether retrying may help."""
 
 
-class TransientPlaceError(PlaceError):
+class TransientPlaceError(PlaceError, Transient):
     """Retrying the same call may succeed: throttled, server error, timed out, connection lost."""
 
 

@@ -1,6 +1,6 @@
 """Retries for any place: one policy, outside the places, so directories and S3 behave the same.
 
-The policy is RetryingStore's (dr/repository/stores/retrying.py, `backoff`): only TransientPlaceError is retried,
+The policy is dr's one (dr.kits.retrying, as RetryingStore's): only TransientPlaceError is retried,
 with exponential backoff and full jitter (threads throttled together do not come back
 together), bounded by `attempts` and `max_delay`; after the last attempt the last error is
 raised as is. Permanent errors (PlaceMissing, SourceChanged, access denied) are raised at once.
@@ -28,7 +28,8 @@ from tenacity import Retrying
 
 from dr.exporters.checkpointing.formats.tree import FileStat
 from dr.exporters.checkpointing.places.contract import Place, Reader, TransientPlaceError, Upload, Writer
-from dr.repository.stores.retrying import ResumingReads, backoff
+from dr.kits.retrying import policy
+from dr.repository.stores.retrying import ResumingReads
 
 T = TypeVar("T")
 
@@ -55,7 +56,8 @@ class RetryingPlace(Place):
         return getattr(self.inner, name)
 
     def retrying(self) -> Retrying:
-        return backoff(TransientPlaceError, self._attempts, self._base_delay, self._max_delay, self._sleep)
+        return policy(self._attempts, self._base_delay, self._max_delay, retry_on=TransientPlaceError,
+                      sleep=self._sleep)
 
     def call(self, fn: Callable[[], T]) -> T:
         return self.retrying()(fn)

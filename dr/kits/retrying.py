@@ -1,0 +1,58 @@
+"""dr's one retry policy, and the one base of every error worth retrying (issue 32, item 1).
+
+An error says whether retrying may help by its type (kopf's temporary/permanent errors): a
+subclass of `Transient` may be retried, anything else is permanent. Each layer keeps its own
+names for what failed (TransientStoreError for a repository store, TransientPlaceError for a
+checkpoint place, TemporaryError for a registry, TemporaryFailure for a Kubernetes API call),
+all of them Transient, so one policy retries them all the same way:
+
+  - only the `retry_on` errors (Transient by default), at most `attempts` calls, the last error
+    raised as it is (no RetryError wrapping: callers see what failed);
+  - between calls, what the server asked for (`retry_after`, seconds, from a Retry-After header:
+    a throttled server says when to come back), else exponential backoff with full jitter
+    (AWS's "exponential backoff and jitter": many workers throttled together do not come back
+    together), `base_delay * 2**n` drawn uniformly from [0, that], capped at `max_delay`;
+  - `sleep` injectable, so tests do not wait; `before_sleep` to log each retry.
+
+tenacity does the looping. MLflow's HTTP adapter (urllib3 Retry) and boto3's clients (the SDK's
+standard mode) retry inside the library that sends the request; they are configured there and
+not wrapped again.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
+
+
+class Transient(Exception):
+    """Retrying the same call may succeed (throttled, a server error, a dropped connection).
+    retry_after: the seconds the server asked to wait, when it said."""
+
+    retry_after: float | None = None
+
+
+class _AskedOrBackoff:
+    """The wait: what the failed call's error asks (retry_after), else jittered backoff."""
+
+    def __init__(self, base_delay: float, max_delay: float):
+        self.backoff = wait_random_exponential(multiplier=base_delay, max=max_delay)
+
+    def __call__(self, state: RetryCallState) -> float:
+        error = state.outcome.exception() if state.outcome else None
+        asked = getattr(error, "retry_after", None)
+        return asked if asked is not None else self.backoff(state)
+
+
+def policy(attempts: int, base_delay: float, max_delay: float, *,
+           retry_on: type[BaseException] | tuple[type[BaseException], ...] = Transient,
+           sleep: Callable[[float], None] = time.sleep,
+           before_sleep: Callable[[RetryCallState], None] | None = None) -> Retrying:
+    """The retry loop (a tenacity Retrying: call it with a function, or iterate its attempts)."""
+    if attempts < 1:
+        raise ValueError("attempts must be at least 1")
+    return Retrying(stop=stop_after_attempt(attempts), wait=_AskedOrBackoff(base_delay, max_delay),
+                    retry=retry_if_exception_type(retry_on), sleep=sleep, reraise=True,
+                    **({"before_sleep": before_sleep} if before_sleep else {}))
