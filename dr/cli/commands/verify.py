@@ -106,7 +106,7 @@ def _type_only(args: argparse.Namespace, out: Output, plan, registry, repo, keys
         raise UsageError(f"--type {args.type}: {args.plan} has no source of type {args.type} (its sources' types: "
                          f"{', '.join(types)}); drop --type to verify everything")
     if args.metrics_file or args.pushgateway:  # dr_verify_* say the whole repository was checked
-        raise UsageError(f"--type checks a part of what dr verify checks, so it writes no dr_verify_* metrics: "
+        raise UsageError("--type checks a part of what dr verify checks, so it writes no dr_verify_* metrics: "
                          "drop --metrics-file/--pushgateway, or --type")
     with Lock(repo, exclusive=False, command=f"dr verify --type {args.type}").acquire():
         outside = check_outside_copies(plan, registry, repo, snapshot_ref=args.snapshot, read_data=args.read_data,
