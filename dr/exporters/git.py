@@ -30,6 +30,7 @@ from dr.exporters.contract import Sizing
 from dr.exporters.contract import (CREDENTIALS_DIR, ArtifactSink, ContentReader, Credential, Destination, Discovered,
                                    Exporter, ExporterOptions, Ordering, OrderingRule, Outcome, OutcomeStatus, RemapKind,
                                    RestoreRequest, Rewriter, RunNeeds, prefix_rewrite)
+from dr.exporters.kit.validators import listed_once, plain_name
 from dr.model.artifacts import Artifact, Dependency, Sensitivity
 from dr.model.recovery import normalize
 
@@ -38,7 +39,6 @@ KIND = "git-bundle"
 _GIT_ENV = {"GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
 _CREDENTIALS = re.compile(r"(?<=://)[^/@\s]+@")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
 
 
 class GitFailure(Exception):
@@ -68,9 +68,7 @@ class RepositorySpec(ExporterOptions):
     @field_validator("name")
     @classmethod
     def _plain_name(cls, value: str) -> str:
-        if not _NAME.match(value) or value in (".", ".."):
-            raise ValueError(f"{value!r}: use letters, digits, '.', '_' and '-' (it becomes a path)")
-        return value
+        return plain_name(value)
 
     @field_validator("url")
     @classmethod
@@ -230,10 +228,7 @@ class GitExporter(Exporter):
         @field_validator("repositories")
         @classmethod
         def _unique_names(cls, value: list[RepositorySpec]) -> list[RepositorySpec]:
-            names = [r.name for r in value]
-            duplicates = sorted({n for n in names if names.count(n) > 1})
-            if duplicates:
-                raise ValueError(f"repository names must be unique: {', '.join(duplicates)}")
+            listed_once((r.name for r in value), "repository names must be unique")
             return value
 
     def _url(self, spec: RepositorySpec) -> str:

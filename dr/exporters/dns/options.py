@@ -7,6 +7,7 @@ import os
 from pydantic import Field, field_validator, model_validator
 
 from dr.exporters.contract import ExporterOptions
+from dr.exporters.kit.validators import listed_once
 
 
 def absolute(name: str) -> str:
@@ -81,8 +82,5 @@ class DnsOptions(ExporterOptions):
     @field_validator("zones")
     @classmethod
     def _unique(cls, value: list[Zone]) -> list[Zone]:
-        keys = [(z.zone, bool(z.route53)) for z in value]
-        duplicates = sorted({z for z, r in keys if keys.count((z, r)) > 1})
-        if duplicates:
-            raise ValueError(f"zones listed twice: {', '.join(duplicates)}")
+        listed_once(((z.zone, bool(z.route53)) for z in value), "zones listed twice", shown=lambda key: key[0])
         return value

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import re
-
 from pydantic import Field, field_validator
 
 from dr.exporters.contract import ExporterOptions
-
-_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
+from dr.exporters.kit.validators import listed_once, plain_name
 
 
 class EtcdCluster(ExporterOptions):
@@ -21,9 +18,7 @@ class EtcdCluster(ExporterOptions):
     @field_validator("name")
     @classmethod
     def _plain_name(cls, value: str) -> str:
-        if not _NAME.match(value) or value in (".", ".."):
-            raise ValueError(f"{value!r}: use letters, digits, '.', '_' and '-' (it becomes a file name)")
-        return value
+        return plain_name(value, "a file name")
 
     @field_validator("endpoints")
     @classmethod
@@ -41,8 +36,5 @@ class EtcdOptions(ExporterOptions):
     @field_validator("clusters")
     @classmethod
     def _unique_names(cls, value: list[EtcdCluster]) -> list[EtcdCluster]:
-        names = [c.name for c in value]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        if duplicates:
-            raise ValueError(f"cluster names must be unique: {', '.join(duplicates)}")
+        listed_once((c.name for c in value), "cluster names must be unique")
         return value
