@@ -477,3 +477,31 @@ def test_example_writes_an_absolute_identity_under_to(example_exporter, tmp_path
                                      contract.RestoreRequest(to=str(dest), overwrite=True)))
     assert [o.status for o in outcomes] == [contract.OutcomeStatus.RESTORED]
     assert (dest / str(original).lstrip("/")).exists() and original.read_bytes() == before
+
+
+def test_example_gives_the_drill_fingerprints_of_its_rows(example_exporter, tmp_path):
+    """`restored_content`: the same rows are the same fingerprint, whatever the bytes; changed or
+    missing rows are not (dr drill fails the step then: tests/restore_planning/test_drill_content.py)."""
+    from dr.repository.reading import ArtifactReader
+
+    plan_dir = tmp_path / "plan"
+    plan_dir.mkdir()
+    with contextlib.closing(sqlite3.connect(plan_dir / "app.sqlite")) as db:
+        db.execute("create table t (v text)")
+        db.execute("insert into t values ('first')")
+        db.commit()
+    exporter, repo, backup = _example_backup(example_exporter, tmp_path, ["app.sqlite"], plan_dir)
+    artifacts, _ = backup()
+    request = contract.RestoreRequest(to=str(tmp_path / "restored"))
+
+    def content():
+        (one,) = exporter.restored_content(artifacts, ArtifactReader(repo), request)
+        return one
+
+    assert content().restored == "" and content().backed_up  # nothing restored yet
+    list(exporter.restore(artifacts, ArtifactReader(repo), request))
+    assert content().restored == content().backed_up
+    with contextlib.closing(sqlite3.connect(tmp_path / "restored" / "app.sqlite")) as db:
+        db.execute("delete from t")
+        db.commit()
+    assert content().restored != content().backed_up

@@ -127,6 +127,15 @@ class World:
         repo.open()
         return repo
 
+    def add_secret_files(self, source: str, file_name: str, text: str) -> Path:
+        """A secret-class `files` source of one file, backed up; returns its folder."""
+        folder = self.root / "data" / "secrets"
+        folder.mkdir(parents=True)
+        (folder / file_name).write_text(text)
+        self.sources.append({"name": source, "type": "files", "paths": [str(folder)], "sensitivity": "secret"})
+        self.backup()
+        return folder
+
     # -- commands ------------------------------------------------------------------------------
     def dr(self, *args: str) -> int:
         return main(list(args))

@@ -15,8 +15,8 @@ from typing import Callable, Iterator
 from pydantic import Field, field_validator
 
 from dr.exporters.contract import (AnyOf, ArtifactSink, ContentReader, Destination, Discovered, Exporter,
-                                   ExporterOptions, NoDestination, Outcome, RestoreOption, RestoreRequest,
-                                   Rewriter, RunNeeds)
+                                   ExporterOptions, NoDestination, Outcome, RestoredContent, RestoreOption,
+                                   RestoreRequest, Rewriter, RunNeeds)
 from dr.exporters.contract import OutcomeStatus as Status
 from dr.model.artifacts import Artifact, Dependency, Sensitivity
 from dr.model.sops import KIND as SOPS_KEY
@@ -228,6 +228,14 @@ class FilesExporter(Exporter):
         from dr.exporters.files.restoring import catalog_problems
 
         return catalog_problems(artifacts)
+
+    def restored_content(self, artifacts: list[Artifact], reader: ContentReader,
+                         request: RestoreRequest) -> Iterator[RestoredContent]:
+        """Each file by its path under the destination (dr compares its digest); a symlink by its
+        target, a directory by being one; identities that leave the destination are not named."""
+        from dr.exporters.files.restoring import restored_contents
+
+        return restored_contents(artifacts, os.path.abspath(request.to or "."))
 
     def restore(self, artifacts: list[Artifact], reader: ContentReader,
                 request: RestoreRequest) -> Iterator[Outcome]:
