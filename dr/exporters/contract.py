@@ -227,12 +227,17 @@ Rewriter = Callable[[str, str], Union[Rewrite, None]]
 
 @dataclass
 class Destination:
-    """Where one call of restore() writes: these artifacts, to `to` (None: the exporter decides)."""
+    """Where one call of restore() writes: these artifacts, to `to` (None: the exporter decides).
+
+    With `to` None the restore writes back where each artifact came from: the artifacts'
+    dependencies of the exporter's origin_kinds are then judged as the destination, by the
+    audit's rules. `writes_origin=False` says such a call writes to no place the plan judges."""
 
     artifacts: list[Artifact]
     to: str | None
     how: str  # where `to` comes from, for people
     label: str = ""  # names the call when a source restores to several destinations
+    writes_origin: bool = True  # with `to` None: it writes where the artifacts came from
 
 
 class NoDestination(Exception):

@@ -26,13 +26,8 @@ def installed(tmp_path, monkeypatch):
 
 def _world(tmp_path, compare: str) -> World:
     w = World(tmp_path / "platform")
-    notes = w.root / "data" / "notes"
-    notes.mkdir(parents=True)
-    (notes / "runbook.txt").write_text("fail over to region-b\n")
-    w.sources = [{"name": "config", "type": "files", "paths": [str(w.config)]},
-                 {"name": "notes", "type": "blanks", "folder": str(notes), "compare": compare}]
-    w.remaps = []
-    w.backup()
+    w.back_up_beside_config({"name": "notes", "type": "blanks", "compare": compare},
+                            {"runbook.txt": "fail over to region-b\n"})
     return w
 
 
