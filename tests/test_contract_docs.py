@@ -505,3 +505,25 @@ def test_example_gives_the_drill_fingerprints_of_its_rows(example_exporter, tmp_
         db.execute("delete from t")
         db.commit()
     assert content().restored != content().backed_up
+
+
+# -- the model types a plugin author builds: stubbed as the code has them ---------------------------
+def test_the_dependency_stub_matches_the_model():
+    from dr.model import artifacts
+
+    (block,) = [b for b in _fenced("python") if b.startswith("# dr.model.artifacts")]
+    (stub,) = [n for n in ast.parse(block).body if isinstance(n, ast.ClassDef)]
+    fields = [(f.target.id, ast.unparse(f.annotation), f.value and ast.literal_eval(f.value))
+              for f in stub.body if isinstance(f, ast.AnnAssign)]
+    code = [(f.name, f.type, None if f.default is dataclasses.MISSING else f.default)
+            for f in dataclasses.fields(artifacts.Dependency)]
+    assert stub.name == "Dependency" and fields == code
+    assert artifacts.Dependency.__dataclass_params__.frozen and "@dataclass(frozen=True)" in block
+
+
+def test_the_placement_section_names_every_domain_kind():
+    from dr.model.domains import DOMAIN_KINDS
+
+    prose = _prose()
+    section = prose[prose.index("### How a reference is placed"):prose.index("### What the audit and the planner")]
+    assert all(f"`{kind}`" in section for kind in DOMAIN_KINDS), DOMAIN_KINDS
