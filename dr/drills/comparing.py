@@ -49,7 +49,7 @@ def compare(plan: Plan, registry: Registry, step: Step, reader: ArtifactReader) 
             request = RestoreRequest(to=unit.to, remap=dict(unit.remap))
             for content in exporter.restored_content(opened, reader, request):
                 comparison.checked += 1
-                problem = _problem(content, by_identity.get(content.item), reader)
+                problem = difference(content, by_identity.get(content.item), reader)
                 if problem:
                     comparison.mismatches.append((content.item, problem))
     finally:
@@ -59,7 +59,7 @@ def compare(plan: Plan, registry: Registry, step: Step, reader: ArtifactReader) 
     return comparison
 
 
-def _problem(content: RestoredContent, artifact: Artifact | None, reader: ArtifactReader) -> str:
+def difference(content: RestoredContent, artifact: Artifact | None, reader: ArtifactReader) -> str:
     """What differs from the backup, or "" when nothing does."""
     if artifact is None:
         return "the exporter named an item this step does not restore"
