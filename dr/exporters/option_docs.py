@@ -5,9 +5,9 @@ option_docs(cls.Options). Every key a plan may write for the source is one Optio
 fields, and the fields of nested models as `name.sub` or, inside a list, `name[].sub`. The
 description is the field's own (`Field(description=...)`, or its attribute docstring where the
 model sets pydantic's `use_attribute_docstrings`), else the comment that documents it in the
-model's source: a `#:` block right above the field (the
-Sphinx convention), or a `#` comment after it on its line. Reading the source is best effort: a
-model whose source is not available has only the descriptions it declares.
+model's source: a block of comment lines right above the field (`#:`, the Sphinx convention,
+or `#`), or a `#` comment after it on its line. Reading the source is best effort: a model whose
+source is not available has only the descriptions it declares.
 """
 
 from __future__ import annotations
@@ -121,15 +121,16 @@ def source_comments(model: type[BaseModel]) -> dict[str, str]:
 
 
 def _comment_line(tokens: list[tokenize.TokenInfo], above: list[str], found: dict[str, str]) -> list[str]:
-    """One source line: collects `#:` lines, and gives them (or the line's own comment) to the
-    field it declares (`name: type`, at the class body's indentation). Returns the open `#:` block."""
+    """One source line: collects comment lines, and gives them (or the line's own comment) to the
+    field it declares (`name: type`, at the class body's indentation). Returns the open block; a
+    blank line or any other statement closes it."""
     meaningful = [t for t in tokens if t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.INDENT,
                                                       tokenize.DEDENT)]
     if not meaningful:
         return []
     first = meaningful[0]
     if first.type == tokenize.COMMENT:
-        return [*above, first.string[2:].strip()] if first.string.startswith("#:") else []
+        return [*above, first.string.lstrip("#:").strip()]
     is_field = (first.type == tokenize.NAME and first.start[1] == 4 and len(meaningful) > 1
                 and meaningful[1].string == ":")
     if is_field:

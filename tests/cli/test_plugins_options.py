@@ -49,7 +49,8 @@ def test_text_names_each_plan_option(plugins, capsys):
     text = capsys.readouterr().out
     assert ("plan option paths (list[str], required): directories or files; relative ones resolve against the "
             "plan's folder") in text
-    assert "plan option one_file_system (bool, default true)\n" in text
+    assert "plan option one_file_system (bool, default true): do not descend into directories" in text
+    assert "plan option folder (str, required)\n" in text  # the blanks plugin's: no description
 
 
 def test_descriptions_come_from_the_field_a_comment_block_above_or_a_comment_after_it():

@@ -92,6 +92,7 @@ class FilesExporter(Exporter):
         #: globs on the path under its root, on <label>/<path>, or (no '/') on a name;
         #: an excluded directory is not entered
         exclude: list[str] = Field(default_factory=list)
+        #: do not descend into directories on another filesystem (mounts under a path)
         one_file_system: bool = True
         #: read small .yaml/.yml/.json/.env/.ini files for SOPS metadata (the keys that decrypt them)
         sops_scan: bool = True
