@@ -12,12 +12,12 @@ source is not available has only the descriptions it declares.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import io
 import tokenize
 import types
 import typing
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
@@ -26,7 +26,7 @@ from pydantic_core import PydanticUndefined, to_jsonable_python
 NESTING = 4  # nested options models are listed this deep (options are shallow; a cycle ends here)
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class OptionDoc:
     """One key a plan may write in a source of this exporter."""
 
@@ -59,11 +59,13 @@ def option_docs(model: type[BaseModel], prefix: str = "", depth: int = 0) -> lis
 
 def _nested(annotation: Any, prefix: str, depth: int) -> list[OptionDoc]:
     """The options of the models inside a field's type; of a union of models (one per `method:`),
-    each key once, as its first model has it."""
+    each key once, as its first model has it, with every variant's type (`'token' | 'approle'`)."""
     seen: dict[str, OptionDoc] = {}
     for model in nested_models(annotation):
         for doc in option_docs(model, prefix, depth + 1):
-            seen.setdefault(doc.name, doc)
+            first = seen.setdefault(doc.name, doc)
+            if doc.type not in first.type.split(" | "):
+                seen[doc.name] = dataclasses.replace(first, type=f"{first.type} | {doc.type}")
     return list(seen.values())
 
 
