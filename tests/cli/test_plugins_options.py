@@ -75,3 +75,10 @@ def test_docs_json_documents_every_key_of_the_plugins_document(plugins):
     keys = {k for e in plugins.values() for k in e} | {f"options[].{k}" for e in plugins.values()
                                                        for o in e["options"] for k in o}
     assert documented == keys
+
+
+def test_every_option_of_every_builtin_exporter_has_a_description(plugins):
+    from dr.exporters.registry import BUILTIN
+
+    bare = [f"{name}: {o['name']}" for name in BUILTIN for o in plugins[name]["options"] if not o["description"]]
+    assert bare == [], "describe these options in their models (Field(description=...) or a comment)"
