@@ -75,9 +75,12 @@ def _compared(prepared: Prepared, registry: Registry, step: Step, reader: Artifa
 def _content(check: dict[str, Any], step: Step, comparison: Comparison | str,
              seal: Callable[[Any], str] | None) -> dict[str, Any]:
     """The second pass's check, with what comparing the content with the backup found."""
-    if isinstance(comparison, str):
-        return {**check, "verified": False, "reason": f"the restored content could not be compared with the "
-                                                      f"backup: {comparison}"}
+    if isinstance(comparison, str):  # an exception's text may name a secret item: sealed like them
+        failed = {**check, "verified": False, "reason": "the restored content could not be compared with the backup"}
+        if seal is not None:
+            return {**failed, "reason": failed["reason"] + " (the error is sealed: error_sealed)",
+                    "error_sealed": seal(comparison)}
+        return {**failed, "reason": f"{failed['reason']}: {comparison}"}
     check = {**check, "compared": comparison.checked, "mismatches": []}
     if comparison.mismatches:
         return {**check, "verified": False, **_mismatched(comparison, seal)}

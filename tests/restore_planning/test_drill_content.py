@@ -117,3 +117,20 @@ def test_a_secret_step_names_what_differs_only_sealed(world, capsys, monkeypatch
     assert [m["item"] for m in opened] == [f"secrets/{canary}.txt"] and "sha256" in opened[0]["reason"]
     stored = (world.repo_path / "drills" / f"{record['id']}.json").read_bytes()
     assert canary.encode() not in stored
+
+
+def test_a_comparison_that_raises_fails_the_step_with_the_error(installed, tmp_path, capsys, monkeypatch):
+    from tests.plugins.acme_blanks import BlanksExporter
+
+    w = _world(tmp_path, "path")
+    capsys.readouterr()
+
+    def broken(self, artifacts, reader, request):
+        raise PermissionError(13, "Permission denied", "/scratch/notes/runbook.txt")
+
+    monkeypatch.setattr(BlanksExporter, "restored_content", broken)
+    code, record = _drill(w, capsys)
+    notes = next(c for c in record["verify"]["steps"] if c["step"] == "notes")
+    assert code == Exit.PARTIAL and not notes["verified"]
+    assert notes["reason"] == ("the restored content could not be compared with the backup: PermissionError: "
+                               "[Errno 13] Permission denied: '/scratch/notes/runbook.txt'")
