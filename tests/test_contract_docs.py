@@ -477,3 +477,53 @@ def test_example_writes_an_absolute_identity_under_to(example_exporter, tmp_path
                                      contract.RestoreRequest(to=str(dest), overwrite=True)))
     assert [o.status for o in outcomes] == [contract.OutcomeStatus.RESTORED]
     assert (dest / str(original).lstrip("/")).exists() and original.read_bytes() == before
+
+
+def test_example_gives_the_drill_fingerprints_of_its_rows(example_exporter, tmp_path):
+    """`restored_content`: the same rows are the same fingerprint, whatever the bytes; changed or
+    missing rows are not (dr drill fails the step then: tests/restore_planning/test_drill_content.py)."""
+    from dr.repository.reading import ArtifactReader
+
+    plan_dir = tmp_path / "plan"
+    plan_dir.mkdir()
+    with contextlib.closing(sqlite3.connect(plan_dir / "app.sqlite")) as db:
+        db.execute("create table t (v text)")
+        db.execute("insert into t values ('first')")
+        db.commit()
+    exporter, repo, backup = _example_backup(example_exporter, tmp_path, ["app.sqlite"], plan_dir)
+    artifacts, _ = backup()
+    request = contract.RestoreRequest(to=str(tmp_path / "restored"))
+
+    def content():
+        (one,) = exporter.restored_content(artifacts, ArtifactReader(repo), request)
+        return one
+
+    assert content().restored == "" and content().backed_up  # nothing restored yet
+    list(exporter.restore(artifacts, ArtifactReader(repo), request))
+    assert content().restored == content().backed_up
+    with contextlib.closing(sqlite3.connect(tmp_path / "restored" / "app.sqlite")) as db:
+        db.execute("delete from t")
+        db.commit()
+    assert content().restored != content().backed_up
+
+
+# -- the model types a plugin author builds: stubbed as the code has them ---------------------------
+def test_the_dependency_stub_matches_the_model():
+    from dr.model import artifacts
+
+    (block,) = [b for b in _fenced("python") if b.startswith("# dr.model.artifacts")]
+    (stub,) = [n for n in ast.parse(block).body if isinstance(n, ast.ClassDef)]
+    fields = [(f.target.id, ast.unparse(f.annotation), f.value and ast.literal_eval(f.value))
+              for f in stub.body if isinstance(f, ast.AnnAssign)]
+    code = [(f.name, f.type, None if f.default is dataclasses.MISSING else f.default)
+            for f in dataclasses.fields(artifacts.Dependency)]
+    assert stub.name == "Dependency" and fields == code
+    assert artifacts.Dependency.__dataclass_params__.frozen and "@dataclass(frozen=True)" in block
+
+
+def test_the_placement_section_names_every_domain_kind():
+    from dr.model.domains import DOMAIN_KINDS
+
+    prose = _prose()
+    section = prose[prose.index("### How a reference is placed"):prose.index("### What the audit and the planner")]
+    assert all(f"`{kind}`" in section for kind in DOMAIN_KINDS), DOMAIN_KINDS

@@ -5,7 +5,8 @@ Where it sits: `dr drill` calls run_drill(). The phases, each timed on the wall 
   plan     the restore plan, with its RTO estimate (recorded next to what was measured);
   restore  every step into the scratch destinations, journaled like any restore (a new journal,
            purpose "drill", so a real restore never resumes a drill's);
-  verify   a second restore pass that must change nothing (dr.drills.verifying).
+  verify   a second restore pass that must change nothing, and the restored content compared
+           with the catalog's digests or the exporter's fingerprints (dr.drills.verifying).
 The measured RPO is the age of the data restored when the restore ended (that moment minus
 the snapshot's time). The record keeps every step's outcome, the audit's blockers, the
 estimate and the measurements, and a result that follows from them: `recovered` only when

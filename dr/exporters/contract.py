@@ -37,7 +37,7 @@ __all__ = ["CONTRACT_VERSION", "SUPPORTED_VERSIONS", "AnyOf", "ArtifactSink", "C
            "IntegrityError", "NoDestination", "Ordering", "OrderingRule", "Outcome", "OutcomeStatus", "PlanDependency",
            "RemapKind", "RestoreOption", "RestoreRequest", "Rewrite", "Rewriter", "RpoRow", "CopyReport",
            "DETAILS_KEPT", "prefix_rewrite", "ApiRead", "ApiWrite", "AWS_CREDENTIALS", "CREDENTIALS_DIR", "Credential", "RunNeeds",
-           "CheckpointSave", "FindingCode", "Sizing"]
+           "CheckpointSave", "FindingCode", "RestoredContent", "Sizing"]
 
 CONTRACT_VERSION = 2
 # Versions dr still loads: the current one natively, older ones through an adapter
@@ -228,12 +228,17 @@ Rewriter = Callable[[str, str], Union[Rewrite, None]]
 
 @dataclass
 class Destination:
-    """Where one call of restore() writes: these artifacts, to `to` (None: the exporter decides)."""
+    """Where one call of restore() writes: these artifacts, to `to` (None: the exporter decides).
+
+    With `to` None the restore writes back where each artifact came from: the artifacts'
+    dependencies of the exporter's origin_kinds are then judged as the destination, by the
+    audit's rules. `writes_origin=False` says such a call writes to no place the plan judges."""
 
     artifacts: list[Artifact]
     to: str | None
     how: str  # where `to` comes from, for people
     label: str = ""  # names the call when a source restores to several destinations
+    writes_origin: bool = True  # with `to` None: it writes where the artifacts came from
 
 
 class NoDestination(Exception):
@@ -346,6 +351,17 @@ class CheckpointSave:
         return None if self.previous_finished is None else self.finished - self.previous_finished
 
 
+@dataclass(frozen=True)
+class RestoredContent:
+    """One restored item as `dr drill` compares it with the backup (Exporter.restored_content).
+    Give `path` where the item is a file holding the artifact's bytes; else both fingerprints."""
+
+    item: str  # the artifact's identity
+    path: str = ""  # a file that holds the artifact's bytes: dr compares its sha256 with the catalog's
+    restored: str = ""  # the exporter's fingerprint of what the destination holds ("": nothing there)
+    backed_up: str = ""  # the same fingerprint of the backup's content: the two must be equal
+
+
 class Exporter(ABC):
     """Base class of every exporter. Subclasses set the class attributes and the methods."""
 
@@ -447,6 +463,13 @@ class Exporter(ABC):
         """Check every copy outside the repository that these artifacts (one snapshot's, of this
         source) record, as restore() would before reading it; with read_data, every byte."""
         return []
+
+    def restored_content(self, artifacts: list[Artifact], reader: ContentReader,
+                         request: RestoreRequest) -> Iterator[RestoredContent]:
+        """What the destination of restore(artifacts, reader, request) holds now, item by item,
+        for `dr drill` to compare with the backup (I/O allowed: it runs after the restore).
+        None by default: the drill then says the step's content was not compared."""
+        return iter(())
 
     def run_needs(self) -> RunNeeds | None:
         """What this source needs to run unattended in a pod (dr deploy render); None: the

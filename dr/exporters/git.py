@@ -223,6 +223,7 @@ class GitExporter(Exporter):
         return os.path.join(folder, "{name}.git")
 
     class Options(ExporterOptions):
+        #: the repositories to back up, each {name, url}; names must be unique
         repositories: list[RepositorySpec] = Field(min_length=1)
 
         @field_validator("repositories")

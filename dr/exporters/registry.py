@@ -62,6 +62,8 @@ class PluginInfo:
     error: str = ""
     restore_options: list[str] = field(default_factory=list)  # "--flag METAVAR: help"
     remap_kinds: list[str] = field(default_factory=list)
+    # the plan options of its sources, from its options model (dr.exporters.option_docs), as JSON
+    options: list[dict] = field(default_factory=list)
 
 
 class Registry:
@@ -116,6 +118,8 @@ class Registry:
         return kinds
 
     def info(self) -> list[PluginInfo]:
+        from dr.exporters.option_docs import option_docs  # only `dr plugins` lists options
+
         out = []
         for name in self.names():
             try:
@@ -123,7 +127,8 @@ class Registry:
                 version = getattr(cls, "adapted_from", cls.contract_version)
                 options = [f"--{o.flag} {o.metavar}".rstrip() + f": {o.help}" for o in cls.restore_options]
                 out.append(PluginInfo(name, self._eps[name].value, cls.summary, version, "", options,
-                                      [k.name for k in cls.remap_kinds]))
+                                      [k.name for k in cls.remap_kinds],
+                                      [doc.to_json() for doc in option_docs(cls.Options)]))
             except PluginError as exc:
                 out.append(PluginInfo(name, self._eps[name].value, "", 0, str(exc)))
         return out

@@ -8,7 +8,9 @@ step's exporter declares (contract v2):
   * destinations: a step writes somewhere. Where an artifact came from (the exporter's
     origin_kinds: a Git remote, a checkpoint's bucket) is not read during the restore, it is
     written to, so it is judged as the step's destination; a destination in a lost domain is
-    a blocker;
+    a blocker. A unit with no `to` writes back where its artifacts came from (unless its
+    Destination says writes_origin=False): its origin-kind dependencies are then judged by the
+    very rules the audit applies to them, so the plan and the audit give one answer;
   * any-of needs (restore_needs): met when one of several references survives (a checkpoint's
     DR copies in several tiers: the exporter falls back from a lost tier to the next). Their
     dependency kinds are judged only that way;
@@ -21,7 +23,7 @@ step's exporter declares (contract v2):
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from typing import Callable, Iterable
 
 from dr.model.plans import Plan, TargetSpec
 from dr.model.artifacts import Artifact
@@ -62,9 +64,11 @@ class NeedJudge:
         any_of = step.instance.restore_needs(step.artifacts) if step.instance is not None else []
         skip = (step.instance.origin_kinds if step.instance is not None else frozenset()) | \
             {need.kind for need in any_of}
-        needs = [self._need(step, kind, ref, count) for (kind, ref), count in _distinct(step, skip).items()]
+        needs = [self._need(step, kind, ref, count)
+                 for (kind, ref), count in _distinct(step.artifacts, lambda kind: kind not in skip).items()]
         needs += [self._any_of(need) for need in any_of]
         needs += self._destinations(step)
+        needs += self._origins(step)
         return needs
 
     def provider(self, reference: str) -> str | None:
@@ -141,6 +145,13 @@ class NeedJudge:
                 needs.append(Need("destination", unit.to, OK, f"writes to {self.where(j)}, which survives"))
         return needs
 
+    def _origins(self, step: Step) -> list[Need]:
+        """Where units without a `to` write: back where their artifacts came from."""
+        kinds = step.instance.origin_kinds if step.instance is not None else frozenset()
+        in_place = [u for u in step.units if u.to is None and u.writes_origin]
+        found = _distinct([a for u in in_place for a in u.artifacts], lambda kind: kind in kinds)
+        return [_in_place(step, self._need(step, kind, ref, count)) for (kind, ref), count in found.items()]
+
     def _any_of(self, need: AnyOf) -> Need:
         """Met when any one reference survives (the verdict engine's judge_any); a blocker when
         none does and one is lost, naming every reference."""
@@ -165,11 +176,20 @@ class NeedJudge:
         return Need(need.kind, found.judged[0][0], found.verdict, reason)
 
 
-def _distinct(step: Step, skip: frozenset[str] | set[str]) -> dict[tuple[str, str], int]:
-    """(kind, reference) -> how many artifacts need it, without the kinds judged otherwise."""
+def _in_place(step: Step, need: Need) -> Need:
+    """An origin judged as where the step writes: a blocker says so, and that --to avoids it."""
+    if need.verdict == BLOCKED:
+        need.reason = (f"the step restores in place, where its artifacts came from (no --to): {need.reason}; "
+                       f"or give --to {step.name}=DEST")
+    return need
+
+
+def _distinct(artifacts: Iterable[Artifact], judged: Callable[[str], bool]) -> dict[tuple[str, str], int]:
+    """(kind, reference) -> how many artifacts need it, for the kinds judged this way."""
     found: dict[tuple[str, str], int] = {}
-    for artifact in step.artifacts:  # a Service's facts qualify its copy (dr.model.recovery.services)
-        for dep in {(d.kind, d.reference) for d in artifact.dependencies if d.kind not in skip | FACT_KINDS}:
+    for artifact in artifacts:  # a Service's facts qualify its copy (dr.model.recovery.services)
+        for dep in {(d.kind, d.reference) for d in artifact.dependencies
+                    if d.kind not in FACT_KINDS and judged(d.kind)}:
             found[dep] = found.get(dep, 0) + 1
     return found
 

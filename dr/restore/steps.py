@@ -74,6 +74,7 @@ class Unit:
     to: str | None
     remap: dict[str, str]
     how: str  # where `to` comes from, for people
+    writes_origin: bool = True  # with `to` None: back where the artifacts came from (Destination)
 
     def to_json(self) -> dict[str, Any]:
         return {"label": self.label, "artifacts": len(self.artifacts), "to": self.to,

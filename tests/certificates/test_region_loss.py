@@ -65,3 +65,29 @@ def test_a_certificate_for_the_same_domains_in_the_surviving_region_stands_in(tm
     assert code == Exit.OK, report["findings"]
     assert not [f for f in report["findings"] if f["severity"] == "blocker"]
     assert [f["reference"] for f in report["findings"] if f["code"] == "dependency-remapped"] == [used]
+
+
+def _restore_step(tmp_path) -> tuple[int, dict]:
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["restore", "--plan", str(tmp_path / "plan.yaml"), "--failed", "us-east-1", "--dry-run", "--json"])
+    return code, next(s for s in json.loads(out.getvalue())["steps"] if s["name"] == "certs")
+
+
+def test_the_restore_plan_gives_the_audits_answer_for_the_in_place_import(tmp_path, acm_endpoint, capsys):
+    """The restore imports each certificate into its own region (to=None: where it came from), so
+    the plan judges that origin as the audit does: refused with the audit's blocker, ready with
+    a stand-in in the surviving region (docs/exporters.md, "Where a restore writes")."""
+    used = import_leaf(acm_endpoint, "us-east-1", make_leaf(NAMES, days_left=300))
+    put_in_use(acm_endpoint, "us-east-1", used, "shop")
+    audit(tmp_path, acm_endpoint, capsys)
+    code, step = _restore_step(tmp_path)
+    assert step["status"] == "refused" and code != Exit.OK, step
+    assert [n["reference"] for n in step["needs"] if n["verdict"] == "blocker"] == [used]
+    import_leaf(acm_endpoint, "us-west-2", make_leaf(["*.shop.example.com", "shop.example.com"], days_left=300))
+    audit(tmp_path, acm_endpoint, capsys)
+    code, step = _restore_step(tmp_path)
+    assert code == Exit.OK and step["status"] == "ready", step

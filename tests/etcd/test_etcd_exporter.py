@@ -12,7 +12,8 @@ from concurrent import futures
 import grpc
 import pytest
 
-from dr.exporters.contract import OutcomeStatus
+from dr.drills.comparing import difference
+from dr.exporters.contract import ExportContext, OutcomeStatus, RestoreRequest
 from dr.exporters.etcd import EtcdExporter
 from dr.exporters.etcd.exporter import SAME_VERSION_ONLY
 from dr.model.artifacts import Sensitivity
@@ -90,6 +91,13 @@ def test_restored_with_etcds_own_tools_into_a_new_data_directory(harness, tmp_pa
     again = harness.restore(EtcdExporter, options(("cp", [etcd])), done.artifacts, identities=[age_keys[1]],
                             to=str(to))
     assert statuses(again) == {"cp": OutcomeStatus.UNCHANGED}
+    # what dr drill compares: the file against the snapshot's plaintext (secret: no catalog digest)
+    reader = ArtifactReader(harness.repo, [age_keys[1]])
+    exporter = EtcdExporter(ExportContext("src", EtcdExporter.Options(**options(("cp", [etcd]))), "/nonexistent"))
+    (content,) = exporter.restored_content(done.artifacts, reader, RestoreRequest(to=str(to)))
+    assert content.path == str(to / "cp.db") and difference(content, done.artifacts[0], reader) == ""
+    (to / "cp.db").write_bytes((to / "cp.db").read_bytes()[:-1] + b"x")
+    assert "has sha256" in difference(content, done.artifacts[0], reader)
 
 
 def test_unreachable_cluster_is_an_error_finding_and_the_others_still_land(harness, tmp_path, etcd, age_keys):

@@ -17,11 +17,7 @@ CANARY = "prod-db-root-password-c4n4ry"
 
 
 def _failing_secret_restore(world, capsys):
-    secrets = world.root / "data" / "secrets"
-    secrets.mkdir(parents=True)
-    (secrets / f"{CANARY}.txt").write_text("hunter2\n")
-    world.sources.append({"name": "passwords", "type": "files", "paths": [str(secrets)], "sensitivity": "secret"})
-    world.backup()
+    world.add_secret_files("passwords", f"{CANARY}.txt", "hunter2\n")
     capsys.readouterr()
     blocked = world.root / "not-a-folder"
     blocked.write_text("a file where the restore needs a folder\n")

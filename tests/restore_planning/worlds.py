@@ -127,6 +127,28 @@ class World:
         repo.open()
         return repo
 
+    def back_up_beside_config(self, source: dict[str, Any], files: dict[str, str]) -> Path:
+        """Back up `config` and `source` only (no git source, so no git remap); `files` are
+        written to data/<source name>, which the source's `folder` names. Returns the folder."""
+        folder = self.root / "data" / source["name"]
+        folder.mkdir(parents=True)
+        for name, text in files.items():
+            (folder / name).write_text(text)
+        self.sources = [{"name": "config", "type": "files", "paths": [str(self.config)]},
+                        {**source, "folder": str(folder)}]
+        self.remaps = []
+        self.backup()
+        return folder
+
+    def add_secret_files(self, source: str, file_name: str, text: str) -> Path:
+        """A secret-class `files` source of one file, backed up; returns its folder."""
+        folder = self.root / "data" / "secrets"
+        folder.mkdir(parents=True)
+        (folder / file_name).write_text(text)
+        self.sources.append({"name": source, "type": "files", "paths": [str(folder)], "sensitivity": "secret"})
+        self.backup()
+        return folder
+
     # -- commands ------------------------------------------------------------------------------
     def dr(self, *args: str) -> int:
         return main(list(args))

@@ -1,8 +1,9 @@
-"""`dr plugins`: the installed exporters, their contract version, restore options and remap kinds."""
+"""`dr plugins`: the installed exporters, their contract version, plan options, restore options and remap kinds."""
 
 from __future__ import annotations
 
 import argparse
+import json
 
 from dr.cli.arguments import CommandSpec
 from dr.cli.commands import help_of
@@ -20,8 +21,17 @@ def run(args: argparse.Namespace, out: Output) -> int:
             out.say(f"{'':<14} restore option {option}")
         if info.remap_kinds:
             out.say(f"{'':<14} remap kinds: {', '.join(info.remap_kinds)}")
+        for option in info.options:
+            out.say(f"{'':<14} plan option {_option(option)}")
     out.document({"exporters": [info.__dict__ for info in infos]})
     return Exit.FAILURE if any(i.error for i in infos) else Exit.OK
+
+
+def _option(option: dict) -> str:
+    """`paths (list[str], required): directories or files ...`"""
+    default = "required" if option["required"] else f"default {json.dumps(option['default'])}"
+    text = f"{option['name']} ({option['type']}, {default})"
+    return f"{text}: {option['description']}" if option["description"] else text
 
 
 PLUGINS = CommandSpec("plugins", help_of("plugins"), lambda p: None, run)

@@ -14,4 +14,4 @@ class CertificatesOptions(ExporterOptions):
     expiry_margin_days: int = Field(default=14, ge=0)
     # also back up the private key of each exportable certificate (ExportCertificate), secret-class
     export_private: bool = False
-    timeout_seconds: float = Field(default=30, gt=0)
+    timeout_seconds: float = Field(default=30, gt=0)  # connect and read timeout of each request

@@ -55,10 +55,10 @@ _TIER_NAME = re.compile(r"^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$")
 class Location(ExporterOptions):
     """An S3 prefix (any S3-compatible endpoint) or a directory (relative: the plan's folder)."""
 
-    url: str
-    endpoint_url: str | None = None
-    region: str | None = None
-    profile: str | None = None
+    url: str  # the s3://bucket[/prefix] URL (no credentials, query or port) or the directory
+    endpoint_url: str | None = None  # an S3-compatible endpoint (MinIO, Ceph); s3:// only
+    region: str | None = None  # the bucket's region; s3:// only
+    profile: str | None = None  # the AWS profile whose credentials read it; s3:// only
 
     @model_validator(mode="before")
     @classmethod
@@ -98,8 +98,8 @@ class Location(ExporterOptions):
 class Marker(ExporterOptions):
     """A required marker file: exact name or glob, optionally an exact count (one per rank)."""
 
-    pattern: str = Field(min_length=1)
-    count: int | None = Field(default=None, ge=1)
+    pattern: str = Field(min_length=1)  # an exact name or a glob (rank_*.done)
+    count: int | None = Field(default=None, ge=1)  # how many files must match (one per rank); none: at least one
 
     @model_validator(mode="before")
     @classmethod
@@ -114,8 +114,8 @@ class Milestone(ExporterOptions):
     """A checkpoint is a milestone when its step is a multiple of step_multiple, or when it
     holds the marker file (either rule suffices)."""
 
-    step_multiple: int | None = Field(default=None, ge=1)
-    marker: str | None = Field(default=None, min_length=1)
+    step_multiple: int | None = Field(default=None, ge=1)  # steps that are multiples of this are milestones
+    marker: str | None = Field(default=None, min_length=1)  # a checkpoint holding this file is a milestone
 
     @model_validator(mode="after")
     def _one_rule(self) -> "Milestone":
@@ -132,12 +132,13 @@ class Tier(ExporterOptions):
     (either condition selects); milestones_only copies milestones and never prunes them.
     """
 
-    name: str
-    to: Location | None = None
+    name: str  # lower-case; the copy's folder and the RPO row name it
+    to: Location | None = None  # where this tier's copies go, as a root is written (default: dr_copy)
+    #: copy every n-th checkpoint, counted from the newest copy the tier holds
     every_nth: int | None = Field(default=None, ge=1)
-    min_interval: str | None = None
-    milestones_only: bool = False
-    keep_last: int | None = Field(default=None, ge=1)
+    min_interval: str | None = None  # copy when the newest copy is older than this duration (6h)
+    milestones_only: bool = False  # copy milestones only, never pruned
+    keep_last: int | None = Field(default=None, ge=1)  # the newest copies kept per run in this tier (default: all)
 
     @field_validator("name")
     @classmethod
@@ -172,9 +173,9 @@ Role = Literal["training", "release"]
 class ResumeRun(ExporterOptions):
     """A role or requirement for the runs whose name matches `run` (a glob); first match wins."""
 
-    run: str = Field(min_length=1)
-    role: Role | None = None
-    requires: list[str] | None = None
+    run: str = Field(min_length=1)  # a glob over run names; the first match wins
+    role: Role | None = None  # this run's role
+    requires: list[str] | None = None  # this run's required parts
 
 
 class Resume(ExporterOptions):
@@ -183,10 +184,12 @@ class Resume(ExporterOptions):
     (weights published for serving) is never held to it. `parts` adds part names, or replaces
     the globs of a built-in one (resuming.PARTS)."""
 
-    role: Role = "training"
+    role: Role = "training"  # training, or release (a model release is never held to the training parts)
+    #: the parts a training run's checkpoint must hold
     requires: list[str] = Field(default_factory=lambda: list(DEFAULT_REQUIRES))
+    #: new part names, or other globs for a built-in one (ema: ["ema*"])
     parts: dict[str, list[str]] = Field(default_factory=dict)
-    runs: list[ResumeRun] = Field(default_factory=list)
+    runs: list[ResumeRun] = Field(default_factory=list)  # per run: its own role and requires
 
     @model_validator(mode="after")
     def _known_parts(self) -> "Resume":
@@ -212,10 +215,10 @@ class ShardCluster(ExporterOptions):
     """Where and as what the shards of the `kubernetes` executor run (an Indexed Job)."""
 
     kubeconfig: str | None = None  # relative: the plan's folder; none: in-cluster, then ~/.kube
-    context: str | None = None
+    context: str | None = None  # its context (default: the current one)
     namespace: str | None = None  # none: the pod's own namespace (in-cluster), else `default`
     image: str | None = None  # none: $DR_IMAGE (dr's own image, the plan's dr_image)
-    service_account: str = "dr-backup"
+    service_account: str = "dr-backup"  # the Job's service account
     secret: str = "dr-credentials"  # the AWS keys, as `dr deploy render` names them
     timeout: str = "6h"  # the Job's activeDeadlineSeconds
 
@@ -235,29 +238,37 @@ class Shards(ExporterOptions):
     share and writes a result object; the copy's manifest and marker follow only once every
     shard's result is present and verified."""
 
-    count: int = Field(ge=1, le=1000)
+    count: int = Field(ge=1, le=1000)  # the number of shards (1: unsharded)
+    #: local: child processes of dr on this host; kubernetes: one Indexed Job of dr's image
     executor: Literal["local", "kubernetes"] = "local"
     min_bytes: int = Field(default=1 << 30, ge=0)  # smaller checkpoints are copied unsharded
     parallelism: int | None = Field(default=None, ge=1)  # none: all shards at once
     retries: int = Field(default=2, ge=0, le=20)  # per shard (backoffLimitPerIndex)
-    kubernetes: ShardCluster = Field(default_factory=ShardCluster)
+    kubernetes: ShardCluster = Field(default_factory=ShardCluster)  # where the Indexed Job runs
 
 
 class CheckpointsOptions(ExporterOptions):
+    #: where trainers write checkpoints: s3://bucket/prefix or a directory (relative: the plan's folder)
     roots: list[Location] = Field(min_length=1)
+    #: a regex with groups run and step, full-matched against a checkpoint's path under its root
     run_pattern: str = DEFAULT_RUN_PATTERN
+    #: files a checkpoint must hold to count as complete, each a name or {pattern, count}
     markers: list[Marker] = Field(default_factory=list)
+    #: list, wait this long, list again: a checkpoint still being written is not copied this time
     settle_seconds: float = Field(default=30.0, ge=0)
-    dr_copy: Location | None = None
+    dr_copy: Location | None = None  # where copies go unless a tier names its own `to`
+    #: DR targets, each {name, to, every_nth, min_interval, milestones_only, keep_last} (default: one, near)
     tiers: list[Tier] = Field(default_factory=list)
-    milestone: Milestone | None = None
+    milestone: Milestone | None = None  # {step_multiple, marker}: which checkpoints are milestones
+    #: what a checkpoint must hold for its run to continue from it (docs/readiness.md)
     resume: Resume = Field(default_factory=Resume)
+    #: leftovers older than this are cleaned (dr's pending multipart uploads, orphan files)
     abort_multipart_after: str = "24h"
-    allow_source_cleanup: bool = False
-    server_side_copy: bool = True
-    parallel_files: int = Field(default=4, ge=1, le=64)
-    part_size_mib: int | None = Field(default=None, ge=5, le=5120)
-    max_buffer_mib: int = Field(default=144, ge=16)
+    allow_source_cleanup: bool = False  # also abort the source's multipart uploads older than abort_multipart_after
+    server_side_copy: bool = True  # copy inside one object store server-side, without the bytes passing through dr
+    parallel_files: int = Field(default=4, ge=1, le=64)  # files copied (and verified) at once
+    part_size_mib: int | None = Field(default=None, ge=5, le=5120)  # multipart part size in MiB; unset: chosen per file
+    max_buffer_mib: int = Field(default=144, ge=16)  # memory that parts in flight may hold, in MiB
     shards: Shards | None = None  # none (default): every copy in this process, unsharded
 
     @field_validator("run_pattern")

@@ -91,7 +91,7 @@ def default_destinations(exporter: "CheckpointsExporter", artifacts: list[Artifa
         if found:
             return [Destination(artifacts, found.new, found.describe())]
     return [Destination(artifacts, None, "none: each DR copy is verified where it is, and the trainer "
-                                         "loads it in place")]
+                                         "loads it in place", writes_origin=False)]
 
 
 def rpo_rows(exporter: "CheckpointsExporter", objective: timedelta | None, read_data: bool = False) -> list[RpoRow]:

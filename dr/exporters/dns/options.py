@@ -19,7 +19,7 @@ class Tsig(ExporterOptions):
     name: str = Field(description="the key's name, as the server knows it")
     secret_env: str | None = Field(None, description="environment variable holding the base64 secret")
     secret_file: str | None = Field(None, description="file holding the base64 secret (relative: the plan's folder)")
-    algorithm: str = "hmac-sha256"
+    algorithm: str = "hmac-sha256"  # the TSIG algorithm
 
     @model_validator(mode="after")
     def _one_secret(self) -> "Tsig":
@@ -39,19 +39,19 @@ class Tsig(ExporterOptions):
 
 class Axfr(ExporterOptions):
     server: str = Field(description="the authoritative server's address (IP or host)")
-    port: int = Field(53, ge=1, le=65535)
-    tsig: Tsig | None = None
+    port: int = Field(53, ge=1, le=65535)  # the server's DNS port
+    tsig: Tsig | None = None  # a TSIG key for the transfer, the SOA query and restores
 
 
 class Route53(ExporterOptions):
     hosted_zone_id: str | None = Field(None, description="pins the zone when several share its name")
-    private: bool | None = None
+    private: bool | None = None  # with no id: only the private (true) or public (false) zone of that name
 
 
 class Zone(ExporterOptions):
     zone: str = Field(description="the zone's name, e.g. example.com")
-    axfr: Axfr | None = None
-    route53: Route53 | None = None
+    axfr: Axfr | None = None  # read the zone by AXFR from an authoritative server
+    route53: Route53 | None = None  # read the zone from Route53 (exactly one of axfr and route53)
 
     @field_validator("zone")
     @classmethod
@@ -68,15 +68,15 @@ class Zone(ExporterOptions):
 
 
 class Aws(ExporterOptions):
-    region: str | None = None
+    region: str | None = None  # the Route53 client's region (default us-east-1)
     endpoint_url: str | None = Field(None, description="another Route53 endpoint (a test server)")
     max_attempts: int = Field(8, ge=1, description="attempts per call, throttling included (botocore standard mode)")
 
 
 class DnsOptions(ExporterOptions):
-    zones: list[Zone] = Field(min_length=1)
-    aws: Aws = Field(default_factory=Aws)
-    timeout_seconds: float = Field(15.0, gt=0)
+    zones: list[Zone] = Field(min_length=1)  # the zones, one artifact each
+    aws: Aws = Field(default_factory=Aws)  # Route53 client settings (credentials: the usual AWS chain)
+    timeout_seconds: float = Field(15.0, gt=0)  # per DNS query or transfer
     transfer_attempts: int = Field(3, ge=1, description="AXFR attempts while the zone's serial keeps moving")
 
     @field_validator("zones")

@@ -8,7 +8,8 @@ from typing import Iterator
 
 from dr.exporters.contract import Sizing
 from dr.exporters.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter, NoDestination,
-                                   Ordering, OrderingRule, Outcome, OutcomeStatus, RestoreRequest, Rewriter, RunNeeds)
+                                   Ordering, OrderingRule, Outcome, OutcomeStatus, RestoredContent, RestoreRequest,
+                                   Rewriter, RunNeeds)
 from dr.exporters.etcd.deploying import run_needs
 from dr.exporters.etcd.maintenance import Client, EtcdError, EtcdUnreachable, Tls
 from dr.exporters.etcd.options import EtcdCluster, EtcdOptions
@@ -101,6 +102,14 @@ class EtcdExporter(Exporter):
                               "--to DIRECTORY is required: the folder the snapshot file is written to")
             else:
                 yield self._restore_one(artifact, reader, request, os.path.abspath(request.to))
+
+    def restored_content(self, artifacts: list[Artifact], reader: ContentReader,
+                         request: RestoreRequest) -> Iterator[RestoredContent]:
+        """Each snapshot file holds the snapshot's bytes as backed up: dr drill checks them."""
+        for artifact in artifacts:
+            if artifact.kind == KIND and request.to:
+                yield RestoredContent(artifact.identity,
+                                      path=os.path.join(os.path.abspath(request.to), f"{artifact.identity}.db"))
 
     def _restore_one(self, artifact: Artifact, reader: ContentReader, request: RestoreRequest,
                      folder: str) -> Outcome:

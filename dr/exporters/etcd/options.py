@@ -11,9 +11,9 @@ from dr.exporters.kit.validators import listed_once, plain_name
 class EtcdCluster(ExporterOptions):
     name: str = Field(description="the artifact's identity; the restored file is <name>.db")
     endpoints: list[str] = Field(min_length=1, description="client URLs, tried in order")
-    ca_file: str | None = None
-    cert_file: str | None = None
-    key_file: str | None = None
+    ca_file: str | None = None  # CA bundle of the members' serving certificates (relative: the plan's folder)
+    cert_file: str | None = None  # client certificate (kubeadm: apiserver-etcd-client.crt)
+    key_file: str | None = None  # its private key (kubeadm: apiserver-etcd-client.key)
 
     @field_validator("name")
     @classmethod
@@ -30,7 +30,7 @@ class EtcdCluster(ExporterOptions):
 
 
 class EtcdOptions(ExporterOptions):
-    clusters: list[EtcdCluster] = Field(min_length=1)
+    clusters: list[EtcdCluster] = Field(min_length=1)  # the clusters to snapshot, one artifact each
     timeout_seconds: float = Field(30.0, gt=0, description="deadline of each status call; a snapshot stream whose keepalive pings go unanswered this long ends")
 
     @field_validator("clusters")

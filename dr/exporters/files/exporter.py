@@ -17,8 +17,8 @@ from pydantic import Field, field_validator
 
 from dr.exporters.contract import Sizing
 from dr.exporters.contract import (AnyOf, ArtifactSink, ContentReader, Destination, Discovered, Exporter,
-                                   ExporterOptions, NoDestination, Outcome, RestoreOption, RestoreRequest,
-                                   Rewriter, RunNeeds)
+                                   ExporterOptions, NoDestination, Outcome, RestoredContent, RestoreOption,
+                                   RestoreRequest, Rewriter, RunNeeds)
 from dr.exporters.contract import OutcomeStatus as Status
 from dr.model.artifacts import Artifact, Dependency, Sensitivity
 from dr.exporters.files.sops import KEY_LOST, sops_keys
@@ -97,6 +97,7 @@ class FilesExporter(Exporter):
         #: globs on the path under its root, on <label>/<path>, or (no '/') on a name;
         #: an excluded directory is not entered
         exclude: list[str] = Field(default_factory=list)
+        #: do not descend into directories on another filesystem (mounts under a path)
         one_file_system: bool = True
         #: read small .yaml/.yml/.json/.env/.ini files for SOPS metadata (the keys that decrypt them)
         sops_scan: bool = True
@@ -249,6 +250,14 @@ class FilesExporter(Exporter):
         from dr.exporters.files.restoring import catalog_problems
 
         return catalog_problems(artifacts)
+
+    def restored_content(self, artifacts: list[Artifact], reader: ContentReader,
+                         request: RestoreRequest) -> Iterator[RestoredContent]:
+        """Each file by its path under the destination (dr compares its digest); a symlink by its
+        target, a directory by being one; identities that leave the destination are not named."""
+        from dr.exporters.files.restoring import restored_contents
+
+        return restored_contents(artifacts, os.path.abspath(request.to or "."))
 
     def restore(self, artifacts: list[Artifact], reader: ContentReader,
                 request: RestoreRequest) -> Iterator[Outcome]:

@@ -25,7 +25,7 @@ import shutil
 import stat
 from typing import Callable, Iterator
 
-from dr.exporters.contract import ContentReader, Outcome, RestoreRequest
+from dr.exporters.contract import ContentReader, Outcome, RestoredContent, RestoreRequest
 from dr.exporters.contract import OutcomeStatus as Status
 from dr.exporters.files.exporter import (DIR_FLAGS, KEEP_SPECIAL, KINDS, READ_FLAGS, SPECIAL_BITS, WRITE_FLAGS, Stat,
                                          mode_text)
@@ -341,3 +341,21 @@ def catalog_problems(artifacts: list[Artifact]) -> list[str]:
         except _Damaged as exc:
             problems.append(f"{artifact.identity!r:.200}: {exc}")
     return problems
+
+
+def restored_contents(artifacts: list[Artifact], dest: str) -> Iterator[RestoredContent]:
+    """What `dest` holds of each artifact (Exporter.restored_content)."""
+    for artifact in artifacts:
+        try:
+            path = os.path.join(dest, *_parts(artifact.identity))
+        except _Damaged:  # refused by the restore too: it is that step's failure, not a mismatch
+            continue
+        if artifact.kind == "file":
+            yield RestoredContent(artifact.identity, path=path)
+        elif artifact.kind == "symlink":
+            target = os.readlink(path) if os.path.islink(path) else ""
+            yield RestoredContent(artifact.identity, restored=target and f"symlink to {target}",
+                                  backed_up=f"symlink to {artifact.meta.get('target', '')}")
+        elif artifact.kind == "directory":
+            there = os.path.isdir(path) and not os.path.islink(path)
+            yield RestoredContent(artifact.identity, restored="directory" if there else "", backed_up="directory")

@@ -20,8 +20,8 @@ class ChartSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     repo: str | None = None  # an HTTP chart repository (index.yaml)
     oci: str | None = None  # oci://host/path/name, or with :version
-    name: str | None = None
-    version: str | None = None
+    name: str | None = None  # the chart's name (with repo; with oci it is the reference's last part)
+    version: str | None = None  # the exact version
 
     @model_validator(mode="after")
     def _one_place(self) -> "ChartSpec":
@@ -47,16 +47,18 @@ class ChartSpec(BaseModel):
 
 
 class HelmOptions(ExporterOptions):
-    charts: list[ChartSpec] = []
-    from_plan: bool = True
+    charts: list[ChartSpec] = []  # charts to copy: repo with name and version, or oci
+    from_plan: bool = True  # copy the charts the plan's other sources depend on
+    #: for a dependency naming a whole chart repository: copy none of it, the newest version of
+    #: each chart, or every version
     repositories: Literal["none", "latest", "all"] = "none"
-    max_charts_per_repository: int = Field(200, ge=1)
-    provenance: bool = True
-    plain_http: list[str] = []
-    tls_verify: bool = True
+    max_charts_per_repository: int = Field(200, ge=1)  # at most this many chart versions from one repository
+    provenance: bool = True  # keep each chart's .prov when the source has one
+    plain_http: list[str] = []  # registry hosts spoken to over plain HTTP (loopback always is)
+    tls_verify: bool = True  # verify TLS certificates
     ca_file: str | None = None  # a PEM bundle, as helm's --ca-file (relative to the plan's folder)
     auth_file: str | None = None  # a docker config.json (relative to the plan's folder)
-    timeout_seconds: float = Field(30.0, gt=0)
+    timeout_seconds: float = Field(30.0, gt=0)  # per request
 
     @field_validator("plain_http")
     @classmethod

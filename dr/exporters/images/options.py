@@ -39,33 +39,33 @@ class ImagesOptions(ExporterOptions):
     to: list[str] = []  # DR registries: required unless store is `repository`
     # where the copies go: DR registries, dr's own repository (image-blob artifacts), or both
     store: Literal["registries", "repository", "both"] = "registries"
-    images: list[str] = []
-    repositories: list[str] = []
-    from_plan: bool = True
-    exclude: list[str] = []
-    platforms: list[str] = []
-    signatures: bool = True
-    referrers: bool = True
-    auth_file: str | None = None
-    pull_secrets: list[str] = []
-    kubeconfig: str | None = None
-    context: str | None = None
-    plain_http: list[str] = []
+    images: list[str] = []  # image references to copy besides the plan's dependencies
+    repositories: list[str] = []  # host/path-glob[:tag-glob] patterns, expanded through the registry
+    from_plan: bool = True  # copy the images the other sources recorded as dependencies
+    exclude: list[str] = []  # globs of references never to copy
+    platforms: list[str] = []  # os/arch[/variant]: copy only these platforms of an index (default all)
+    signatures: bool = True  # copy cosign's .sig, .att and .sbom tags with the image
+    referrers: bool = True  # copy what the OCI referrers API lists for the image
+    auth_file: str | None = None  # a docker config.json (relative: the plan's folder)
+    pull_secrets: list[str] = []  # Kubernetes pull secrets namespace/name to take credentials from
+    kubeconfig: str | None = None  # through which pull_secrets are read (kubectl's rules)
+    context: str | None = None  # its context (default: the current one)
+    plain_http: list[str] = []  # registry hosts spoken to over plain HTTP (loopback always is)
     # source registry host -> the URL it is reached at from where dr runs (a port-forward, an
     # Ingress, a mirror): references, identities and credentials keep the host as written
     endpoints: dict[str, str] = {}
-    tls_verify: bool = True
+    tls_verify: bool = True  # verify registries' TLS certificates
     # a PEM bundle of the CAs the registries' certificates are checked with (relative: the plan's
     # folder); per registry, docker's <certs_dir>/<host[:port]>/ca.crt (and client.cert/client.key)
     ca_file: str | None = None
-    certs_dir: str = "/etc/docker/certs.d"
-    ecr: bool = True
-    parallel_images: int = Field(8, ge=1, le=64)
-    parallel_blobs: int = Field(8, ge=1, le=64)
-    chunk_mib: int = Field(32, ge=1, le=1024)
-    retries: int = Field(5, ge=0, le=20)
-    retry_wait_seconds: float = Field(0.5, ge=0)
-    timeout_seconds: float = Field(60.0, gt=0)
+    certs_dir: str = "/etc/docker/certs.d"  # docker's per-registry folder of CAs and client certificates
+    ecr: bool = True  # get ECR tokens through boto3 for ECR hosts without credentials in the file
+    parallel_images: int = Field(8, ge=1, le=64)  # images copied at once
+    parallel_blobs: int = Field(8, ge=1, le=64)  # blobs copied at once, shared by all images
+    chunk_mib: int = Field(32, ge=1, le=1024)  # blobs larger than this are uploaded in chunks of this size
+    retries: int = Field(5, ge=0, le=20)  # retries after a 5xx, a 429 or a connection failure
+    retry_wait_seconds: float = Field(0.5, ge=0)  # the first backoff; it doubles each retry
+    timeout_seconds: float = Field(60.0, gt=0)  # per request (connect and each read)
 
     @field_validator("to")
     @classmethod

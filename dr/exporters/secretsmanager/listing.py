@@ -29,7 +29,7 @@ class SecretsManagerOptions(ExporterOptions):
     names: list[str] | None = None  # only these secrets (names or ARNs); default: every secret
     name_prefix: str | None = None  # only secrets whose name starts with this
     include_values: bool = False  # also back up each secret's current value, secret-class
-    timeout_seconds: float = Field(default=30, gt=0)
+    timeout_seconds: float = Field(default=30, gt=0)  # connect and read timeout of each request
 
 
 class SecretsManagerUnavailable(Exception):

@@ -28,9 +28,9 @@ def _one_of(model, file_field: str, env_field: str):
 class TokenAuth(ExporterOptions):
     """A token read from a file or an environment variable (one of them)."""
 
-    method: Literal["token"]
-    token_file: str | None = None
-    token_env: str | None = Field(default=None, pattern=ENV_NAME)
+    method: Literal["token"]  # the login method: token, approle or kubernetes
+    token_file: str | None = None  # a file holding the token (relative: the plan's folder)
+    token_env: str | None = Field(default=None, pattern=ENV_NAME)  # or an environment variable holding it
 
     @model_validator(mode="after")
     def _one_place(self) -> "TokenAuth":
@@ -41,10 +41,10 @@ class AppRoleAuth(ExporterOptions):
     """AppRole login: the role id in the plan (not secret), the secret id from a file or env var."""
 
     method: Literal["approle"]
-    role_id: str
-    secret_id_file: str | None = None
-    secret_id_env: str | None = Field(default=None, pattern=ENV_NAME)
-    mount: str = "approle"
+    role_id: str  # the AppRole's role id (not secret)
+    secret_id_file: str | None = None  # a file holding the secret id
+    secret_id_env: str | None = Field(default=None, pattern=ENV_NAME)  # or an environment variable holding it
+    mount: str = "approle"  # where the auth method is mounted
 
     @model_validator(mode="after")
     def _one_place(self) -> "AppRoleAuth":
@@ -55,9 +55,9 @@ class KubernetesAuth(ExporterOptions):
     """Kubernetes login with the pod's service-account token."""
 
     method: Literal["kubernetes"]
-    role: str
-    jwt_file: str = SERVICE_ACCOUNT_TOKEN
-    mount: str = "kubernetes"
+    role: str  # the Vault role bound to the pod's service account
+    jwt_file: str = SERVICE_ACCOUNT_TOKEN  # the service account token
+    mount: str = "kubernetes"  # where the auth method is mounted
 
 
 Auth = Annotated[Union[TokenAuth, AppRoleAuth, KubernetesAuth], Field(discriminator="method")]
@@ -66,9 +66,9 @@ Auth = Annotated[Union[TokenAuth, AppRoleAuth, KubernetesAuth], Field(discrimina
 class ShamirUnseal(ExporterOptions):
     """Unseal key shares held by named people (custodians): `threshold` of them unseal."""
 
-    type: Literal["shamir"]
-    custodians: list[str] = Field(min_length=1)
-    threshold: int = Field(ge=1)
+    type: Literal["shamir"]  # how it unseals: shamir, awskms or transit
+    custodians: list[str] = Field(min_length=1)  # who holds the unseal key shares
+    threshold: int = Field(ge=1)  # how many shares unseal
 
     @model_validator(mode="after")
     def _enough(self) -> "ShamirUnseal":
@@ -81,8 +81,8 @@ class AwsKmsUnseal(ExporterOptions):
     """Auto-unseal with an AWS KMS key (`seal "awskms"`): a key id, alias or ARN, and its region."""
 
     type: Literal["awskms"]
-    key_id: str
-    region: str
+    key_id: str  # the KMS key id, alias or ARN
+    region: str  # its region
     endpoint_url: str | None = None  # the KMS endpoint the backup reads the key from (a VPC endpoint, a test server)
     describe_key: bool = True  # read the key's replica regions (DescribeKey) at backup time
 
@@ -91,9 +91,9 @@ class TransitUnseal(ExporterOptions):
     """Auto-unseal through another Vault's transit engine (`seal "transit"`)."""
 
     type: Literal["transit"]
-    address: str
-    key_name: str
-    mount_path: str = "transit"
+    address: str  # the Vault whose transit engine unseals this one
+    key_name: str  # its transit key
+    mount_path: str = "transit"  # where that transit engine is mounted
 
 
 Unseal = Annotated[Union[ShamirUnseal, AwsKmsUnseal, TransitUnseal], Field(discriminator="type")]
@@ -101,17 +101,17 @@ Unseal = Annotated[Union[ShamirUnseal, AwsKmsUnseal, TransitUnseal], Field(discr
 
 class VaultOptions(ExporterOptions):
     address: str = Field(description="the Vault's API address, https://vault.example.com:8200")
-    auth: Auth
-    unseal: Unseal
+    auth: Auth  # how to log in: method token, approle or kubernetes
+    unseal: Unseal  # how the Vault unseals: type shamir, awskms or transit
     namespace: str | None = None  # Vault Enterprise namespaces; OpenBao namespaces
     ca_cert: str | None = None  # a PEM bundle; relative paths resolve against the plan's folder
-    tls_skip_verify: bool = False
+    tls_skip_verify: bool = False  # do not verify the server's certificate (tests only)
     kv_mounts: list[str] | None = None  # KV mounts whose paths are recorded; default: every KV mount
     # what the record holds of each KV secret: its path (one LIST a folder), or also its versions
     # and times, which cost the server a read a secret (OpenBao lists them with the folder,
     # HashiCorp Vault answers one GET a secret): most of a large Vault's backup, so asked for
     kv_metadata: Literal["paths", "versions"] = "paths"
-    timeout_seconds: float = Field(default=60, gt=0)
+    timeout_seconds: float = Field(default=60, gt=0)  # per request; also how long a restore waits for the unseal
 
     @field_validator("address")
     @classmethod
