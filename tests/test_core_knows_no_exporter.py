@@ -19,7 +19,8 @@ from dr.model import kinds
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # the contract layer and the shared kit sit with the exporters but are core: they are checked
 CORE_IN_EXPORTERS = ("dr/exporters/contract.py", "dr/exporters/registry.py", "dr/exporters/adapters.py",
-                     "dr/exporters/pod_needs.py", "dr/exporters/__init__.py", "dr/exporters/kit/")
+                     "dr/exporters/pod_needs.py", "dr/exporters/option_docs.py", "dr/exporters/__init__.py",
+                     "dr/exporters/kit/")
 STILL_NAMED = {
     # the built-in entry points, read without importlib.metadata (a tenth of an unchanged backup's
     # time, issue 15); tests/exporters/test_registry.py holds them equal to pyproject.toml's
