@@ -4,7 +4,7 @@ The source bucket is on one moto server, the DR bucket on another (two failure d
 bench_checkpoints.py). The checkpoint is a real DCP save (--files .distcp files plus
 .metadata) of --size-mib. Each round runs `dr backup` with the checkpoints source's `shards`
 option at each count (1: unsharded, the copy in the backup process; N: N shard processes of
-`python -m dr.exporters.checkpointing.sharding` started by the local executor), and the peer,
+`python -m dr.exporters.checkpoints.sharding` started by the local executor), and the peer,
 `rclone copy --checksum` (one process, its defaults), on the same data; the target is emptied
 after each run. Printed: median seconds per count, the speed-up over unsharded, the ratio to
 rclone, and the backup process's peak RSS (the coordinator's; each shard is a process of its

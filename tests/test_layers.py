@@ -42,8 +42,8 @@ def test_every_module_has_a_docstring(path):
     # an exporter that no list names (the contracts use wildcards), and the core reaching into it
     ("dr/exporters/acme/__init__.py", "import dr.exporters.git", "exporters independent of one another"),
     ("dr/exporters/git.py", "import dr.exporters.acme", "exporters independent of one another"),
-    ("dr/audit/judging.py", "import dr.exporters.acme", "use exporters only through the contract"),
-    ("dr/audit/judging.py", "import dr.exporters.adapters", "use exporters only through the contract"),
+    ("dr/audit/dependency_findings.py", "import dr.exporters.acme", "use exporters only through the contract"),
+    ("dr/audit/dependency_findings.py", "import dr.exporters.adapters", "use exporters only through the contract"),
     ("dr/repository/stores/local.py", "import dr.repository.catalogs", "stores import nothing of dr"),
     ("dr/cli/commands/drill.py", "import dr.cli.commands.restore", "command modules independent"),
 ])

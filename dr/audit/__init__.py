@@ -8,7 +8,7 @@ Scenarios (dr.audit.scenarios): one per domain in protects_against, each failing
 scenario in which every domain named with --failed fails at once. A domain fails everything
 nested in it.
 
-Verdicts, for each distinct dependency reference recorded in the catalog (dr.audit.judging,
+Verdicts, for each distinct dependency reference recorded in the catalog (dr.audit.dependency_findings,
 through the verdict engine dr.model.recovery that restore planning and drills judge with too):
   ok        placed (plan.placer.place) in a domain the scenario does not lose; or placed
             nowhere but COVERED (below): the snapshot brings it back itself (the Secrets,

@@ -8,7 +8,7 @@ them from the plan; the audit names none) and judges each need through the verdi
 (dr.model.recovery.judge_any): met when any reference survives, a blocker only when every one
 is lost, naming them all. The dependency kinds of a source's any-of needs are then judged only
 that way for that source, as the restore planner does: the same references are taken out of
-the one-by-one judging (dr.audit.judging), with their counts.
+the one-by-one judging (dr.audit.dependency_findings), with their counts.
 
 Only sources whose exporter overrides restore_needs have their catalog lines kept (as
 Artifacts, for the call): the audit's pass stays flat in memory for every other source.

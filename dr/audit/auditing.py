@@ -4,7 +4,7 @@ The flow: pick the snapshot (latest by default) in the audited target, stream it
 once into a dependency index (dr.audit.gathering; with latest, a source whose run failed there
 is read from its newest good backup instead: _audited_records), place every distinct reference once
 (cached), then for each scenario judge the essentials (dr.audit.essentials) and the
-dependencies (dr.audit.judging), both through the verdict engine (dr.model.recovery). Staleness and placement gaps hold in every scenario and are
+dependencies (dr.audit.dependency_findings), both through the verdict engine (dr.model.recovery). Staleness and placement gaps hold in every scenario and are
 reported once, as are the exporters' own findings kept in the snapshot's manifest
 (dr.audit.backup_findings). With live (dr audit --live), coverage too (dr.audit.coverage). Nothing is written to the repository: the audit needs read access only, and
 never the private key (catalogs are not encrypted).
@@ -27,7 +27,7 @@ from dr.audit.failed_copies import FailedRunCopies
 from dr.audit.spot_saves import spot_save_findings
 from dr.audit.findings import WARNING, Finding
 from dr.audit.gathering import DependencyIndex, gather
-from dr.audit.judging import DependencyJudge, count_verdicts
+from dr.audit.dependency_findings import DependencyJudge, count_verdicts
 from dr.audit.revealing import Revealer
 from dr.audit.staleness import stale_findings
 from dr.exporters.contract import Exporter

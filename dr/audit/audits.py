@@ -10,7 +10,7 @@ from datetime import datetime
 
 from dr.audit.essentials import EssentialStates
 from dr.audit.findings import BLOCKER, INFO, WARNING, Finding
-from dr.audit.judging import Judged
+from dr.audit.dependency_findings import Judged
 from dr.model.domains import DomainTree
 from dr.model.recovery import Scenario, Verdict
 

@@ -17,7 +17,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from dr.audit.audits import AuditReport, ScenarioResult
-from dr.audit.judging import Judged
+from dr.audit.dependency_findings import Judged
 from dr.model.domains import DomainTree
 from dr.model.recovery import BLOCKED, CREDENTIALS, DR_IMAGE, KEY, OK, REMAPPED, TARGET, UNKNOWN
 from dr.model.redaction import redact

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from dr.exporters.checkpointing.formats.completeness import (
+from dr.exporters.checkpoints.formats.completeness import (
     Candidate,
     MarkerRule,
-    Verdict,
+    Completeness,
     assess,
     assess_settled,
     candidate_listing,
 )
-from dr.exporters.checkpointing.formats.tree import LocalTree
+from dr.exporters.checkpoints.formats.tree import LocalTree
 from tests.checkpoints.conftest import DCP_VARIANTS, age_files
 from tests.checkpoints.writers import STAGES, Trainer, save_dcp, save_dcp_dying, truncate
 
@@ -26,11 +26,11 @@ def no_sleep(seconds: float) -> None:
     pass
 
 
-def judge(root: Path, name: str, markers: tuple[MarkerRule, ...] = ()) -> Verdict:
+def judge(root: Path, name: str, markers: tuple[MarkerRule, ...] = ()) -> Completeness:
     return assess_settled(LocalTree(root), Candidate("dcp", name), 30.0, markers, sleep=no_sleep)
 
 
-def only_reason(verdict: Verdict) -> str:
+def only_reason(verdict: Completeness) -> str:
     assert not verdict.complete
     assert len(verdict.reasons) == 1, verdict.reasons
     return verdict.reasons[0]

@@ -20,13 +20,13 @@ from torch.distributed.checkpoint.metadata import (
     StorageMeta,
 )
 
-from dr.exporters.checkpointing.formats.dcp_metadata import (
+from dr.exporters.checkpoints.formats.dcp_metadata import (
     DcpMetadataError,
     UnsafePickleError,
     parse_dcp_metadata,
     parse_safetensors_index,
 )
-from dr.exporters.checkpointing.formats.dcp_pickle import DType, Layout, safe_load
+from dr.exporters.checkpoints.formats.dcp_pickle import DType, Layout, safe_load
 from tests.checkpoints.conftest import DCP_VARIANTS
 from tests.checkpoints.writers import torch_index_facts
 

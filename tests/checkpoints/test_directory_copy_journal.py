@@ -6,7 +6,7 @@ in every finished copy, where a trainer or an operator listing the copy would fi
 
 from __future__ import annotations
 
-from dr.exporters.checkpointing.copies.layout import JOURNAL, MARKER
+from dr.exporters.checkpoints.copies.layout import JOURNAL, MARKER
 from tests.checkpoints.test_exporter_helpers import Repo, make_exporter, save_steps
 
 

@@ -14,9 +14,9 @@ import pytest
 import safetensors.torch
 import torch
 
-from dr.exporters.checkpointing.formats.completeness import Candidate, assess_settled, discover
-from dr.exporters.checkpointing.formats.dcp_metadata import DcpMetadataError
-from dr.exporters.checkpointing.formats.tree import LocalTree
+from dr.exporters.checkpoints.formats.completeness import Candidate, assess_settled, discover
+from dr.exporters.checkpoints.formats.dcp_metadata import DcpMetadataError
+from dr.exporters.checkpoints.formats.tree import LocalTree
 from tests.checkpoints.writers import Trainer, save_dcp, save_dcp_dying
 
 REPO = Path(__file__).resolve().parents[2]
@@ -101,7 +101,7 @@ def test_product_never_imports_torch(dcp_runs: Path) -> None:
     """Run discovery and assessment on a real checkpoint in a fresh interpreter."""
     code = textwrap.dedent(f"""
         import sys
-        from dr.exporters.checkpointing.formats import (
+        from dr.exporters.checkpoints.formats import (
             completeness, dcp_metadata, dcp_pickle, discovery, single_file, tree,
         )
         verdicts = [completeness.assess_settled(tree.LocalTree({str(dcp_runs)!r}), c, 0, sleep=lambda s: None)

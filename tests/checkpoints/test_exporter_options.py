@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from dr.exporters.checkpoints import CheckpointsExporter
-from dr.exporters.checkpointing.options import DEFAULT_RUN_PATTERN
+from dr.exporters.checkpoints.options import DEFAULT_RUN_PATTERN
 from dr.exporters.registry import Registry
 from dr.model.plan_loading import PlanError, parse_plan
 

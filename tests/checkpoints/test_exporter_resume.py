@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from dr.exporters.checkpointing.copies.layout import MANIFEST, MARKER
+from dr.exporters.checkpoints.copies.layout import MANIFEST, MARKER
 from tests.checkpoints.test_exporter_helpers import (Repo, bucket_files, env_for_child, make_exporter, upload_tree)
 from tests.checkpoints.writers import Trainer, save_dcp
 from tests.fixtures_s3 import s3_client
@@ -28,7 +28,7 @@ from tests.servers import moto_server
 
 CHILD = """
 import json, sys, time
-from dr.exporters.checkpointing.{module} import {writer} as _cls
+from dr.exporters.checkpoints.{module} import {writer} as _cls
 from tests.checkpoints.test_exporter_helpers import NullSink, make_exporter
 
 write = _cls.write

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dr.exporters.checkpointing.options import Milestone, Tier
-from dr.exporters.checkpointing.scanning import Checkpoint
-from dr.exporters.checkpointing.copies.tiers import Held, is_milestone, select, to_prune
-from dr.exporters.checkpointing.formats.tree import FileStat
+from dr.exporters.checkpoints.options import Milestone, Tier
+from dr.exporters.checkpoints.scanning import Checkpoint
+from dr.exporters.checkpoints.copies.tiers import Held, is_milestone, select, to_prune
+from dr.exporters.checkpoints.formats.tree import FileStat
 from tests.checkpoints.test_exporter_helpers import Repo, files_of, make_exporter, save_steps
 from tests.checkpoints.writers import Trainer
 

@@ -17,11 +17,11 @@ import random
 import pytest
 from botocore.exceptions import ClientError
 
-from dr.exporters.checkpointing.places import s3writing
-from dr.exporters.checkpointing.places.local import LocalPlace
-from dr.exporters.checkpointing.places.retrying import RetryingPlace
-from dr.exporters.checkpointing.places.s3 import S3Place
-from dr.exporters.checkpointing.transfer.transferring import FileJob, Transfer
+from dr.exporters.checkpoints.places import s3writing
+from dr.exporters.checkpoints.places.local import LocalPlace
+from dr.exporters.checkpoints.places.retrying import RetryingPlace
+from dr.exporters.checkpoints.places.s3 import S3Place
+from dr.exporters.checkpoints.transfer.transferring import FileJob, Transfer
 from tests.checkpoints.test_exporter_helpers import bucket_files
 from tests.fixtures_s3 import s3_client
 

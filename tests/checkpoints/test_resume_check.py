@@ -19,9 +19,9 @@ import torch
 from pydantic import ValidationError
 from safetensors.torch import save_file
 
-from dr.exporters.checkpointing.formats.contents import read_contents
-from dr.exporters.checkpointing.formats.tree import LocalTree
-from dr.exporters.checkpointing.resuming import DEFAULT_REQUIRES, judge, version_field
+from dr.exporters.checkpoints.formats.contents import read_contents
+from dr.exporters.checkpoints.formats.tree import LocalTree
+from dr.exporters.checkpoints.resuming import DEFAULT_REQUIRES, judge, version_field
 from tests.checkpoints.test_exporter_helpers import Repo, make_exporter
 from tests.checkpoints.writers import VERSIONS, Trainer, save_dcp
 

@@ -1,5 +1,5 @@
 """Sharded checkpoint copies with the local executor: N real shard processes of dr itself
-(`python -m dr.exporters.checkpointing.sharding`, JOB_COMPLETION_INDEX set as an Indexed Job
+(`python -m dr.exporters.checkpoints.sharding`, JOB_COMPLETION_INDEX set as an Indexed Job
 sets it), from a bucket on one moto server to a DR bucket on ANOTHER.
 
 The DR server is this module's own, so its request log (one line per HTTP request, every
@@ -18,9 +18,9 @@ import time
 
 import pytest
 
-from dr.exporters.checkpointing.copies.layout import MANIFEST, MARKER
-from dr.exporters.checkpointing.sharding import LocalExecutor
-from dr.exporters.checkpointing.sharding.tasks import ShardFile, split
+from dr.exporters.checkpoints.copies.layout import MANIFEST, MARKER
+from dr.exporters.checkpoints.sharding import LocalExecutor
+from dr.exporters.checkpoints.sharding.tasks import ShardFile, split
 from dr.exporters.contract import OutcomeStatus
 from tests.checkpoints.test_exporter_helpers import Repo, bucket_files, files_of, make_exporter
 from tests.fixtures_s3 import s3_client

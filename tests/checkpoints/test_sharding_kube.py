@@ -22,10 +22,10 @@ import time
 import kubernetes
 import pytest
 
-from dr.exporters.checkpointing.copies.layout import MANIFEST, MARKER
-from dr.exporters.checkpointing.sharding.kubernetes import MOUNT, index_set
-from dr.exporters.checkpointing.copies.layout import canonical
-from dr.exporters.checkpointing.sharding.tasks import digest
+from dr.exporters.checkpoints.copies.layout import MANIFEST, MARKER
+from dr.exporters.checkpoints.sharding.kubernetes import MOUNT, index_set
+from dr.exporters.checkpoints.copies.layout import canonical
+from dr.exporters.checkpoints.sharding.tasks import digest
 from tests.checkpoints.test_exporter_helpers import make_exporter
 from tests.checkpoints.test_sharding import (PREFIX, _copy_is_the_source, _lines, _puts, copy_findings,  # noqa: F401
                                              logged_moto, sharded)
@@ -128,7 +128,7 @@ def test_the_job_is_indexed_runs_drs_image_and_the_copy_publishes_once_it_comple
     pod = spec["template"]["spec"]
     (container,) = pod["containers"]
     assert container["image"] == IMAGE and pod["restartPolicy"] == "Never"
-    assert container["command"][:3] == ["python", "-m", "dr.exporters.checkpointing.sharding"]
+    assert container["command"][:3] == ["python", "-m", "dr.exporters.checkpoints.sharding"]
     secrets = {e["name"]: e["valueFrom"]["secretKeyRef"]["name"] for e in container["env"] if "valueFrom" in e}
     assert secrets == {"AWS_ACCESS_KEY_ID": "dr-credentials", "AWS_SECRET_ACCESS_KEY": "dr-credentials"}
     assert {"name": "shard", "configMap": {"name": kubelet.job["metadata"]["name"]}} in pod["volumes"]

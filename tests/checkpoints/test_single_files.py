@@ -14,18 +14,18 @@ import safetensors.torch
 import torch
 from torch.distributed.checkpoint import HuggingFaceStorageWriter
 
-from dr.exporters.checkpointing.formats.completeness import Candidate, MarkerRule, Verdict, assess_settled
-from dr.exporters.checkpointing.formats.tree import FileStat, LocalTree
+from dr.exporters.checkpoints.formats.completeness import Candidate, MarkerRule, Completeness, assess_settled
+from dr.exporters.checkpoints.formats.tree import FileStat, LocalTree
 from tests.checkpoints.writers import Trainer, _quiet_save, truncate
 
 
 def judge(
     root: Path, kind: str, path: str, markers: tuple[MarkerRule, ...] = (), sleep=lambda s: None
-) -> Verdict:
+) -> Completeness:
     return assess_settled(LocalTree(root), Candidate(kind, path), 5.0, markers, sleep=sleep)
 
 
-def only_reason(verdict: Verdict) -> str:
+def only_reason(verdict: Completeness) -> str:
     assert not verdict.complete and len(verdict.reasons) == 1, verdict.reasons
     return verdict.reasons[0]
 

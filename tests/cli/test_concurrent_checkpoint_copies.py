@@ -1,6 +1,6 @@
 """Two backups of one checkpoints source at once (issue 30, point 3): the DR copies outside the
 repository are made by one backup at a time, under the lock kept in the DR target
-(dr.exporters.checkpointing.copies.locking); the repository's lock is shared."""
+(dr.exporters.checkpoints.copies.locking); the repository's lock is shared."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import pytest
 from torch.distributed.checkpoint import FileSystemReader
 
 from dr.cli.exitcodes import Exit
-from dr.exporters.checkpointing.copies.locking import copy_lock
-from dr.exporters.checkpointing.places.local import LocalPlace
+from dr.exporters.checkpoints.copies.locking import copy_lock
+from dr.exporters.checkpoints.places.local import LocalPlace
 from dr.repository.locks import read_locks
 from tests.checkpoints.test_exporter_helpers import assert_same_state, load_state, save_steps
 from tests.cli.planfiles import local_target, write_plan

@@ -1,4 +1,4 @@
-"""The place conformance suite (dr/exporters/checkpointing/places/conformance.py) over every place.
+"""The place conformance suite (dr/exporters/checkpoints/places/conformance.py) over every place.
 
 A directory, the same wrapped in RetryingPlace (the wrapper must not change the contract),
 and S3Place over real HTTP against two moto servers (us-east-1 on one, eu-west-1 with a
@@ -21,12 +21,12 @@ import botocore.exceptions
 import pytest
 import urllib3.exceptions
 
-from dr.exporters.checkpointing.places.conformance import check_place
-from dr.exporters.checkpointing.places.contract import PermanentPlaceError, TransientPlaceError
-from dr.exporters.checkpointing.places.local import LocalPlace
-from dr.exporters.checkpointing.places.retrying import RetryingPlace
-from dr.exporters.checkpointing.places.s3 import S3Place
-from dr.exporters.checkpointing.transfer.transferring import FileJob, Transfer
+from dr.exporters.checkpoints.places.conformance import check_place
+from dr.exporters.checkpoints.places.contract import PermanentPlaceError, TransientPlaceError
+from dr.exporters.checkpoints.places.local import LocalPlace
+from dr.exporters.checkpoints.places.retrying import RetryingPlace
+from dr.exporters.checkpoints.places.s3 import S3Place
+from dr.exporters.checkpoints.transfer.transferring import FileJob, Transfer
 from dr.repository.stores.s3 import S3Store
 from dr.repository.stores import s3_lean
 from dr.repository.stores.s3_clients import is_transient

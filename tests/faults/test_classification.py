@@ -13,8 +13,8 @@ import os
 import botocore.exceptions
 import pytest
 
-from dr.exporters.checkpointing.places.contract import TransientPlaceError
-from dr.exporters.checkpointing.places.s3 import S3Place
+from dr.exporters.checkpoints.places.contract import TransientPlaceError
+from dr.exporters.checkpoints.places.s3 import S3Place
 from dr.repository.stores.base import ObjectMissing, TransientStoreError
 from dr.repository.stores.retrying import RetryingStore
 from dr.repository.stores.s3 import S3Store

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import requests
 
-from dr.exporters.images.client import Manifest, Registry, sha256
+from dr.exporters.images.client import Manifest, RegistryClient, sha256
 from dr.exporters.images.streams import HashingReader
 from tests.servers import ServerProcess
 
@@ -99,10 +99,10 @@ class DistributionRegistry(ServerProcess):
     def url(self) -> str:
         return f"http://{self.host}"
 
-    def client(self, user: str | None = None) -> Registry:
+    def client(self, user: str | None = None) -> RegistryClient:
         from dr.exporters.images.auth import Credential
         credential = Credential(user, self.users[user]) if user else None
-        return Registry(self.host, scheme="http", credential=credential, retries=1, backoff=0.01)
+        return RegistryClient(self.host, scheme="http", credential=credential, retries=1, backoff=0.01)
 
 
 # -- the proxy ------------------------------------------------------------------------------------------
@@ -223,7 +223,7 @@ def tar_layer(files: dict[str, bytes]) -> bytes:
     return out.getvalue()
 
 
-def push_blob(registry: Registry, path: str, data: bytes) -> dict:
+def push_blob(registry: RegistryClient, path: str, data: bytes) -> dict:
     digest = sha256(data)
     if registry.has_blob(path, digest) is None:
         registry.upload_blob(path, digest, HashingReader(io.BytesIO(data), digest, len(data), path), len(data),
@@ -231,7 +231,7 @@ def push_blob(registry: Registry, path: str, data: bytes) -> dict:
     return {"mediaType": OCI_LAYER, "digest": digest, "size": len(data)}
 
 
-def push_file_blob(registry: Registry, path: str, file: str, chunk: int = 16 << 20) -> dict:
+def push_file_blob(registry: RegistryClient, path: str, file: str, chunk: int = 16 << 20) -> dict:
     with open(file, "rb") as handle:
         digest = "sha256:" + hashlib.file_digest(handle, "sha256").hexdigest()
     size = os.path.getsize(file)
@@ -241,7 +241,7 @@ def push_file_blob(registry: Registry, path: str, file: str, chunk: int = 16 << 
     return {"mediaType": OCI_LAYER, "digest": digest, "size": size}
 
 
-def push_manifest(registry: Registry, path: str, data: dict, media_type: str, *tags: str) -> str:
+def push_manifest(registry: RegistryClient, path: str, data: dict, media_type: str, *tags: str) -> str:
     body = json.dumps(data, sort_keys=True).encode()
     manifest = Manifest(body, media_type, sha256(body))
     for ref in (manifest.digest, *tags):
@@ -249,7 +249,7 @@ def push_manifest(registry: Registry, path: str, data: dict, media_type: str, *t
     return manifest.digest
 
 
-def push_image(registry: Registry, path: str, tag: str | None, layers: list[dict | bytes],
+def push_image(registry: RegistryClient, path: str, tag: str | None, layers: list[dict | bytes],
                platform: tuple[str, str] = ("linux", "amd64"), note: str = "") -> str:
     """An OCI image of `layers` (bytes to push, or descriptors already pushed); its digest."""
     descs = [layer if isinstance(layer, dict) else push_blob(registry, path, layer) for layer in layers]
@@ -260,7 +260,7 @@ def push_image(registry: Registry, path: str, tag: str | None, layers: list[dict
     return push_manifest(registry, path, manifest, OCI_MANIFEST, *([tag] if tag else []))
 
 
-def push_index(registry: Registry, path: str, tag: str, platforms: dict[tuple[str, str], list[bytes]]) -> str:
+def push_index(registry: RegistryClient, path: str, tag: str, platforms: dict[tuple[str, str], list[bytes]]) -> str:
     manifests = []
     for (os_, arch), layers in platforms.items():
         digest = push_image(registry, path, None, layers, (os_, arch))
@@ -271,7 +271,7 @@ def push_index(registry: Registry, path: str, tag: str, platforms: dict[tuple[st
                          OCI_INDEX, tag)
 
 
-def push_signature(registry: Registry, path: str, digest: str, suffix: str = "sig") -> str:
+def push_signature(registry: RegistryClient, path: str, digest: str, suffix: str = "sig") -> str:
     """A cosign-style signature: tag `sha256-<hex>.sig`, one simple-signing payload layer."""
     payload = json.dumps({"critical": {"image": {"docker-manifest-digest": digest},
                                        "type": "cosign container image signature"}}).encode()

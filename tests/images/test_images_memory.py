@@ -22,13 +22,13 @@ CHILD = textwrap.dedent("""
     def hwm():  # VmHWM: this program's own peak (ru_maxrss would start at the parent's RSS at fork)
         with open("/proc/self/status") as status:
             return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
-    from dr.exporters.images.client import Registry
+    from dr.exporters.images.client import RegistryClient
     from dr.exporters.images.copying import Copier, Endpoint
     source, dr, digest = sys.argv[1:4]
     before = hwm()
     copier = Copier(parallel_blobs=4, chunk=16 << 20)
-    copied = copier.copy(Endpoint(Registry(source, scheme="http"), "team/big"),
-                         Endpoint(Registry(dr, scheme="http"), "memory/team/big"), digest, ["1"])
+    copied = copier.copy(Endpoint(RegistryClient(source, scheme="http"), "team/big"),
+                         Endpoint(RegistryClient(dr, scheme="http"), "memory/team/big"), digest, ["1"])
     copier.close()
     peak = hwm()
     print(json.dumps({"before_kib": before, "peak_kib": peak, "copied": copied.bytes_copied}))

@@ -1,6 +1,6 @@
 """Replaying a zone document into a destination zone, one outcome per record.
 
-Where it sits: the exporter's restore() parses `--to` into a Destination here and calls `replay`.
+Where it sits: the exporter's restore() parses `--to` into a ReplayTarget here and calls `replay`.
 dr adds to the providers the outcome of every record, the cutover map applied first, conflict
 semantics (a record that exists and differs is replaced only with --overwrite; a record the
 backup does not have is never deleted) and a read-back of every applied record.
@@ -46,7 +46,7 @@ class Tsig:
 
 
 @dataclass
-class Destination:
+class ReplayTarget:
     zone: str
     label: str
     make_provider: Callable[[], Any] | None = None  # Route53: a new one reads the zone afresh (it caches)
@@ -56,7 +56,7 @@ class Destination:
 
 
 def parse(to: str, zone: str, route53_client: Callable[[], Any], tsig_for: Callable[[str], Tsig | None],
-          timeout: float) -> Destination:
+          timeout: float) -> ReplayTarget:
     """`route53:HOSTED_ZONE_ID` or `dns://SERVER[:PORT][/ZONE]` (without ZONE: the backed-up zone's name)."""
     if to.startswith("route53:"):
         zone_id, client = to[len("route53:"):], route53_client()
@@ -64,7 +64,7 @@ def parse(to: str, zone: str, route53_client: Callable[[], Any], tsig_for: Calla
             zone = absolute(client.get_hosted_zone(Id=zone_id)["HostedZone"]["Name"])
         except client.exceptions.NoSuchHostedZone:
             raise BadDestination(f"{to}: no such hosted zone") from None
-        return Destination(zone, to, lambda: route53_provider(client, zone, zone_id), client, zone_id)
+        return ReplayTarget(zone, to, lambda: route53_provider(client, zone, zone_id), client, zone_id)
     found = _DNS_URL.match(to)
     if not found:
         raise BadDestination(f"{to!r}: give route53:HOSTED_ZONE_ID or dns://SERVER[:PORT][/ZONE]")
@@ -72,7 +72,7 @@ def parse(to: str, zone: str, route53_client: Callable[[], Any], tsig_for: Calla
     tsig = tsig_for(zone)
     keyring = dns.tsigkeyring.from_text({tsig.name: tsig.secret}) if tsig else None
     server = Server(host, port, timeout, keyring, tsig.name if tsig else None, tsig.algorithm if tsig else "hmac-sha256")
-    return Destination(zone, to, server=server)
+    return ReplayTarget(zone, to, server=server)
 
 
 @dataclass
@@ -93,7 +93,7 @@ def _remapped(before: dict, after: dict, name: str, zone: str) -> list[str]:
     return [f"{a} -> {b}" for a, b in zip(old, new) if a != b]
 
 
-def replay(doc: ZoneDocument, dest: Destination, cutover: dict[str, str], dry_run: bool,
+def replay(doc: ZoneDocument, dest: ReplayTarget, cutover: dict[str, str], dry_run: bool,
            overwrite: bool) -> Iterator[Outcome]:
     if dest.server is not None:
         wants, skipped = _rfc2136_wants(doc, dest, cutover)
@@ -104,7 +104,7 @@ def replay(doc: ZoneDocument, dest: Destination, cutover: dict[str, str], dry_ru
     yield from _replay_route53_sets(doc, dest, cutover, dry_run, overwrite)
 
 
-def _apex_ns(dest: Destination) -> Outcome:
+def _apex_ns(dest: ReplayTarget) -> Outcome:
     return Outcome(f"{dest.zone} NS", OutcomeStatus.SKIPPED,
                    "the destination zone's own name servers are kept (they delegate that zone)")
 
@@ -113,7 +113,7 @@ def _cut(moved: list[str]) -> str:
     return f" (cutover: {', '.join(moved)})" if moved else ""
 
 
-def _rfc2136_wants(doc: ZoneDocument, dest: Destination, cutover: dict[str, str]) -> tuple[list, list[Outcome]]:
+def _rfc2136_wants(doc: ZoneDocument, dest: ReplayTarget, cutover: dict[str, str]) -> tuple[list, list[Outcome]]:
     """Every record set of the document as rdata text, the cutover applied (octoDNS's records, of a
     Route53 or format-1 document, rendered by octoDNS itself)."""
     from octodns.zone import Zone as OctoZone  # loaded only for documents in octoDNS's form (not AXFR's rows)
@@ -151,7 +151,7 @@ def _rfc2136_wants(doc: ZoneDocument, dest: Destination, cutover: dict[str, str]
     return wants, skipped
 
 
-def _replay_octodns(doc: ZoneDocument, dest: Destination, cutover: dict[str, str], dry_run: bool,
+def _replay_octodns(doc: ZoneDocument, dest: ReplayTarget, cutover: dict[str, str], dry_run: bool,
                     overwrite: bool) -> Iterator[Outcome]:
     """Into Route53 through octoDNS: its records, and the AXFR rows it models built as its records."""
     from octodns.record import Record
@@ -195,7 +195,7 @@ def _replay_octodns(doc: ZoneDocument, dest: Destination, cutover: dict[str, str
     yield from _replay_records(dest, desired, items, dry_run, overwrite)
 
 
-def _changes(dest: Destination, desired) -> tuple[Any, dict[str, Any]]:
+def _changes(dest: ReplayTarget, desired) -> tuple[Any, dict[str, Any]]:
     """(the provider that planned, its creates and updates by item); deletions are never made."""
     from octodns.record import Create, Update
 
@@ -205,7 +205,7 @@ def _changes(dest: Destination, desired) -> tuple[Any, dict[str, Any]]:
                       if isinstance(c, (Create, Update))}
 
 
-def _replay_records(dest: Destination, desired, items: dict[str, _Item], dry_run: bool,
+def _replay_records(dest: ReplayTarget, desired, items: dict[str, _Item], dry_run: bool,
                     overwrite: bool) -> Iterator[Outcome]:
     from octodns.record import Create, Update
 
@@ -233,7 +233,7 @@ def _replay_records(dest: Destination, desired, items: dict[str, _Item], dry_run
     yield from outcomes.values()
 
 
-def _apply(dest: Destination, provider, desired, accepted: list, items: dict[str, _Item]) -> dict[str, Outcome]:
+def _apply(dest: ReplayTarget, provider, desired, accepted: list, items: dict[str, _Item]) -> dict[str, Outcome]:
     from octodns.provider.plan import Plan
     from octodns.record import Create
 
@@ -267,7 +267,7 @@ def _set_key(rrset: dict[str, Any]) -> str:
     return f"{rrset['Name'].lower()} {rrset['Type']} set={rrset['SetIdentifier']}"
 
 
-def _replay_route53_sets(doc: ZoneDocument, dest: Destination, cutover: dict[str, str], dry_run: bool,
+def _replay_route53_sets(doc: ZoneDocument, dest: ReplayTarget, cutover: dict[str, str], dry_run: bool,
                          overwrite: bool) -> Iterator[Outcome]:
     if not doc.route53_sets:
         return
@@ -323,7 +323,7 @@ def route53_batches(send: list, records: int = ROUTE53_RECORDS, chars: int = ROU
         yield batch
 
 
-def _upsert(dest: Destination, send: list) -> dict[str, Outcome]:
+def _upsert(dest: ReplayTarget, send: list) -> dict[str, Outcome]:
     out = {}
     for batch in route53_batches(send):
         try:

@@ -78,7 +78,7 @@ class _Adapter(PinnedTLS, requests.adapters.HTTPAdapter):
         super().init_poolmanager(*args, **kwargs)
 
 
-class Registry:
+class RegistryClient:
     """One registry endpoint (`scheme://host`), shared by every thread of a run."""
 
     def __init__(self, host: str, *, scheme: str = "https", credential: Credential | None = None,
@@ -101,7 +101,7 @@ class Registry:
         self.no_referrers_api = False  # learnt from the first referrers request that 404s plainly
 
     def __repr__(self) -> str:
-        return f"Registry({self.base})"
+        return f"RegistryClient({self.base})"
 
     # -- retries ----------------------------------------------------------------------------
     def retrying(self, call: Callable[[], object]):

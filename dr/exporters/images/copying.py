@@ -26,7 +26,7 @@ from typing import Callable
 import requests
 import urllib3
 
-from dr.exporters.images.client import Manifest, Registry, RegistryError, TemporaryError, sha256
+from dr.exporters.images.client import Manifest, RegistryClient, RegistryError, TemporaryError, sha256
 from dr.exporters.images.streams import HashingReader
 from dr.exporters.images.references import backup_tag, cosign_tags
 
@@ -37,7 +37,7 @@ LAYER_KEYS = ("config", "layers", "blobs")
 class Endpoint:
     """A repository in a registry."""
 
-    registry: Registry
+    registry: RegistryClient
     path: str
 
     @property

@@ -12,7 +12,7 @@ from dr.exporters.contract import (AnyOf, ArtifactSink, ContentReader, CopyRepor
                                    Rewriter, RunNeeds)
 from dr.exporters.images.deploying import run_needs
 from dr.exporters.images.auth import Credentials, read_pull_secrets
-from dr.exporters.images.client import Registry, RegistryError
+from dr.exporters.images.client import RegistryClient, RegistryError
 from dr.exporters.images.copying import Copier
 from dr.exporters.images.exporting import KIND, ExportRun, resolve, wanted_images
 from dr.exporters.images.options import ImagesOptions, RegistryURL
@@ -23,15 +23,15 @@ from dr.model.artifacts import Artifact, Sensitivity
 
 
 class Connections:
-    """One `Registry` per host for the life of an exporter instance (tokens and pools shared)."""
+    """One `RegistryClient` per host for the life of an exporter instance (tokens and pools shared)."""
 
     def __init__(self, options: ImagesOptions, credentials: Credentials, sleep: Callable[[float], None],
                  base_dir: str = ".") -> None:
         self.options, self.credentials, self.sleep = options, credentials, sleep
         self.ca_file = os.path.join(base_dir, options.ca_file) if options.ca_file else None
-        self._registries: dict[tuple[str, str], Registry] = {}
+        self._registries: dict[tuple[str, str], RegistryClient] = {}
 
-    def get(self, host: str, scheme: str | None = None) -> Registry:
+    def get(self, host: str, scheme: str | None = None) -> RegistryClient:
         scheme = scheme or self.options.scheme_for(host)
         key = (scheme, host)
         if key not in self._registries:
@@ -39,7 +39,7 @@ class Connections:
             self._registries[key] = self._registry(api_host, scheme, host)
         return self._registries[key]
 
-    def source(self, host: str) -> Registry:
+    def source(self, host: str) -> RegistryClient:
         """The registry `host` names, reached where the plan's `endpoints` says (else at itself)."""
         endpoint = self.options.endpoints.get(host)
         if endpoint is None:
@@ -50,10 +50,10 @@ class Connections:
             self._registries[key] = self._registry(url.host, url.scheme, host)
         return self._registries[key]
 
-    def _registry(self, api_host: str, scheme: str, host: str) -> Registry:
+    def _registry(self, api_host: str, scheme: str, host: str) -> RegistryClient:
         o = self.options
         verify, cert = tls_for(api_host, self.ca_file, o.certs_dir, o.tls_verify)
-        return Registry(api_host, scheme=scheme, credential=self.credentials.for_host(host), verify_tls=verify,
+        return RegistryClient(api_host, scheme=scheme, credential=self.credentials.for_host(host), verify_tls=verify,
                         cert=cert, timeout=o.timeout_seconds, retries=o.retries, backoff=o.retry_wait_seconds,
                         sleep=self.sleep)
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from dr.exporters.contract import ArtifactSink
 from dr.exporters.images import records
-from dr.exporters.images.client import NotFound, Registry, RegistryError
+from dr.exporters.images.client import NotFound, RegistryClient, RegistryError
 from dr.exporters.images.copying import Copied, Endpoint
 from dr.exporters.images.references import BadReference, ImageRef, dr_path, parse, parse_pattern
 from dr.exporters.images.options import RegistryURL
@@ -144,7 +144,7 @@ class ExportRun:
         if written == 0 and self.failed:
             raise RuntimeError(f"no image copied; {len(self.failed)} failed: " + "; ".join(self.failed[:5]))
 
-    def _targets(self) -> list[tuple[RegistryURL, Registry]]:
+    def _targets(self) -> list[tuple[RegistryURL, RegistryClient]]:
         """The DR registries that answer; each one that does not is an error finding."""
         up = []
         for url in self.exporter.options.dr_registries():

@@ -18,7 +18,7 @@ goes wrong and the fixes:
 
 CLASSES is the one declaration of these kinds: the scan reads the pod spec fields and built-in
 names from it, and the exporter declares its keys as the contract's `checked_kinds`, so the
-audit (dr.audit.judging) does not call such a reference "unknown location": the class is an
+audit (dr.audit.dependency_findings) does not call such a reference "unknown location": the class is an
 object the recovery cluster must have, not a place, and this finding says so.
 """
 

@@ -27,7 +27,7 @@ from dr.exporters.contract import (ArtifactSink, ContentReader, CopyReport, Dest
                                    Ordering, OrderingRule, Outcome, OutcomeStatus, RemapKind, RestoreOption,
                                    RestoreRequest, Rewriter, RunNeeds)
 from dr.exporters.mlflow.deploying import run_needs
-from dr.exporters.mlflow.exporting import BACKEND, MODEL, SERVER, WEIGHTS, ExportRun, Registry
+from dr.exporters.mlflow.exporting import BACKEND, MODEL, SERVER, WEIGHTS, ExportRun, ModelRegistry
 from dr.exporters.mlflow.options import MlflowOptions
 from dr.exporters.mlflow.reading import parse
 from dr.exporters.mlflow.requesting import Client, MlflowError
@@ -73,7 +73,7 @@ class MlflowExporter(Exporter):
 
     # -- the contract -----------------------------------------------------------------------
     def discover(self) -> Iterator[Discovered]:
-        registry = Registry(self)
+        registry = ModelRegistry(self)
         for model in registry.models:
             versions = registry.versions_of(model["name"])
             yield Discovered(MODEL, model["name"], f"{len(versions)} versions")

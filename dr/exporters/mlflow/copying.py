@@ -25,14 +25,14 @@ import json
 from typing import TYPE_CHECKING, BinaryIO
 
 from dr.exporters.contract import ArtifactSink, ContentReader, CopyReport, Outcome, OutcomeStatus
-from dr.exporters.mlflow.places import Place, open_place
+from dr.exporters.mlflow.places import WeightsPlace, open_place
 from dr.exporters.mlflow.reading import aliases_of
 from dr.model.artifacts import Artifact, Dependency, Sensitivity
 from dr.model.redaction import redact
 
 if TYPE_CHECKING:
     from dr.exporters.mlflow import MlflowExporter
-    from dr.exporters.mlflow.exporting import Registry
+    from dr.exporters.mlflow.exporting import ModelRegistry
 
 KIND = "model-weights-copy"
 FORMAT = "dr-mlflow-weights-copy"
@@ -58,7 +58,7 @@ def canonical(record: dict) -> bytes:
     return json.dumps(record, sort_keys=True, separators=(",", ":")).encode()
 
 
-def copy_versions(x: "MlflowExporter", sink: ArtifactSink, registry: "Registry") -> None:
+def copy_versions(x: "MlflowExporter", sink: ArtifactSink, registry: "ModelRegistry") -> None:
     o = x.options
     target = open_place(o.copy_to, o.copy_s3_endpoint_url or o.s3_endpoint_url)
     for model in registry.models:
@@ -86,7 +86,7 @@ def copy_versions(x: "MlflowExporter", sink: ArtifactSink, registry: "Registry")
                        change_token=f"{sha}:{url}")
 
 
-def copy_one(x: "MlflowExporter", registry: "Registry", v: dict, where: str, target: Place,
+def copy_one(x: "MlflowExporter", registry: "ModelRegistry", v: dict, where: str, target: WeightsPlace,
              rel: str) -> tuple[dict, str, int]:
     """(manifest, its sha256, bytes copied now): an existing complete copy is reused as it is."""
     marker, old = target.read(f"{rel}/{MARKER}"), target.read(f"{rel}/{MANIFEST}")
@@ -142,7 +142,7 @@ class _Hashing(io.RawIOBase):
         return len(data)
 
 
-def _digest_at(place: Place, rel: str) -> str | None:
+def _digest_at(place: WeightsPlace, rel: str) -> str | None:
     try:
         with place.open(rel) as stream:
             sha = hashlib.sha256()

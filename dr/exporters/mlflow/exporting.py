@@ -38,7 +38,7 @@ BACKEND = "mlflow-backend-store"
 WEIGHTS = "model-artifacts"
 
 
-class Registry:
+class ModelRegistry:
     """The listings of one export, and the lookups resolving needs (shared with discover)."""
 
     def __init__(self, exporter: "MlflowExporter") -> None:
@@ -75,7 +75,7 @@ class Registry:
 class ExportRun:
     def __init__(self, exporter: "MlflowExporter", sink: ArtifactSink) -> None:
         self.x, self.sink, self.o, self.ctx = exporter, sink, exporter.options, exporter.context
-        self.registry = Registry(exporter)
+        self.registry = ModelRegistry(exporter)
         self.settings = dumps({"metric_history": self.o.metric_history, "format": 1})
         self._pool = ThreadPoolExecutor(self.o.parallel, thread_name_prefix="dr-mlflow")
         self._ahead: dict[str, Future] = {}

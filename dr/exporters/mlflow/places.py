@@ -22,7 +22,7 @@ from dr.exporters.mlflow.requesting import Client
 PROXY = "/api/2.0/mlflow-artifacts/artifacts"
 
 
-class Place:
+class WeightsPlace:
     url: str
 
     def files(self) -> Iterator[tuple[str, int]]:
@@ -43,7 +43,7 @@ class Place:
         return self.url.rstrip("/") + "/" + rel
 
 
-class Directory(Place):
+class Directory(WeightsPlace):
     def __init__(self, url: str) -> None:
         self.url = url
         self.root = urlsplit(url).path if url.startswith("file:") else url
@@ -87,7 +87,7 @@ class Directory(Place):
             return None
 
 
-class S3(Place):
+class S3(WeightsPlace):
     def __init__(self, url: str, endpoint_url: str | None) -> None:
         parts = urlsplit(url)
         self.url, self.bucket, self.prefix = url.rstrip("/"), parts.netloc, parts.path.strip("/")
@@ -118,7 +118,7 @@ class S3(Place):
             raise
 
 
-class Proxy(Place):
+class Proxy(WeightsPlace):
     """The tracking server's artifact proxy (mlflow-artifacts:), read only."""
 
     def __init__(self, url: str, client: Client) -> None:
@@ -141,7 +141,7 @@ class Proxy(Place):
         return self.client.call("GET", f"{PROXY}/{quote(path)}", raw=True).raw
 
 
-def open_place(url: str, endpoint_url: str | None, client: Client | None = None) -> Place:
+def open_place(url: str, endpoint_url: str | None, client: Client | None = None) -> WeightsPlace:
     if url.startswith(("s3://", "s3a://")):
         return S3(url.replace("s3a://", "s3://", 1), endpoint_url)
     if PROXY in url and client is not None:

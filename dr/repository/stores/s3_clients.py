@@ -1,7 +1,7 @@
 """How dr makes S3 clients and reads their errors: one configuration for every S3 user.
 
 Two kinds of code talk to S3: the repository's S3Store (s3.py) and the checkpoint exporter's
-places (dr/exporters/checkpointing/places/s3.py). They share this module so that both make
+places (dr/exporters/checkpoints/places/s3.py). They share this module so that both make
 the same requests and judge failures the same way. (Exporters may import the repository,
 never the reverse, so it lives here.)
 
