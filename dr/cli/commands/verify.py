@@ -1,5 +1,6 @@
 """`dr verify`: check snapshots, artifacts and blobs (dr.repository.checking.check), then the copies
-exporters keep outside the repository (dr.restore.copies); exit 6 on a problem. `--type TYPE`
+exporters keep outside the repository (dr.restore.copies), both run by dr.verifying under one shared
+lock; this module parses and prints; exit 6 on a problem. `--type TYPE`
 checks the copies outside the repository of the plan's sources of one exporter type alone (images
 in DR registries by digest, checkpoint DR copies), for a quick look without reading the rest of the
 repository; the exporter's own verify_copies decides what that covers. `--read-data-subset N/T` reads one part of the blobs (dr.repository.data_subsets),
@@ -17,10 +18,9 @@ from dr.cli.exitcodes import Exit
 from dr.cli.metrics import metrics_args, publish
 from dr.cli.output import Output, human_size
 from dr.metrics.samples import verify_samples
+from dr import verifying
 from dr.repository import checking, data_subsets
-from dr.repository.locks import Lock
 from dr.repository.targets import choose_target, open_target
-from dr.restore.copies import check_outside_copies
 
 
 def arguments(p: argparse.ArgumentParser) -> None:
@@ -56,13 +56,10 @@ def run(args: argparse.Namespace, out: Output) -> int:
     keys = identities(args, plan)
     if args.type:
         return _type_only(args, out, plan, registry, repo, keys)
-    with Lock(repo, exclusive=False, command="dr verify").acquire(args.lock_wait):  # one lock for both checks
-        with out.progress("verify") as advance:
-            ids = [repo.find_snapshot(args.snapshot).id] if args.snapshot else None
-            report = checking.check(repo, ids, read_data=args.read_data or bool(subset), on_blob=advance,
-                                    identities=keys, subset=subset)
-        outside = check_outside_copies(plan, registry, repo, snapshot_ref=args.snapshot, read_data=args.read_data,
-                                       identities=keys)
+    with out.progress("verify") as advance:
+        verified = verifying.verify_all(plan, registry, repo, snapshot=args.snapshot, read_data=args.read_data,
+                                        subset=subset, identities=keys, lock_wait=args.lock_wait, on_blob=advance)
+    report, outside = verified.report, verified.outside
     out.say(f"{repo.description}: {report.snapshots} snapshots, {report.artifacts} artifacts; "
             f"{_depth(report, args.read_data, subset)}")
     for problem in report.problems:
@@ -100,18 +97,15 @@ def _ended(out: Output, problems: int, document: dict) -> int:
 
 
 def _type_only(args: argparse.Namespace, out: Output, plan, registry, repo, keys) -> int:
-    names = {s.name for s in plan.spec.sources if s.type == args.type}
-    if not names:
-        types = sorted({s.type for s in plan.spec.sources})
-        raise UsageError(f"--type {args.type}: {args.plan} has no source of type {args.type} (its sources' types: "
-                         f"{', '.join(types)}); drop --type to verify everything")
     if args.metrics_file or args.pushgateway:  # dr_verify_* say the whole repository was checked
         raise UsageError("--type checks a part of what dr verify checks, so it writes no dr_verify_* metrics: "
                          "drop --metrics-file/--pushgateway, or --type")
-    with Lock(repo, exclusive=False, command=f"dr verify --type {args.type}").acquire():
-        outside = check_outside_copies(plan, registry, repo, snapshot_ref=args.snapshot, read_data=args.read_data,
-                                       identities=keys, sources=names)
-    unchecked = sorted(names - {c.source for c in outside})
+    try:
+        verified = verifying.verify_type(plan, registry, repo, args.type, snapshot=args.snapshot,
+                                         read_data=args.read_data, identities=keys, lock_wait=args.lock_wait)
+    except verifying.NoSourceOfType as exc:
+        raise UsageError(f"--type {args.type}: {args.plan} has {exc}; drop --type to verify everything") from None
+    outside, unchecked = verified.outside, verified.unchecked
     if unchecked:  # said, not skipped silently
         out.warn(f"{', '.join(unchecked)}: no copy outside the repository recorded in any snapshot, nothing to "
                  "verify")
