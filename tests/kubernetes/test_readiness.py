@@ -112,3 +112,23 @@ def test_past_the_limit_per_code_the_rest_are_folded_into_one_finding(monkeypatc
     assert [f["object"] for f in found] == ["PodDisruptionBudget/pdbs/frozen", "PodDisruptionBudget/pdbs/full",
                                            "1 more objects"]
     assert found[-1]["more"] == 1 and "PodDisruptionBudget/pdbs/single" in found[-1]["message"]
+
+
+def test_workloads_keep_only_the_pod_spec_fields_the_checks_read(monkeypatch):
+    """A backup keeps every workload until its lists end: holding whole pod specs grew its memory
+    with the object count. What is kept must still give every finding the whole spec gives."""
+    from dr.exporters.kubernetes.readiness import workloads
+
+    docs = objects.all_objects()
+    check = ReadinessCheck(KubernetesOptions(readiness=objects.PLAN_READINESS).readiness)
+    for doc in docs:
+        group, plural = _PLURALS.get(doc["kind"], ("other", doc["kind"].lower() + "s"))
+        check.observe(ResourceType(group, "v1", plural, doc["kind"], True), doc)
+    templates = [t for w in check._workloads for t in w.templates]
+    assert templates and all(set(t.spec) <= {*workloads.POD_FIELDS, "containers"} for t in templates)
+    kept = [c for t in templates for c in t.spec.get("containers", [])]
+    assert kept and all(set(c) <= set(workloads.CONTAINER_FIELDS) for c in kept)
+    assert any("startupProbe" in c for c in kept) and any("topologySpreadConstraints" in t.spec for t in templates)
+    trimmed = _findings(docs, **objects.PLAN_READINESS)
+    monkeypatch.setattr(workloads, "read_fields", lambda pod_spec: pod_spec)
+    assert trimmed == _findings(docs, **objects.PLAN_READINESS)
