@@ -79,7 +79,9 @@ def run_audit(plan: Plan, repo: Repository, target: TargetSpec, scenarios: list[
     else:
         index = DependencyIndex()
     placements = Placements(plan)
-    knowledge = declared()  # the installed exporters' codes, before any finding names one
+    # the codes the exporters of these sources declare, before any finding names one
+    knowledge = declared(types={s.type for s in plan.spec.sources}
+                         | {r.exporter for r in (snapshot.sources if snapshot else [])})
     judge = DependencyJudge(plan, index, placements, lambda copy: _intact(repo, copy), strict,
                             any_of.resolve(index), {name: e.checked_kinds for name, e in (exporters or {}).items()},
                             knowledge.code_for)

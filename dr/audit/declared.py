@@ -3,10 +3,10 @@
 The audit knows no exporter by name (issue 32: exporter knowledge is data). An exporter that
 produces a dependency kind of its own says which finding code a blocker on that kind gets
 (Exporter.lost_kind_codes) and brings the codes that dr lacks (Exporter.finding_codes: code,
-title, action, runbook). They are read from every installed exporter, not only the plan's
-sources, because a snapshot may hold artifacts of a source since removed from the plan; an
-exporter that is not installed (a recovery laptop without a plugin) has its kinds judged with
-the generic code. What cannot be merged (a code declared twice with other words, a kind mapped
+title, action, runbook). They are read from the exporters of the plan's sources and of the
+audited snapshot's sources (a snapshot may hold a source since removed from the plan), and only
+those are imported (importing all twelve built-ins costs a second); an exporter that is not
+installed (a recovery laptop without a plugin) has its kinds judged with the generic code. What cannot be merged (a code declared twice with other words, a kind mapped
 to a code nobody declares, or to two codes) is refused and reported as a
 `declaration-refused` warning, and the audit goes on without it.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
+from typing import Iterable, Mapping
 
 from dr.audit.findings import CODES, WARNING, Code, Finding, declare
 from dr.exporters.registry import PluginError, Registry
@@ -66,10 +66,12 @@ class Declared:
 _MERGED: dict[tuple[str, ...], Declared] = {}
 
 
-def declared(registry: Registry | None = None) -> Declared:
-    """Every installed exporter's declarations, merged (once per set of exporters)."""
+def declared(registry: Registry | None = None, types: Iterable[str] | None = None) -> Declared:
+    """The declarations of the installed exporters of `types` (None: every installed one), merged
+    once per set of exporters."""
     registry = registry or Registry()
-    names = tuple(registry.names())
+    # by name when given: listing the installed plugins reads every distribution's metadata
+    names = tuple(registry.names()) if types is None else tuple(sorted(set(types)))
     if names not in _MERGED:
         merged = Declared()
         for name in names:

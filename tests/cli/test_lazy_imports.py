@@ -111,3 +111,24 @@ def test_validating_aws_sources_loads_no_aws_client():
     seen = _probe(code)
     assert len(seen["models"]) == 3
     assert seen["heavy"] == []
+
+
+def test_an_audit_loads_only_the_exporters_of_its_plan_and_snapshot(tmp_path):
+    """The audit merges the exporters' declared finding codes (dr.audit.declared) from the plan's
+    and the snapshot's source types only: importing all twelve built-ins would cost `dr audit` in
+    CI about a second."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "a.txt").write_text("a\n")
+    plan = write_plan(tmp_path / "plan.yaml", local_target(tmp_path / "repo"), files_source("config", [str(data)]))
+    code = ("import sys, json\nfrom dr.cli.main import main\nmain(['backup', '--plan', sys.argv[1], '-q'])\n"
+            "audited = main(['audit', '--plan', sys.argv[1], '--json', '--out', sys.argv[2]])\n"
+            "print(json.dumps({'audited': audited, 'exporters': sorted(m for m in sys.modules if "
+            "m.startswith('dr.exporters.') and m.count('.') == 2)}))")
+    seen = _probe(code, plan, str(tmp_path / "audit.json"))
+    assert seen["audited"] in (0, 4)
+    assert [m for m in seen["exporters"] if m.split(".")[2] in BUILTIN_TYPES] == ["dr.exporters.files"]
+
+
+BUILTIN_TYPES = ("certificates", "checkpoints", "dns", "etcd", "files", "git", "helm", "images", "kubernetes",
+                 "mlflow", "secretsmanager", "vault")
