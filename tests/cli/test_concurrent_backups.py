@@ -7,6 +7,7 @@ each other (exit 5); prune alone is exclusive. The processes start at the same m
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -99,6 +100,7 @@ def test_a_prune_waits_for_a_running_backup_and_never_takes_its_blobs(tmp_path):
     backup.send_signal(signal.SIGSTOP)
     try:
         assert backup.poll() is None, "the backup finished before it could be stopped"
+        _wait_stopped(backup.pid)  # a write in flight when the signal was sent lands first
         held = _blob_names(root)
         refused = _dr("prune", "--plan", plan)
         assert refused.returncode == Exit.LOCKED, refused.stdout + refused.stderr
@@ -118,6 +120,21 @@ def test_a_prune_waits_for_a_running_backup_and_never_takes_its_blobs(tmp_path):
     assert len(Repository(LocalStore(str(root))).snapshot_ids()) == 2
     checked = _dr("verify", "--plan", plan, "--read-data")
     assert checked.returncode == Exit.OK, checked.stdout + checked.stderr
+
+
+def _wait_stopped(pid: int, timeout: float = 10.0) -> None:
+    """Until every thread of `pid` is stopped: kill() returns before the signal takes effect, and
+    an upload thread may still rename a blob into place meanwhile (a CI run saw three appear)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        states = []
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError), open(f"/proc/{pid}/task/{task}/stat") as handle:
+                states.append(handle.read().rsplit(")", 1)[1].split()[0])
+        if states and all(state in ("T", "t") for state in states):
+            return  # no thread is inside a system call any more: nothing else lands
+        time.sleep(0.005)
+    raise AssertionError(f"process {pid} did not stop within {timeout} s")
 
 
 def _blob_names(root) -> set[str]:
