@@ -9,15 +9,17 @@ every exporter (v2)".
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Mapping
 
-from dr.exporters.contract import AnyOf, Destination, Exporter, NoDestination, RemapKind
+from dr.audit.findings import CODES
+from dr.exporters.contract import AnyOf, Destination, Exporter, FindingCode, NoDestination, RemapKind
 from dr.model.artifacts import Artifact
 from dr.restore.estimating import BYTE_PARTS
 from dr.restore.steps import Step, matches
 
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$")  # what a plan accepts as a remap kind
 _FLAG = re.compile(r"^[a-z][a-z0-9-]*$")
+_CODE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 # dr restore's own options: an exporter's option may not take one of these names
 RESERVED_FLAGS = frozenset({"plan", "target", "snapshot", "source", "to", "failed", "force", "resume", "new",
                             "parallel", "dry-run", "overwrite", "identity", "lock-wait", "remap", "json",
@@ -79,12 +81,40 @@ def declaration_problems(cls: type[Exporter]) -> list[str]:
             problems.append(f"restore option --{option.flag}: key, help and (unless a switch) metavar must be "
                             "given")
     problems += [f"restore option --{f} is declared twice" for f in sorted(set(flags)) if flags.count(f) > 1]
+    return problems + _code_problems(cls)
+
+
+def _code_problems(cls: type[Exporter]) -> list[str]:
+    """finding_codes and lost_kind_codes: codes a report can print, each kind mapped to a code
+    the exporter brings or dr has (dr.audit.declared refuses the rest at audit time)."""
+    problems, own = [], set()
+    for code in cls.finding_codes:
+        if not isinstance(code, FindingCode) or not _CODE.match(code.code):
+            problems.append(f"finding_codes holds {code!r}: a FindingCode whose code is lower-case words joined by -")
+            continue
+        own.add(code.code)
+        if not code.title.strip() or not code.action.strip():
+            problems.append(f"finding code {code.code!r}: title and action must say what happened and what to do")
+        if code.code in CODES and CODES[code.code].owner in ("", None):
+            problems.append(f"finding code {code.code!r} is dr's own: map kinds to it without declaring it")
+    if not isinstance(cls.lost_kind_codes, Mapping):
+        return problems + [f"lost_kind_codes must map dependency kinds to finding codes, not {cls.lost_kind_codes!r}"]
+    for kind, code in cls.lost_kind_codes.items():
+        if not isinstance(kind, str) or not isinstance(code, str) or (code not in own and code not in CODES):
+            problems.append(f"lost_kind_codes maps {kind!r} to {code!r}: not one of its finding_codes nor a code "
+                            "of dr's (docs/audit-json.md)")
     return problems
 
 
 def planning_problems(exporter: Exporter, artifacts: list[Artifact]) -> list[str]:
     """What the planner asks about exported artifacts, answered in the contract's terms."""
     problems = _destination_problems(exporter, artifacts)
+    for artifact in artifacts:  # the backup asks it of every artifact it writes
+        held = exporter.plan_copy(artifact, "/nonexistent/plan.yaml")
+        if held is not None and not (isinstance(held, tuple) and len(held) == 2
+                                     and all(isinstance(h, str) for h in held)):
+            problems.append(f"plan_copy returned {held!r} for {artifact.kind}/{artifact.identity}: None or "
+                            "(what, object)")
     scratch = exporter.scratch_destination("/scratch/source")
     if scratch is not None and not isinstance(scratch, str):
         problems.append(f"scratch_destination returned {scratch!r}, not a str or None")

@@ -206,3 +206,23 @@ def test_checks_that_need_the_source_as_backed_up_refuse_after_it_changed(tmp_pa
     suite.check_changed_source_is_read_again()
     with pytest.raises(AssertionError, match="run it after every other check"):
         suite.check_second_export_reuses_everything()
+
+
+def test_the_suite_names_malformed_finding_codes_and_kind_mappings():
+    """declarations_are_well_formed over a class whose codes a report could not use."""
+    from types import MappingProxyType
+
+    from dr.exporters.contract import FindingCode
+    from dr.testing.declarations import declaration_problems
+
+    class BadCodes(NotesExporter):
+        finding_codes = (FindingCode("Notes Lost", "t", "a"), FindingCode("image-in-failed-domain", "t", "a"),
+                         FindingCode("notes-archive-lost", "", "a"))
+        lost_kind_codes = MappingProxyType({"notes-archive": "notes-archive-lost", "notes-index": "nobody-declares"})
+
+    problems = "\n".join(declaration_problems(BadCodes))
+    assert "'Notes Lost'" in problems and "lower-case words joined by -" in problems
+    assert "'image-in-failed-domain' is dr's own" in problems
+    assert "'notes-archive-lost': title and action" in problems
+    assert "maps 'notes-index' to 'nobody-declares'" in problems and "'notes-archive'" not in problems
+    assert declaration_problems(NotesExporter) == []
