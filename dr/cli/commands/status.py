@@ -1,7 +1,7 @@
-"""`dr status`: how much would be lost now (RPO), per source and per training run
-(dr.audit.rpo_status), with what each source's newest backup noticed (its findings: code,
-severity, object). Exit 7 when any objective is breached, so a cron job or an alert can
-gate on it.
+"""`dr status`: how much would be lost now (RPO), per source and per training run (dr.status,
+which owns the lock: this module parses and prints), with what each source's newest backup
+noticed (its findings: code, severity, object). Exit 7 when any objective is breached, so a
+cron job or an alert can gate on it.
 """
 
 from __future__ import annotations
@@ -9,29 +9,29 @@ from __future__ import annotations
 import argparse
 from datetime import timedelta
 
-from dr.audit.rpo_status import rpo_status
-from dr.cli.arguments import CommandSpec, identities, lock_wait_arg, open_plan, plan_and_target_args
+from dr.cli.arguments import (
+    CommandSpec,
+    identities,
+    lock_wait_arg,
+    open_plan,
+    plan_and_target_args,
+)
 from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
 from dr.cli.metrics import metrics_args, publish
 from dr.cli.output import Output
-from dr.exporters.contract import Exporter
-from dr.exporters.registry import PluginError, Registry
 from dr.metrics.samples import status_run_samples, status_samples
 from dr.model.durations import format_duration
-from dr.model.plans import Plan
 from dr.model.snapshots import failed_runs
-from dr.repository.locks import Lock
-from dr.repository.repositories import NotARepository
-from dr.repository.targets import choose_target, open_target
-from dr.restore.copies import check_outside_copies
+from dr.repository.targets import choose_target
+from dr.status import current_status
 
 
 def run(args: argparse.Namespace, out: Output) -> int:
     plan, registry = open_plan(args)
     target = choose_target(plan, args.target)
-    status = rpo_status(plan, registry, target, read_data=args.read_data)
-    status.runs.extend(_copy_rows(plan, registry, target, args))
+    status = current_status(plan, registry, target, read_data=args.read_data, identities=identities(args, plan),
+                            lock_wait=args.lock_wait)
     for row in status.sources:
         out.say(_source_line(row))
         for finding in row["findings"]:
@@ -55,32 +55,6 @@ def _source_line(row: dict) -> str:
     return f"{row['source']:<24} {age}{failed}; rpo {row['rpo'] or '-'}" + ("  BREACH" if row["breach"] else "")
 
 
-def _copy_rows(plan: Plan, registry: Registry, target, args: argparse.Namespace) -> list[dict]:
-    """The newest copies outside the repository that no exporter's own rpo_report checks (images
-    in DR registries, model weights): checked exactly as `dr verify` checks them, because a copy
-    a restore would refuse is a recovery point already lost (a breach)."""
-    repo = open_target(plan, target)
-    try:
-        repo.open()
-    except NotARepository:
-        return []  # nothing backed up yet: the per-source rows already say so
-    sources = {s.name for s in plan.spec.sources if not _reports_own_copies(registry, s.type)}
-    with Lock(repo, exclusive=False, command="dr status").acquire(args.lock_wait):
-        found = check_outside_copies(plan, registry, repo, read_data=args.read_data,
-                                     identities=identities(args, plan), sources=sources)
-    return [{"source": copies.source, "subject": f"{copies.source} copy {report.what}",
-             "detail": (f"at {report.where} (snapshot {copies.snapshot}): " + "; ".join(report.problems))
-             if report.problems else f"at {report.where} (snapshot {copies.snapshot}) checks out",
-             "breach": not report.ok, **report.data}
-            for copies in found for report in copies.reports]
-
-
-def _reports_own_copies(registry: Registry, kind: str) -> bool:
-    """An exporter with its own rpo_report checks its copies there (checkpoints: per run and tier)."""
-    try:
-        return registry.get(kind).rpo_report is not Exporter.rpo_report
-    except PluginError:
-        return True  # the plan's plugin problems are reported when it loads
 def _seconds(objective: timedelta | None) -> float | None:
     return None if objective is None else objective.total_seconds()
 
