@@ -130,9 +130,12 @@ class FilesExporter(Exporter):
 
     def plan_copy(self, artifact: Artifact, plan_path: str) -> tuple[str, str] | None:
         """The plan's own file, written (so not excluded) under one of the configured paths."""
-        if artifact.kind == "file" and artifact.identity == self._identity_of(plan_path):
-            return "the plan's file", artifact.identity
-        return None
+        if artifact.kind != "file":
+            return None
+        known = self.__dict__.setdefault("_plan_identities", {})  # asked once per file written: resolve once
+        if plan_path not in known:
+            known[plan_path] = self._identity_of(plan_path)
+        return ("the plan's file", artifact.identity) if artifact.identity == known[plan_path] else None
 
     def _identity_of(self, path: str) -> str | None:
         """The identity a file at `path` (a real path) gets, when a configured path is it or holds it."""
