@@ -53,7 +53,7 @@ def child_raw_list(kubeconfig: str, context: str, page_size: int) -> dict:
 
 
 def _exporter(kubeconfig: str, context: str, parallelism: int, page_size: int):
-    from dr.exporters.contract import ExportContext
+    from dr.contract import ExportContext
     from dr.exporters.kubernetes import KubernetesExporter
     options = KubernetesExporter.Options(kubeconfig=kubeconfig, context=context, parallelism=parallelism,
                                          page_size=page_size, list_timeout_seconds=120)
@@ -88,7 +88,7 @@ def child_dr_backup(kubeconfig: str, context: str, repo_dir: str, recipient: str
 def child_dr_restore(kubeconfig: str, context: str, repo_dir: str, identity: str, parallelism: int) -> dict:
     _import_exporter()
     import pyrage
-    from dr.exporters.contract import RestoreRequest
+    from dr.contract import RestoreRequest
     from dr.repository.catalogs import read_catalog
     from dr.repository.reading import ArtifactReader
     from dr.repository.repositories import Repository

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from dr.exporters.registry import Registry
+from dr.contract.registry import Registry
 from dr.model.plans import Plan
 from dr.repository import checking
 from dr.repository.data_subsets import DataSubset

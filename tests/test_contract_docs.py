@@ -1,7 +1,7 @@
-"""docs/exporters.md and dr/exporters/contract.py must not drift apart (datasette's hook-docs test).
+"""docs/exporters.md and dr/contract/__init__.py must not drift apart (datasette's hook-docs test).
 
 The document carries the contract as Python stubs in fenced blocks whose first line is
-`# dr.exporters.contract`. For every public class of contract.py and every member defined in
+`# dr.contract`. For every public class of contract.py and every member defined in
 it (methods, properties, class attributes, enum members, dataclass fields, module constants),
 the stub must exist with the same signature, annotations and defaults as the code, and the
 name must also be explained in the prose. Stubs for things the code does not have fail too.
@@ -25,12 +25,13 @@ from pathlib import Path
 import pydantic
 import pytest
 
-from dr.exporters import contract, pod_needs
+import dr.contract as contract
+from dr.contract import pod_needs
 from tests.plugins.installing import forget_modules
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "exporters.md"
-MARK = "# dr.exporters.contract"
+MARK = "# dr.contract"
 EXAMPLE_MARK = "# example: acme_dr/sqlite.py"
 NAMESPACE = vars(contract)
 
@@ -61,7 +62,7 @@ def _doc_stubs() -> tuple[dict[str, ast.ClassDef], dict[str, ast.expr]]:
 
 # -- reading the code -----------------------------------------------------------------------------
 def _code_tree() -> ast.Module:
-    """contract.py with dr.exporters.pod_needs, the part of the contract it re-exports."""
+    """contract.py with dr.contract.pod_needs, the part of the contract it re-exports."""
     tree = ast.parse(Path(contract.__file__).read_text())
     tree.body += ast.parse(Path(pod_needs.__file__).read_text()).body
     return tree
@@ -227,7 +228,7 @@ def test_every_builtin_exporter_is_listed():
 # -- the example plugin works through the real registry, sink and reader --------------------------
 @pytest.fixture
 def example_exporter(tmp_path, monkeypatch):
-    from dr.exporters.registry import GROUP, Registry
+    from dr.contract.registry import GROUP, Registry
 
     (source,) = [b for b in _fenced("python") if b.startswith(EXAMPLE_MARK)]
     package = tmp_path / "plugin" / "acme_dr"

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Mapping
 
 from dr.audit.gathering import EXAMPLES, DependencyIndex, DependencyUse, Record, artifact_name
-from dr.exporters.contract import AnyOf, Exporter
+from dr.contract import AnyOf, Exporter
 from dr.model.artifacts import Artifact
 from dr.model.recovery import AnyJudgement, RecoveryJudge, judge_any
 

@@ -30,7 +30,7 @@ from dr.audit.gathering import DependencyIndex, gather
 from dr.audit.dependency_findings import DependencyJudge, count_verdicts
 from dr.audit.revealing import Revealer
 from dr.audit.staleness import stale_findings
-from dr.exporters.contract import Exporter
+from dr.contract import Exporter
 from dr.model.locations import canonical_image
 from dr.model.plans import Plan, TargetSpec
 from dr.model.recovery import Copy, Placements, Scenario, essentials

@@ -15,8 +15,8 @@ import math
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from dr.exporters.contract import CheckpointSave, ExportContext, Exporter
-from dr.exporters.registry import PluginError, Registry
+from dr.contract import CheckpointSave, ExportContext, Exporter
+from dr.contract.registry import PluginError, Registry
 from dr.model.checkpoint_intervals import Figures, Save, lost_per_failure, measure, waste_fraction
 from dr.model.durations import format_duration
 from dr.model.plans import Plan, SourceSpec

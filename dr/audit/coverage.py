@@ -32,7 +32,7 @@ from typing import Iterable, Iterator, Protocol
 
 from dr.audit.findings import BLOCKER, INFO, WARNING, Finding
 from dr.audit.gathering import Record, normalize
-from dr.exporters.contract import Discovered, ExportContext, Exporter
+from dr.contract import Discovered, ExportContext, Exporter
 from dr.model.plans import Plan, TargetSpec
 from dr.model.recovery import provided_in
 from dr.repository.names import keyed
@@ -42,7 +42,7 @@ EXAMPLES = 5
 
 
 class ExporterLookup(Protocol):
-    """What coverage needs from dr.exporters.registry.Registry."""
+    """What coverage needs from dr.contract.registry.Registry."""
 
     def get(self, name: str) -> type[Exporter]: ...
 

@@ -18,7 +18,7 @@ from types import MappingProxyType
 from typing import Iterable, Mapping
 
 from dr.audit.findings import CODES, WARNING, Code, Finding, declare
-from dr.exporters.registry import PluginError, Registry
+from dr.contract.registry import PluginError, Registry
 from dr.model import kinds
 
 #: the shared kinds (dr.model.kinds: several producers, no exporter owns them) with a code of

@@ -17,8 +17,8 @@ from datetime import datetime
 
 from dr.audit.backup_findings import source_findings
 from dr.audit.staleness import SourceAge, source_ages
-from dr.exporters.contract import ExportContext
-from dr.exporters.registry import Registry
+from dr.contract import ExportContext
+from dr.contract.registry import Registry
 from dr.model import clock
 from dr.model.plans import Plan, SourceSpec, TargetSpec
 from dr.model.snapshots import Snapshot

@@ -20,7 +20,7 @@ from typing import Any, Mapping
 from dr.audit.backup_findings import FACT, READINESS
 from dr.audit.checkpoint_advice import recorded_saves
 from dr.audit.findings import BLOCKER, WARNING, Finding
-from dr.exporters.contract import Exporter
+from dr.contract import Exporter
 from dr.model.checkpoint_intervals import Save, measure
 from dr.model.plans import Plan
 from dr.model.snapshots import Snapshot

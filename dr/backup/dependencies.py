@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from dr.exporters.contract import DETAILS_KEPT, ArtifactSink, PlanDependency
+from dr.contract import DETAILS_KEPT, ArtifactSink, PlanDependency
 from dr.model.artifacts import Artifact
 
 

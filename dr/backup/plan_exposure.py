@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from dr.exporters.contract import Exporter
+from dr.contract import Exporter
 from dr.model.artifacts import Artifact, Sensitivity
 from dr.model.plans import Plan, SourceSpec
 

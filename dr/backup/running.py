@@ -19,8 +19,8 @@ from typing import Callable, Iterable
 
 from dr.backup.dependencies import DependencyLedger, RecordingSink, WatchedSink
 from dr.backup.plan_exposure import PlanWatch
-from dr.exporters.contract import ExportContext
-from dr.exporters.registry import Registry
+from dr.contract import ExportContext
+from dr.contract.registry import Registry
 from dr.model.artifacts import Artifact
 from dr.model.failure_reports import failure_line, reason
 from dr.model.plans import Plan, SourceSpec, TargetSpec

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from dr.cli.output import Output, emit
-from dr.exporters.registry import Registry
+from dr.contract.registry import Registry
 from dr.model.plan_loading import load_plan
 from dr.model.plans import Plan, TargetSpec
 from dr.repository import encryption

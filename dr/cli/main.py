@@ -29,7 +29,7 @@ def expected_errors() -> list[tuple[tuple[type[BaseException], ...], Exit, str]]
     OSError is here as the operator's: a file named on the command line or in the plan that is
     missing or unreadable. Imported when an error is being sorted, not at start-up."""
     from dr.cli.arguments import UsageError
-    from dr.exporters.registry import PluginError
+    from dr.contract.registry import PluginError
     from dr.model.plans import NotInPlan
     from dr.model.recovery import UnknownDomain
     from dr.repository.encryption import EncryptionError

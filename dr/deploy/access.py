@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dr.exporters.contract import ApiRead, ApiWrite
+from dr.contract import ApiRead, ApiWrite
 
 READ = ["get", "list", "watch"]
 WRITE = ["get", "list", "watch", "create", "update", "patch"]

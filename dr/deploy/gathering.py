@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from dr.exporters.contract import AWS_CREDENTIALS, ExportContext, RunNeeds, Sizing
-from dr.exporters.registry import Registry
+from dr.contract import AWS_CREDENTIALS, ExportContext, RunNeeds, Sizing
+from dr.contract.registry import Registry
 from dr.model.plans import Plan, TargetSpec
 
 PLAN_DIR = "/etc/dr"

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from dr.deploy.access import Access, Grant
 from dr.deploy.egress import Egress
 from dr.deploy.gathering import PLAN_DIR, PLAN_PATH
-from dr.exporters.contract import Credential, RunNeeds
+from dr.contract import Credential, RunNeeds
 
 APP = "dr"
 SERVICE_ACCOUNT, PLAN_CONFIGMAP, SECRET = "dr-backup", "dr-plan", "dr-credentials"

@@ -9,8 +9,8 @@ import yaml
 
 from dr.deploy import access, egress, objects, scheduling, sizing, tasks
 from dr.deploy.gathering import PLAN_DIR, PLAN_PATH, gather
-from dr.exporters.contract import Credential, RunNeeds
-from dr.exporters.registry import Registry
+from dr.contract import Credential, RunNeeds
+from dr.contract.registry import Registry
 from dr.model.plans import Plan
 
 DEFAULT_NAMESPACE = "dr-system"

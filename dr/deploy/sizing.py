@@ -10,7 +10,7 @@ writer's own peak. The ephemeral-storage limit is the largest scratch space decl
 
 from __future__ import annotations
 
-from dr.exporters.contract import Sizing
+from dr.contract import Sizing
 
 # An exporter that declares no sizing of its own takes the repository writer's peak: the
 # directory backup's, where the writer is nearly all there is (docs/benchmarks.md).

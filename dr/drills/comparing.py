@@ -18,8 +18,8 @@ import os
 import stat
 from dataclasses import dataclass, field
 
-from dr.exporters.contract import ExportContext, RestoredContent, RestoreRequest
-from dr.exporters.registry import Registry
+from dr.contract import ExportContext, RestoredContent, RestoreRequest
+from dr.contract.registry import Registry
 from dr.model.artifacts import Artifact
 from dr.model.plans import Plan
 from dr.repository import names

@@ -27,7 +27,7 @@ import pyrage
 from dr.audit import choose_audited_target, run_audit, scenarios_for
 from dr.drills.history import write_record
 from dr.drills.verifying import verify
-from dr.exporters.registry import Registry
+from dr.contract.registry import Registry
 from dr.model.plans import Plan
 from dr.repository.drill_records import FORMAT, VERSION
 from dr.repository.locks import Lock

@@ -21,8 +21,8 @@ from typing import Any, Callable
 import pyrage
 
 from dr.drills.comparing import Comparison, compare
-from dr.exporters.contract import OutcomeStatus
-from dr.exporters.registry import Registry
+from dr.contract import OutcomeStatus
+from dr.contract.registry import Registry
 from dr.repository.reading import ArtifactReader
 from dr.restore import Prepared
 from dr.restore.executing import StepRunner

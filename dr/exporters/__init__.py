@@ -1,6 +1,8 @@
-"""Exporters: one plugin module per kind of thing dr protects.
+"""Exporters: one plugin module or package per kind of thing dr protects.
 
-The contract every exporter implements is in contract.py and documented in docs/exporters.md
-(a test keeps the two in step). Exporters are found through the `dr.exporters` entry-point
-group; the built-ins are registered there exactly like third-party plugins (registry.py).
+Everything directly under dr.exporters is an exporter, and none imports another
+(.importlinter, by wildcard). The contract they implement is dr.contract (documented in
+docs/exporters.md; a test keeps the two in step), found through the `dr.exporters` entry-point
+group by dr.contract.registry: the built-ins are registered there exactly like third-party
+plugins. What several exporters share is in the kit, dr.kits.
 """

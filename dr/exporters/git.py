@@ -26,11 +26,11 @@ from urllib.parse import unquote, urlparse
 import git
 from pydantic import Field, field_validator
 
-from dr.exporters.contract import Sizing
-from dr.exporters.contract import (CREDENTIALS_DIR, ArtifactSink, ContentReader, Credential, Destination, Discovered,
+from dr.contract import Sizing
+from dr.contract import (CREDENTIALS_DIR, ArtifactSink, ContentReader, Credential, Destination, Discovered,
                                    Exporter, ExporterOptions, Ordering, OrderingRule, Outcome, OutcomeStatus, RemapKind,
                                    RestoreRequest, Rewriter, RunNeeds, prefix_rewrite)
-from dr.exporters.kit.validators import listed_once, plain_name
+from dr.kits.validators import listed_once, plain_name
 from dr.model.artifacts import Artifact, Dependency, Sensitivity
 from dr.model.recovery import normalize
 

@@ -1,5 +1,9 @@
-"""Infrastructure the repository and the exporters share, at the bottom of dr (issue 32, item 1).
+"""The kit: infrastructure the repository, the contract and the exporters share (issue 32, item 1).
 
-Nothing here knows a store, an exporter or a plan: retrying (one retry policy and the one base
-of every error worth retrying). Every layer may import it; it imports nothing of dr.
+It sits at the bottom of dr and imports nothing else of dr, so every layer may use it and any
+exporter, built-in or third-party, may import it without touching another exporter:
+- retrying: one retry policy and the one base (`Transient`) of every error worth retrying;
+- kubeconfigs: one kubeconfig resolver, with kubectl's rules;
+- tls: CA bundles, client certificates and proxies, the way each ecosystem configures them;
+- validators: the names and values that several exporters check alike.
 """

@@ -1,6 +1,6 @@
 """Reading artifact content back: each chunk verified against its digest, decrypted if secret.
 
-Implements the exporters' ContentReader contract (dr.exporters.contract) structurally; the
+Implements the exporters' ContentReader contract (dr.contract) structurally; the
 repository layer does not import exporters.
 """
 

@@ -182,7 +182,7 @@ class SnapshotWriter:
 
 
 class SourceSink:
-    """The ArtifactSink one source writes into (see dr.exporters.contract.ArtifactSink)."""
+    """The ArtifactSink one source writes into (see dr.contract.ArtifactSink)."""
 
     def __init__(self, writer: SnapshotWriter, source: str, exporter: str, parent: Iterable[Artifact]):
         self._writer = writer

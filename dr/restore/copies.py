@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dr.exporters.contract import CopyReport, ExportContext
-from dr.exporters.registry import PluginError, Registry
+from dr.contract import CopyReport, ExportContext
+from dr.contract.registry import PluginError, Registry
 from dr.model.plans import Plan
 from dr.repository import names
 from dr.repository.catalogs import read_catalog

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 
-from dr.exporters.contract import Exporter, NoDestination
+from dr.contract import Exporter, NoDestination
 from dr.model.artifacts import Artifact
 from dr.model.plans import Plan
 from dr.restore.remaps import applies_to, rewrite, rewriter

@@ -18,8 +18,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Callable
 
-from dr.exporters.contract import ExportContext, Outcome, OutcomeStatus, RestoreRequest
-from dr.exporters.registry import Registry
+from dr.contract import ExportContext, Outcome, OutcomeStatus, RestoreRequest
+from dr.contract.registry import Registry
 from dr.model.plans import Plan
 from dr.repository.encryption import EncryptionError
 from dr.repository.reading import ArtifactReader

@@ -30,7 +30,7 @@ from dr.model.artifacts import Artifact
 from dr.model.recovery import (BLOCKED, CREDENTIALS, FACT_KINDS, KEY, OK, REMAPPED, TARGET, UNKNOWN, Essential,
                                EssentialVerdicts, Judgement, RecoveryJudge, Scenario, copies_of, judge_any, normalize)
 from dr.model.recovery.circular import Circular, circular, dr_workloads
-from dr.exporters.contract import AnyOf
+from dr.contract import AnyOf
 from dr.repository.names import ProvidedCopies, is_sealed, plan_name_key
 from dr.repository.writing import RECIPIENTS_KEY, recipients_fingerprint
 from dr.restore.remaps import rewrite

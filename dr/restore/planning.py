@@ -20,8 +20,8 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
 
-from dr.exporters.contract import ExportContext, Exporter
-from dr.exporters.registry import PluginError, Registry
+from dr.contract import ExportContext, Exporter
+from dr.contract.registry import PluginError, Registry
 from dr.model.artifacts import Artifact
 from dr.model.plans import Plan, TargetSpec
 from dr.model.recovery import (Evidence, RecoveryJudge, essentials, judge_essentials, scenario,

@@ -11,7 +11,7 @@ here.
 
 from __future__ import annotations
 
-from dr.exporters.contract import Exporter, Rewrite, Rewriter
+from dr.contract import Exporter, Rewrite, Rewriter
 from dr.model.plans import RemapSpec
 
 

@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 import pyrage
 
-from dr.exporters.registry import Registry
+from dr.contract.registry import Registry
 from dr.model.artifacts import Artifact
 from dr.model.plans import Plan, TargetSpec
 from dr.model.recovery import is_lost, lost_domains

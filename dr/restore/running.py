@@ -11,8 +11,8 @@ from typing import Iterator
 
 import pyrage
 
-from dr.exporters.contract import ExportContext, Outcome, OutcomeStatus, RestoreRequest
-from dr.exporters.registry import Registry
+from dr.contract import ExportContext, Outcome, OutcomeStatus, RestoreRequest
+from dr.contract.registry import Registry
 from dr.model.plans import Plan
 from dr.model.snapshots import Snapshot, SourceResult, failed_runs, failed_since, newest_good
 from dr.repository import names

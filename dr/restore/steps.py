@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable
 
-from dr.exporters.contract import Exporter, Outcome
+from dr.contract import Exporter, Outcome
 from dr.model.artifacts import Artifact, Sensitivity
 from dr.model.recovery import BLOCKED, Verdict, worst
 from dr.restore.ordering_rules import IMAGE_KINDS, SECRET_STORE_KINDS, WORKLOAD_DEPENDENCY_KINDS

@@ -11,8 +11,8 @@ refuse is a recovery point already lost, so it is a breach.
 from __future__ import annotations
 
 from dr.audit.rpo_status import RpoStatus, rpo_status
-from dr.exporters.contract import Exporter
-from dr.exporters.registry import PluginError, Registry
+from dr.contract import Exporter
+from dr.contract.registry import PluginError, Registry
 from dr.model.plans import Plan, TargetSpec
 from dr.repository.locks import Lock
 from dr.repository.repositories import NotARepository

@@ -12,7 +12,7 @@ import re
 from typing import Any, Mapping
 
 from dr.audit.findings import CODES
-from dr.exporters.contract import AnyOf, Destination, Exporter, FindingCode, NoDestination, RemapKind
+from dr.contract import AnyOf, Destination, Exporter, FindingCode, NoDestination, RemapKind
 from dr.model.artifacts import Artifact
 from dr.restore.estimating import BYTE_PARTS
 from dr.restore.steps import Step, matches

@@ -27,10 +27,10 @@ import yaml
 from dr.audit.coverage import HeldIdentities
 from dr.audit.gathering import normalize
 from dr.backup import BackupResult, run_backup
-from dr.exporters.contract import (ExportContext, Exporter, Outcome,
+from dr.contract import (ExportContext, Exporter, Outcome,
                                    RestoreRequest)
-from dr.exporters.contract import OutcomeStatus as Status
-from dr.exporters.registry import GROUP, Registry
+from dr.contract import OutcomeStatus as Status
+from dr.contract.registry import GROUP, Registry
 from dr.model.artifacts import Artifact
 from dr.model.plan_loading import parse_plan
 from dr.model.plans import Plan

@@ -13,7 +13,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar, Hashable
 
-from dr.exporters.contract import ContentReader, Exporter
+from dr.contract import ContentReader, Exporter
 from dr.model.artifacts import Artifact
 
 

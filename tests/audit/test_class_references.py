@@ -14,7 +14,7 @@ from __future__ import annotations
 from dr.audit import choose_audited_target, run_audit, scenarios_for
 from dr.exporters.kubernetes import KubernetesExporter
 from dr.exporters.kubernetes.classes import CLASSES
-from dr.exporters.registry import Registry
+from dr.contract.registry import Registry
 from dr.model.plan_loading import load_plan
 from dr.repository.catalogs import read_catalog_records
 from dr.repository.repositories import Repository

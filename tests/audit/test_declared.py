@@ -7,7 +7,7 @@ from types import MappingProxyType
 
 from dr.audit.declared import GENERIC, Declared, declared
 from dr.audit.findings import CODES, Finding, WARNING, runbook_for
-from dr.exporters.contract import FindingCode
+from dr.contract import FindingCode
 from tests.conformance.test_conformance_catches import NotesExporter
 
 OWN = FindingCode("noted-archive-lost", "A notes archive is lost", "Copy the archive out, then back up again.",
@@ -47,7 +47,7 @@ def test_a_plugin_brings_its_codes_and_what_collides_is_refused_with_a_reason():
 
 
 def test_the_built_in_exporters_own_codes_come_from_their_declarations():
-    from dr.exporters.registry import Registry
+    from dr.contract.registry import Registry
 
     registry = Registry([EntryPoint("vault", "dr.exporters.vault:VaultExporter", "dr.exporters")])
     knowledge = declared(registry)

@@ -9,7 +9,7 @@ from dr.audit.rpo_status import rpo_status
 from dr.audit.staleness import source_ages, stale_findings
 from dr.cli.exitcodes import Exit
 from dr.cli.main import main
-from dr.exporters.registry import Registry
+from dr.contract.registry import Registry
 from dr.model.plan_loading import load_plan
 from dr.repository.targets import open_target
 from tests.cli.planfiles import files_source, local_target, write_plan

@@ -76,7 +76,7 @@ def audit_multi_region(world, failed: list[str]):
     eu-west-1, replica in us-east-1: tests/exporters/test_vault_exporter.py reads a real one from
     moto KMS); audited with the installed exporters, as `dr audit` runs it."""
     from dr.audit import choose_audited_target, run_audit, scenarios_for
-    from dr.exporters.registry import Registry
+    from dr.contract.registry import Registry
     from dr.exporters.vault.kms import KeyRegions
     from dr.restore.planning import planning_exporters
 
@@ -114,7 +114,7 @@ def test_multi_region_key_lost_in_every_region_is_a_blocker_naming_each(world):
 
 @pytest.mark.parametrize("failed, verdict", [(["eu-west-1"], "ok"), (["eu-west-1", "us-east-1"], "blocker")])
 def test_restore_planner_judges_the_multi_region_key_the_same_way(world, failed, verdict):
-    from dr.exporters.registry import Registry
+    from dr.contract.registry import Registry
     from dr.restore import prepare
 
     plan, _ = audit_multi_region(world, failed)

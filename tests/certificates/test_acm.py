@@ -14,7 +14,7 @@ from dr.exporters.certificates import CertificatesExporter
 from dr.exporters.certificates.covering import covers
 from dr.exporters.certificates.parsing import leaf
 from dr.exporters.certificates.records import expiry_findings
-from dr.exporters.contract import AWS_CREDENTIALS, ExportContext, OutcomeStatus
+from dr.contract import AWS_CREDENTIALS, ExportContext, OutcomeStatus
 from dr.model.artifacts import Sensitivity
 from dr.repository import encryption
 from dr.repository.reading import ArtifactReader

@@ -24,7 +24,7 @@ import torch.distributed.checkpoint as dcp
 from fsspec.spec import AbstractBufferedFile, AbstractFileSystem
 
 from dr.exporters.checkpoints import CheckpointsExporter
-from dr.exporters.contract import ExportContext, RestoreRequest
+from dr.contract import ExportContext, RestoreRequest
 from dr.model.artifacts import Artifact
 from dr.repository.catalogs import read_catalog
 from dr.repository.reading import ArtifactReader

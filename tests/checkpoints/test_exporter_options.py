@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from dr.exporters.checkpoints import CheckpointsExporter
 from dr.exporters.checkpoints.options import DEFAULT_RUN_PATTERN
-from dr.exporters.registry import Registry
+from dr.contract.registry import Registry
 from dr.model.plan_loading import PlanError, parse_plan
 
 Options = CheckpointsExporter.Options

@@ -14,7 +14,7 @@ from torch.distributed.checkpoint import FileSystemReader
 from torch.distributed.checkpoint._fsspec_filesystem import FsspecReader
 
 from dr.exporters.checkpoints.copies.layout import MANIFEST, MARKER
-from dr.exporters.contract import OutcomeStatus
+from dr.contract import OutcomeStatus
 from tests.checkpoints.test_exporter_helpers import (Repo, assert_same_state, bucket_files, load_state,
                                                      make_exporter, s3_fsspec, save_steps, upload_tree)
 from tests.fixtures_s3 import s3_client

@@ -111,7 +111,7 @@ def test_three_tiers_over_two_backups(tmp_path):
 
 
 def test_restore_falls_back_to_the_next_tier_when_a_copy_is_damaged(tmp_path):
-    from dr.exporters.contract import OutcomeStatus
+    from dr.contract import OutcomeStatus
 
     save_steps(tmp_path / "runs", "r", [1, 2], thread_count=3)  # three shards: one damaged
     options = {"roots": [str(tmp_path / "runs")], "settle_seconds": 0,

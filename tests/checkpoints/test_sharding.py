@@ -21,7 +21,7 @@ import pytest
 from dr.exporters.checkpoints.copies.layout import MANIFEST, MARKER
 from dr.exporters.checkpoints.sharding import LocalExecutor
 from dr.exporters.checkpoints.sharding.tasks import ShardFile, split
-from dr.exporters.contract import OutcomeStatus
+from dr.contract import OutcomeStatus
 from tests.checkpoints.test_exporter_helpers import Repo, bucket_files, files_of, make_exporter
 from tests.fixtures_s3 import s3_client
 from tests.servers import moto_server

@@ -8,7 +8,7 @@ import pytest
 from dr import __version__
 from dr.cli.exitcodes import Exit
 from dr.cli.main import main
-from dr.exporters.registry import Registry
+from dr.contract.registry import Registry
 from tests.cli.planfiles import files_source, local_target, write_plan
 
 HINT = f"this is a bug in dr: please report it with the traceback above (dr --version: {__version__})"

@@ -58,8 +58,8 @@ def test_a_files_backup_imports_no_client_it_does_not_use(tmp_path):
     assert seen["heavy"] == []
     # the registry loads the files exporter only; the CLI loads the backup command only
     # (pod_needs is part of the contract, a module of its own)
-    assert seen["exporters"] == ["dr.exporters.adapters", "dr.exporters.contract", "dr.exporters.files",
-                                 "dr.exporters.pod_needs", "dr.exporters.registry"]
+    assert seen["exporters"] == ["dr.contract.adapters", "dr.contract", "dr.exporters.files",
+                                 "dr.contract.pod_needs", "dr.contract.registry"]
     assert seen["commands"] == ["dr.cli.commands.backup"]
     assert seen["plugins_scanned"] is False
 
@@ -104,7 +104,7 @@ def test_validating_aws_sources_loads_no_aws_client():
     """Plan validation (every command, `dr audit` of a pull request's plan in CI) loads each
     exporter its plan names for the options model; the AWS exporters import boto3 only when
     they first call AWS."""
-    code = ("import sys, json\nfrom dr.exporters.registry import Registry\nregistry = Registry()\n"
+    code = ("import sys, json\nfrom dr.contract.registry import Registry\nregistry = Registry()\n"
             "models = [registry.options_model(n).__name__ for n in ('certificates', 'secretsmanager', 'checkpoints')]\n"
             "print(json.dumps({'models': models, 'heavy': sorted(m for m in ('boto3', 'botocore', 'urllib3') "
             "if m in sys.modules)}))")

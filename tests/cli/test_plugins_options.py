@@ -11,8 +11,8 @@ import pytest
 
 from dr.cli.exitcodes import Exit
 from dr.cli.main import main
-from dr.exporters.contract import ExporterOptions
-from dr.exporters.option_docs import option_docs
+from dr.contract import ExporterOptions
+from dr.contract.option_docs import option_docs
 from tests.plugins.installing import install_distribution
 
 JSON_DOC = Path(__file__).resolve().parents[2] / "docs" / "json.md"
@@ -78,7 +78,7 @@ def test_docs_json_documents_every_key_of_the_plugins_document(plugins):
 
 
 def test_every_option_of_every_builtin_exporter_has_a_description(plugins):
-    from dr.exporters.registry import BUILTIN
+    from dr.contract.registry import BUILTIN
 
     bare = [f"{name}: {o['name']}" for name in BUILTIN for o in plugins[name]["options"] if not o["description"]]
     assert bare == [], "describe these options in their models (Field(description=...) or a comment)"

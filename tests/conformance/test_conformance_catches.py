@@ -13,7 +13,7 @@ from typing import Any, Hashable, Iterator
 
 import pytest
 
-from dr.exporters.contract import (ArtifactSink, ContentReader, Discovered, Exporter, ExporterOptions, Outcome,
+from dr.contract import (ArtifactSink, ContentReader, Discovered, Exporter, ExporterOptions, Outcome,
                                    OutcomeStatus, RestoreRequest)
 from dr.model.artifacts import Artifact, Dependency
 from dr.testing import CHECKS, ConformanceFixture, ConformanceWarning, ExporterConformance, NotChecked, verify_exporter
@@ -212,7 +212,7 @@ def test_the_suite_names_malformed_finding_codes_and_kind_mappings():
     """declarations_are_well_formed over a class whose codes a report could not use."""
     from types import MappingProxyType
 
-    from dr.exporters.contract import FindingCode
+    from dr.contract import FindingCode
     from dr.testing.declarations import declaration_problems
 
     class BadCodes(NotesExporter):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dr.exporters.registry import Registry
+from dr.contract.registry import Registry
 from dr.testing import CHECKS, ConformanceFixture, ExporterConformance, verify_exporter
 from tests.conformance.builtin_fixtures import FIXTURES
 from tests.plugins.installing import forget_modules

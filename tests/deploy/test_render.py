@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from dr.exporters.registry import Registry
+from dr.contract.registry import Registry
 from dr.model.plan_loading import load_plan
 from tests.deploy.conftest import MULTI_REGION, backups, by_kind, container, documents, render
 from tests.plans.test_example_plans import _unknown_fields

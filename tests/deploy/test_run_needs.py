@@ -8,9 +8,9 @@ from importlib.metadata import EntryPoint, entry_points
 import pytest
 
 from dr.deploy.rendering import render
-from dr.exporters.contract import Exporter
+from dr.contract import Exporter
 from dr.exporters.etcd import EtcdExporter
-from dr.exporters.registry import GROUP, Registry
+from dr.contract.registry import GROUP, Registry
 from dr.model.plan_loading import load_plan
 from tests.deploy.conftest import backups, by_kind, container, documents, two_region_plan
 

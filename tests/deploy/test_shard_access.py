@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from dr.deploy import access
-from dr.exporters.contract import ApiWrite
+from dr.contract import ApiWrite
 from tests.deploy.conftest import backups, by_kind, container, documents, two_region_plan
 
 PLAN = two_region_plan("shards") + """\

@@ -8,7 +8,7 @@ import dns.query
 import dns.update
 import pytest
 
-from dr.exporters.contract import OutcomeStatus
+from dr.contract import OutcomeStatus
 from dr.exporters.dns import DnsExporter
 from dr.exporters.dns import reading
 from dr.repository.reading import ArtifactReader

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from octodns_bind import AxfrSource
 
-from dr.exporters.contract import OutcomeStatus
+from dr.contract import OutcomeStatus
 from dr.exporters.dns import DnsExporter, rfc2136
 from dr.exporters.dns.records import OCTODNS_RFC2136_TYPES
 from dr.exporters.dns.writing import route53_batches

@@ -9,7 +9,7 @@ import boto3
 import pytest
 from botocore.awsrequest import AWSResponse
 
-from dr.exporters.contract import OutcomeStatus
+from dr.contract import OutcomeStatus
 from dr.exporters.dns import DnsExporter
 from dr.exporters.dns import reading
 from tests.exporters.conftest import statuses

@@ -13,7 +13,7 @@ import grpc
 import pytest
 
 from dr.drills.comparing import difference
-from dr.exporters.contract import ExportContext, OutcomeStatus, RestoreRequest
+from dr.contract import ExportContext, OutcomeStatus, RestoreRequest
 from dr.exporters.etcd import EtcdExporter
 from dr.exporters.etcd.exporter import SAME_VERSION_ONLY
 from dr.model.artifacts import Sensitivity
@@ -151,7 +151,7 @@ def test_a_corrupted_snapshot_is_refused_and_nothing_of_it_is_stored(harness, tm
 def test_restore_refuses_a_snapshot_whose_hash_does_not_match(tmp_path, etcd):
     """Content that passed the repository's checks but is not an intact snapshot (an exporter bug,
     or a file imported by hand) is refused before it is placed."""
-    from dr.exporters.contract import ExportContext, RestoreRequest
+    from dr.contract import ExportContext, RestoreRequest
     from dr.model.artifacts import Artifact
 
     class Reader:
@@ -167,7 +167,7 @@ def test_restore_refuses_a_snapshot_whose_hash_does_not_match(tmp_path, etcd):
 
 
 def test_dry_run_changes_nothing_and_no_destination_is_assumed(harness, tmp_path, etcd, age_keys):
-    from dr.exporters.contract import ExportContext, NoDestination
+    from dr.contract import ExportContext, NoDestination
 
     done = backup(harness, tmp_path, age_keys, options(("cp", [etcd])))
     outcomes = harness.restore(EtcdExporter, options(("cp", [etcd])), done.artifacts, identities=[age_keys[1]],

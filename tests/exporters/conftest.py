@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from dr.exporters.contract import ExportContext, Outcome, OutcomeStatus, RestoreRequest
+from dr.contract import ExportContext, Outcome, OutcomeStatus, RestoreRequest
 from dr.model.artifacts import Artifact, Sensitivity
 from dr.model.snapshots import Snapshot
 from dr.repository import names

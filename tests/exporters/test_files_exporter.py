@@ -10,9 +10,9 @@ import pyrage
 import pytest
 from pydantic import ValidationError
 
-from dr.exporters.contract import ExportContext, OutcomeStatus
+from dr.contract import ExportContext, OutcomeStatus
 from dr.exporters.files import FilesExporter
-from dr.exporters.registry import Registry
+from dr.contract.registry import Registry
 from dr.model.artifacts import Sensitivity
 from dr.repository import encryption, names
 from dr.repository.catalogs import read_catalog

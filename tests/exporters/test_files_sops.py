@@ -12,7 +12,7 @@ import yaml
 
 from dr.audit import choose_audited_target, run_audit, scenarios_for
 from dr.exporters.files import FilesExporter
-from dr.exporters.registry import Registry
+from dr.contract.registry import Registry
 from dr.model.plan_loading import load_plan
 from dr.restore.planning import planning_exporters
 

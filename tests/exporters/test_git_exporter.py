@@ -9,9 +9,9 @@ import pytest
 from pydantic import ValidationError
 
 from dr.exporters import git as git_exporter
-from dr.exporters.contract import ExportContext, OutcomeStatus
+from dr.contract import ExportContext, OutcomeStatus
 from dr.exporters.git import GitExporter, redact
-from dr.exporters.registry import Registry
+from dr.contract.registry import Registry
 from tests.exporters.conftest import statuses
 
 

@@ -11,7 +11,7 @@ from importlib.metadata import EntryPoint
 import yaml
 
 from dr.backup import run_backup
-from dr.exporters.registry import GROUP, Registry
+from dr.contract.registry import GROUP, Registry
 from dr.model.plan_loading import load_plan
 from dr.repository.catalogs import read_catalog
 from dr.repository.reading import ArtifactReader
@@ -63,7 +63,7 @@ def test_a_source_not_exported_now_counts_as_its_newest_snapshot_recorded_it(tmp
 
 def test_the_ledger_keeps_the_distinct_details_bounded():
     from dr.backup.dependencies import DependencyLedger
-    from dr.exporters.contract import DETAILS_KEPT
+    from dr.contract import DETAILS_KEPT
     from dr.model.artifacts import Artifact, Dependency, Sensitivity
 
     def artifact(source: str, *details: str) -> Artifact:

@@ -7,8 +7,8 @@ from typing import Iterator
 
 import pytest
 
-from dr.exporters.contract import CONTRACT_VERSION, Exporter, ExporterOptions
-from dr.exporters.registry import PluginError, Registry
+from dr.contract import CONTRACT_VERSION, Exporter, ExporterOptions
+from dr.contract.registry import PluginError, Registry
 
 
 class _Plugin(Exporter):
@@ -85,7 +85,7 @@ def test_a_v1_plugin_loads_through_its_adapter_and_keeps_hearing_every_remap():
     assert issubclass(cls, Legacy) and cls.contract_version == CONTRACT_VERSION
     (info,) = registry.info()
     assert (info.error, info.contract_version) == ("", 1)  # dr plugins shows the plugin's own version
-    from dr.exporters.contract import ExportContext
+    from dr.contract import ExportContext
 
     exporter = cls(ExportContext("s", ExporterOptions(), "/"))
     assert exporter.request_remap("registry", "old.example", "new.example") == {"registry:old.example": "new.example"}
@@ -105,7 +105,7 @@ def test_the_builtin_table_is_the_packages_entry_points():
     # it must say what pyproject.toml installs
     from importlib.metadata import distribution
 
-    from dr.exporters.registry import BUILTIN, GROUP
+    from dr.contract.registry import BUILTIN, GROUP
 
     installed = {ep.name: ep.value for ep in distribution("dr").entry_points if ep.group == GROUP}
     assert BUILTIN == installed
@@ -119,7 +119,7 @@ def test_a_builtin_exporter_loads_without_reading_the_installed_metadata():
     code = ("import importlib.metadata\n"
             "def refuse(**_):\n    raise AssertionError('entry points read')\n"
             "importlib.metadata.entry_points = refuse\n"
-            "from dr.exporters.registry import Registry\nregistry = Registry()\n"
+            "from dr.contract.registry import Registry\nregistry = Registry()\n"
             "cls = registry.get('files')\nassert registry.options_model('files') is cls.Options\n"
             "print(cls.__name__)")
     env = {**os.environ, "PYDANTIC_DISABLE_PLUGINS": "__all__"}  # as dr's entry point sets it

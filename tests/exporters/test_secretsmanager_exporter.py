@@ -9,8 +9,8 @@ import boto3
 import pyrage
 import pytest
 
-from dr.exporters.contract import OutcomeStatus
-from dr.exporters.registry import Registry
+from dr.contract import OutcomeStatus
+from dr.contract.registry import Registry
 from dr.exporters.secretsmanager import SecretsManagerExporter
 from dr.exporters.secretsmanager.listing import SecretsManagerUnavailable, sealed_text
 from dr.model.artifacts import Sensitivity
@@ -76,7 +76,7 @@ def test_metadata_only_by_default_no_value_stored(harness, secrets, tmp_path, ag
 
 
 def _context(options):
-    from dr.exporters.contract import ExportContext
+    from dr.contract import ExportContext
 
     return ExportContext("src", SecretsManagerExporter.Options(**options), "/")
 

@@ -9,8 +9,8 @@ import uuid
 import pyrage
 import pytest
 
-from dr.exporters.contract import ExportContext, NoDestination, OutcomeStatus
-from dr.exporters.registry import Registry
+from dr.contract import ExportContext, NoDestination, OutcomeStatus
+from dr.contract.registry import Registry
 from dr.exporters.vault import VaultExporter
 from dr.exporters.vault.connecting import VaultAuthFailed, VaultUnavailable
 from dr.exporters.vault.restoring import TOKEN_KEY, UNSEAL_KEY
@@ -296,7 +296,7 @@ def test_unseal_dependencies_name_kms_region_and_transit_vault(tmp_path):
 
 
 def test_chosen_key_names_are_sealed_and_key_ids_and_aws_managed_aliases_kept():
-    """format.md 8.1 (dr.exporters.kit.key_names): what people chose is sealed, what is random
+    """format.md 8.1 (dr.repository.key_names): what people chose is sealed, what is random
     or names only an AWS service stays."""
     from dr.exporters.vault.unsealing import unseal_dependencies
 

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from dr.backup import run_backup
-from dr.exporters.registry import GROUP, Registry
+from dr.contract.registry import GROUP, Registry
 from dr.model.plan_loading import load_plan
 from dr.repository.catalogs import read_catalog
 from dr.repository.reading import ArtifactReader

@@ -11,9 +11,9 @@ import yaml
 
 from dr.cli.exitcodes import Exit
 from dr.cli.main import main
-from dr.exporters.contract import OutcomeStatus, RestoreRequest
+from dr.contract import OutcomeStatus, RestoreRequest
 from dr.exporters.helm import HelmExporter
-from dr.exporters.contract import ExportContext
+from dr.contract import ExportContext
 from dr.exporters.helm.options import HelmOptions
 from tests.helm.charts import ChartServer, helm
 from tests.helm.conftest import backup, plan_with, source_result

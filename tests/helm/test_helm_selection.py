@@ -5,7 +5,7 @@ contract hands them to the exporter (ExportContext.plan_dependencies); the sink 
 
 from __future__ import annotations
 
-from dr.exporters.contract import ExportContext, PlanDependency
+from dr.contract import ExportContext, PlanDependency
 from dr.exporters.helm import HelmExporter
 from dr.exporters.helm.options import HelmOptions
 

@@ -70,7 +70,7 @@ def test_a_64_mib_layer_copies_with_bounded_memory(registries, big):
 # The repository writer is given a small in-flight bound (2 uploads of 4 MiB chunks), so what is
 # measured is the exporter's streaming: holding the layer whole would grow the process by 64 MiB.
 INTO_REPOSITORY = CHILD.split("from dr.exporters.images.client")[0] + textwrap.dedent("""
-    from dr.exporters.contract import ExportContext
+    from dr.contract import ExportContext
     from dr.exporters.images import ImagesExporter
     from dr.exporters.images.options import ImagesOptions
     from dr.repository.repositories import Repository

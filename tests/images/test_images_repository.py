@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from dr.audit import run_audit, scenarios_for
-from dr.exporters.contract import ExportContext, NoDestination, OutcomeStatus, RestoreRequest
+from dr.contract import ExportContext, NoDestination, OutcomeStatus, RestoreRequest
 from dr.exporters.images import ImagesExporter
 from dr.exporters.images.references import cosign_tags
 from dr.model.artifacts import Artifact

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from dr.exporters.contract import ExportContext, OutcomeStatus, RestoreRequest
+from dr.contract import ExportContext, OutcomeStatus, RestoreRequest
 from dr.exporters.images import ImagesExporter
 from dr.restore import run_restore
 from tests.harness.registries import push_image

@@ -1,4 +1,4 @@
-"""The options checks exporters share (dr.exporters.kit.validators), through the plans that use them."""
+"""The options checks exporters share (dr.kits.validators), through the plans that use them."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pydantic import ValidationError
 from dr.exporters.dns.options import DnsOptions
 from dr.exporters.etcd.options import EtcdOptions
 from dr.exporters.git import GitExporter
-from dr.exporters.kit.validators import listed_once, plain_name
+from dr.kits.validators import listed_once, plain_name
 
 
 @pytest.mark.parametrize("bad", ["..", ".", "a/b", "-x", "", "a b"])

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import pyrage
 import pytest
 
-from dr.exporters.contract import ExportContext, Outcome, OutcomeStatus, RestoreRequest
+from dr.contract import ExportContext, Outcome, OutcomeStatus, RestoreRequest
 from dr.exporters.kubernetes import KubernetesExporter
 from dr.model.artifacts import Artifact
 from dr.repository import names

@@ -25,7 +25,7 @@ import kubernetes
 import pyrage
 import pytest
 
-from dr.exporters.contract import ExportContext, OutcomeStatus, RestoreRequest
+from dr.contract import ExportContext, OutcomeStatus, RestoreRequest
 from dr.exporters.kubernetes import KubernetesExporter
 from dr.repository.catalogs import read_catalog
 from dr.repository.encryption import generate_identity

@@ -1,4 +1,4 @@
-"""The kubeconfig resolver (dr.exporters.kit.kubeconfigs) follows kubectl's rules, against emulated clusters.
+"""The kubeconfig resolver (dr.kits.kubeconfigs) follows kubectl's rules, against emulated clusters.
 
 A $KUBECONFIG list is merged: for each cluster, context and user name the first file that
 defines it wins, and current-context comes from the first file that sets it. An explicit file
@@ -11,7 +11,7 @@ import kubernetes.client
 import pytest
 import yaml
 
-from dr.exporters.kit.kubeconfigs import merge, resolve
+from dr.kits.kubeconfigs import merge, resolve
 from dr.exporters.kubernetes.connecting import ConnectionFailure, api_client
 
 

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from dr.exporters.contract import ExportContext
+from dr.contract import ExportContext
 from dr.exporters.kubernetes import KubernetesExporter
 from dr.exporters.kubernetes.connecting import api_client, dynamic_client
 from dr.exporters.kubernetes.discovering import served_types

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dr.exporters.contract import OutcomeStatus
+from dr.contract import OutcomeStatus
 from dr.exporters.kubernetes.remapping import Remap
 from dr.exporters.kubernetes.resources import ResourceType
 from tests.kubernetes.conftest import failures

@@ -15,7 +15,7 @@ import json
 import kubernetes
 import pytest
 
-from dr.exporters.contract import OutcomeStatus
+from dr.contract import OutcomeStatus
 from dr.exporters.kubernetes.admission import RETRIES
 from tests.harness import EmulatedCluster, write_kubeconfig
 from tests.kubernetes.conftest import Pipeline, failures

@@ -6,7 +6,7 @@ import os
 
 import kubernetes
 
-from dr.exporters.contract import OutcomeStatus
+from dr.contract import OutcomeStatus
 from tests.harness import EmulatedCluster, write_kubeconfig
 from tests.kubernetes.conftest import failures, statuses
 

@@ -12,7 +12,7 @@ import os
 
 import kubernetes
 
-from dr.exporters.contract import OutcomeStatus
+from dr.contract import OutcomeStatus
 from dr.model.artifacts import Sensitivity
 from tests.kubernetes.comparing import differences
 from tests.kubernetes.conftest import failures, statuses

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from dr.exporters.contract import Rewrite
+from dr.contract import Rewrite
 from dr.exporters.mlflow.locating import Lookups, resolve
 from dr.exporters.mlflow.restoring import remapper
 from tests.mlflow.test_roundtrip import exporter

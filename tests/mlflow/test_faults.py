@@ -10,7 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 import dr.exporters.mlflow.exporting as exporting
-from dr.exporters.contract import OutcomeStatus
+from dr.contract import OutcomeStatus
 from dr.exporters.mlflow.requesting import MlflowUnreachable
 from tests.checkpoints.test_exporter_helpers import Repo
 from tests.harness.faultproxy import FaultProxy

@@ -4,7 +4,7 @@ backup, and it is restored from that location into a server that has no such log
 
 from __future__ import annotations
 
-from dr.exporters.contract import OutcomeStatus
+from dr.contract import OutcomeStatus
 from dr.exporters.mlflow.reading import parse
 from dr.repository.reading import ArtifactReader
 from tests.checkpoints.test_exporter_helpers import Repo

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from dr.exporters.contract import ExportContext, OutcomeStatus
+from dr.contract import ExportContext, OutcomeStatus
 from dr.exporters.mlflow import MlflowExporter
 from dr.exporters.mlflow.reading import parse
 from tests.checkpoints.test_exporter_helpers import Repo

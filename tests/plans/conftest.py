@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from dr.exporters.registry import Registry
+from dr.contract.registry import Registry
 from dr.model.plan_loading import PlanError, Problem, load_plan
 from dr.repository.encryption import generate_identity
 

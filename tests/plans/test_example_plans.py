@@ -13,7 +13,7 @@ import re
 import pytest
 import yaml
 
-from dr.exporters.contract import ExporterOptions
+from dr.contract import ExporterOptions
 from dr.model.artifacts import Sensitivity
 from dr.model.plan_loading import load_plan
 from dr.model.plans import Plan

@@ -76,7 +76,7 @@ def test_the_schema_refuses_an_unknown_option_and_a_wrong_type(chart, tmp_path):
 
 
 def test_the_schema_names_every_exporter_and_its_options(chart):
-    from dr.exporters.registry import Registry
+    from dr.contract.registry import Registry
 
     with open(os.path.join(chart, "values.schema.json"), encoding="utf-8") as handle:
         schema = json.load(handle)

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from dr.cli.main import main
-from dr.exporters.registry import Registry
+from dr.contract.registry import Registry
 from dr.model.plan_loading import PlanError, Problem, load_plan
 from dr.model.plans import (NAME_HINT, RENAMED_KEYS, SOURCE_COMMON_KEYS, DomainSpec, EncryptionSpec, LocationSpec,
                             PlacementRuleSpec, PlanSpec, RetentionSpec, TargetSpec)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from dr.exporters.contract import ExportContext
+from dr.contract import ExportContext
 from dr.model.artifacts import Artifact, Dependency, Sensitivity
 from dr.model.plans import RemapSpec
 from dr.restore.destinations import provided_at, request_remap

@@ -59,7 +59,7 @@ def _json(capsys) -> dict:
 
 
 def test_without_the_plugin_its_type_and_remap_kind_are_plan_errors(world):
-    from dr.exporters.registry import Registry
+    from dr.contract.registry import Registry
 
     with pytest.raises(PlanError) as err:
         load_plan(_plan(world), Registry())

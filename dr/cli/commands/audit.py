@@ -29,7 +29,7 @@ from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
 from dr.cli.metrics import metrics_args, publish
 from dr.cli.output import Output, deliver
-from dr.exporters.registry import Registry
+from dr.contract.registry import Registry
 from dr.metrics.samples import audit_samples
 from dr.model.plan_loading import load_plan
 from dr.model.plans import NotInPlan

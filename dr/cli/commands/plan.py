@@ -16,7 +16,7 @@ from dr.cli.arguments import CommandSpec, UsageError
 from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
 from dr.cli.output import Output, deliver
-from dr.exporters.registry import Registry
+from dr.contract.registry import Registry
 from dr.model.plan_loading import PlanError, load_plan
 from dr.model.plan_schema import plan_schema
 

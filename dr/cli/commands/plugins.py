@@ -9,7 +9,7 @@ from dr.cli.arguments import CommandSpec
 from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
 from dr.cli.output import Output
-from dr.exporters.registry import Registry
+from dr.contract.registry import Registry
 
 
 def run(args: argparse.Namespace, out: Output) -> int:

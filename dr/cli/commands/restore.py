@@ -22,7 +22,7 @@ from dr.cli.arguments import CommandSpec, UsageError, identities, lock_wait_arg,
 from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
 from dr.cli.output import Output
-from dr.exporters.contract import OutcomeStatus, RestoreRequest
+from dr.contract import OutcomeStatus, RestoreRequest
 from dr.model.plans import NotInPlan
 from dr.model.recovery import UnknownDomain
 from dr.repository.locks import Lock

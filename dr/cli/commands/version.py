@@ -12,8 +12,8 @@ from dr.cli.arguments import CommandSpec
 from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
 from dr.cli.output import Output
-from dr.exporters.contract import CONTRACT_VERSION, SUPPORTED_VERSIONS
-from dr.exporters.registry import Registry
+from dr.contract import CONTRACT_VERSION, SUPPORTED_VERSIONS
+from dr.contract.registry import Registry
 from dr.repository.layout import FORMAT_VERSION
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dr.exporters.certificates.options import CertificatesOptions
-from dr.exporters.contract import AWS_CREDENTIALS, RunNeeds
+from dr.contract import AWS_CREDENTIALS, RunNeeds
 
 
 def run_needs(options: CertificatesOptions) -> RunNeeds:

@@ -21,7 +21,7 @@ from dr.exporters.certificates.exporting import CERT, CERTIFICATE_LOST, DEPENDEN
 from dr.exporters.certificates.options import CertificatesOptions
 from dr.exporters.certificates.records import domains, identity
 from dr.exporters.certificates.restoring import KEY_DIR, CertificateRestore
-from dr.exporters.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter, Ordering,
+from dr.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter, Ordering,
                                    OrderingRule, Outcome, OutcomeStatus, RestoreOption, RestoreRequest, Rewriter,
                                    RunNeeds)
 from dr.model.artifacts import Artifact

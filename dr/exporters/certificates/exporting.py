@@ -18,7 +18,7 @@ from dr.exporters.certificates import acm
 from dr.exporters.certificates.covering import stand_ins
 from dr.exporters.certificates.parsing import CertificateUnreadable, LeafFacts, leaf
 from dr.exporters.certificates.records import expiry_findings, exportability, identity, record, render
-from dr.exporters.contract import ArtifactSink, ExportContext, FindingCode
+from dr.contract import ArtifactSink, ExportContext, FindingCode
 from dr.model.artifacts import Dependency, Sensitivity
 
 CERT, KEY = "acm-certificate", "acm-private-key"

@@ -23,7 +23,7 @@ from typing import Any
 from dr.exporters.certificates import acm
 from dr.exporters.certificates.parsing import CertificateUnreadable, key_matches, leaf
 from dr.exporters.certificates.records import certificate_id, domains
-from dr.exporters.contract import ContentReader, Outcome, OutcomeStatus, RestoreRequest
+from dr.contract import ContentReader, Outcome, OutcomeStatus, RestoreRequest
 from dr.model.artifacts import Artifact
 
 KEY_DIR = "private-key-dir"  # RestoreRequest.remap key of --private-key-dir

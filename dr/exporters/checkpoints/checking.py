@@ -17,7 +17,7 @@ from dr.exporters.checkpoints.copies.layout import Layout
 from dr.exporters.checkpoints.copies.verifying import check_copy
 from dr.exporters.checkpoints.exporting import KIND
 from dr.exporters.checkpoints.restoring import copy_place
-from dr.exporters.contract import ContentReader, CopyReport
+from dr.contract import ContentReader, CopyReport
 from dr.model.artifacts import Artifact
 
 if TYPE_CHECKING:

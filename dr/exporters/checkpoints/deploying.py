@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 from dr.exporters.checkpoints.options import CheckpointsOptions, ShardCluster
-from dr.exporters.contract import AWS_CREDENTIALS, ApiWrite, RunNeeds
+from dr.contract import AWS_CREDENTIALS, ApiWrite, RunNeeds
 
 IN_CLUSTER_API = "https://kubernetes.default.svc:443"
 SHARD_WRITES = (ApiWrite("batch", ("jobs",), ("create", "get", "list", "watch", "delete"),

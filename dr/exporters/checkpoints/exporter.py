@@ -39,8 +39,8 @@ from dr.exporters.checkpoints.scanning import ListedTree
 from dr.exporters.checkpoints.sharding import Executor, make_executor
 from dr.exporters.checkpoints.status import CopyCheck, RunRPO, rpo_report, verify_copies
 from dr.exporters.checkpoints.transfer.transferring import Transfer
-from dr.exporters.contract import Sizing
-from dr.exporters.contract import (AnyOf, ArtifactSink, ContentReader, Destination, Discovered,
+from dr.contract import Sizing
+from dr.contract import (AnyOf, ArtifactSink, ContentReader, Destination, Discovered,
                                    ExportContext, Exporter, Ordering, OrderingRule, Outcome, RemapKind, RestoreOption,
                                    RestoreRequest, Rewriter, RpoRow, RunNeeds, CopyReport,
                                    CheckpointSave)

@@ -33,7 +33,7 @@ from dr.exporters.checkpoints.scanning import Checkpoint, Scan, scan
 from dr.exporters.checkpoints.sharding.coordinating import shardable, sharded_copy
 from dr.exporters.checkpoints.sharding.executors import ExecutorError
 from dr.exporters.checkpoints.copies.tiers import select, to_prune
-from dr.exporters.contract import ArtifactSink
+from dr.contract import ArtifactSink
 from dr.model.artifacts import Dependency, Sensitivity
 
 if TYPE_CHECKING:

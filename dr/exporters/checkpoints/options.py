@@ -40,7 +40,7 @@ from pydantic import Field, field_validator, model_validator
 from dr.exporters.checkpoints.formats.completeness import MarkerRule
 from dr.exporters.checkpoints.formats.discovery import META, META_TMP, ST_INDEX
 from dr.exporters.checkpoints.resuming import DEFAULT_REQUIRES, PARTS
-from dr.exporters.contract import ExporterOptions
+from dr.contract import ExporterOptions
 from dr.model.durations import parse_duration
 
 #: `<run>/<step dir or file>`: step-100, step_100, step100, checkpoint-100 (HF Trainer),

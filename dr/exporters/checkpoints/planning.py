@@ -18,7 +18,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from dr.exporters.contract import AnyOf, CheckpointSave, Destination, RpoRow, Rewriter
+from dr.contract import AnyOf, CheckpointSave, Destination, RpoRow, Rewriter
 from dr.model.artifacts import Artifact
 from dr.model.durations import format_duration
 

@@ -38,7 +38,7 @@ from dr.exporters.checkpoints.transfer.transferring import DigestMismatch, FileJ
 from dr.exporters.checkpoints.formats.tree import parent_of
 from dr.exporters.checkpoints.copies.verifying import check_copy
 from dr.exporters.checkpoints.staging import Stage, open_stage
-from dr.exporters.contract import ContentReader, Outcome, OutcomeStatus, RestoreRequest
+from dr.contract import ContentReader, Outcome, OutcomeStatus, RestoreRequest
 from dr.model.artifacts import Artifact
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from dr.exporters.contract import AWS_CREDENTIALS, Credential, RunNeeds
+from dr.contract import AWS_CREDENTIALS, Credential, RunNeeds
 from dr.exporters.dns.options import DnsOptions, Tsig
 
 ROUTE53 = "https://route53.amazonaws.com"  # global: one endpoint whatever the region

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from dr.exporters.contract import Sizing
-from dr.exporters.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter, Ordering,
+from dr.contract import Sizing
+from dr.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter, Ordering,
                                    OrderingRule, Outcome, OutcomeStatus, RemapKind, RestoreOption, RestoreRequest,
                                    Rewriter, RunNeeds)
 from dr.exporters.dns import reading, writing

@@ -6,8 +6,8 @@ import os
 
 from pydantic import Field, field_validator, model_validator
 
-from dr.exporters.contract import ExporterOptions
-from dr.exporters.kit.validators import listed_once
+from dr.contract import ExporterOptions
+from dr.kits.validators import listed_once
 
 
 def absolute(name: str) -> str:

@@ -36,7 +36,7 @@ import dns.rdataclass
 import dns.rdatatype
 import dns.tsig
 
-from dr.exporters.contract import Outcome, OutcomeStatus
+from dr.contract import Outcome, OutcomeStatus
 from dr.exporters.dns import update_wire
 from dr.exporters.dns.transfer import Server, axfr
 

@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator
 
 import dns.tsigkeyring
 
-from dr.exporters.contract import Outcome, OutcomeStatus
+from dr.contract import Outcome, OutcomeStatus
 from dr.exporters.dns import rfc2136
 from dr.exporters.dns.options import absolute
 from dr.exporters.dns.reading import record_from, route53_provider, route53_sets

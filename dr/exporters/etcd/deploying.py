@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from dr.exporters.contract import Credential, RunNeeds
+from dr.contract import Credential, RunNeeds
 from dr.exporters.etcd.options import EtcdOptions
 
 _TLS_FILES = (("ca_file", "ca", "the PEM bundle that signs the etcd members' certificates"),

@@ -6,8 +6,8 @@ import filecmp
 import os
 from typing import Iterator
 
-from dr.exporters.contract import Sizing
-from dr.exporters.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter, NoDestination,
+from dr.contract import Sizing
+from dr.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter, NoDestination,
                                    Ordering, OrderingRule, Outcome, OutcomeStatus, RestoredContent, RestoreRequest,
                                    Rewriter, RunNeeds)
 from dr.exporters.etcd.deploying import run_needs

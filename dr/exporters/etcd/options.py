@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from dr.exporters.contract import ExporterOptions
-from dr.exporters.kit.validators import listed_once, plain_name
+from dr.contract import ExporterOptions
+from dr.kits.validators import listed_once, plain_name
 
 
 class EtcdCluster(ExporterOptions):

@@ -15,11 +15,11 @@ from typing import Callable, Iterator
 
 from pydantic import Field, field_validator
 
-from dr.exporters.contract import Sizing
-from dr.exporters.contract import (AnyOf, ArtifactSink, ContentReader, Destination, Discovered, Exporter,
+from dr.contract import Sizing
+from dr.contract import (AnyOf, ArtifactSink, ContentReader, Destination, Discovered, Exporter,
                                    ExporterOptions, NoDestination, Outcome, RestoredContent, RestoreOption,
                                    RestoreRequest, Rewriter, RunNeeds)
-from dr.exporters.contract import OutcomeStatus as Status
+from dr.contract import OutcomeStatus as Status
 from dr.model.artifacts import Artifact, Dependency, Sensitivity
 from dr.exporters.files.sops import KEY_LOST, sops_keys
 from dr.exporters.files.sops import KIND as SOPS_KEY

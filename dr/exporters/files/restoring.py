@@ -25,8 +25,8 @@ import shutil
 import stat
 from typing import Callable, Iterator
 
-from dr.exporters.contract import ContentReader, Outcome, RestoredContent, RestoreRequest
-from dr.exporters.contract import OutcomeStatus as Status
+from dr.contract import ContentReader, Outcome, RestoredContent, RestoreRequest
+from dr.contract import OutcomeStatus as Status
 from dr.exporters.files.exporter import (DIR_FLAGS, KEEP_SPECIAL, KINDS, READ_FLAGS, SPECIAL_BITS, WRITE_FLAGS, Stat,
                                          mode_text)
 from dr.model.artifacts import Artifact

@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from dr.exporters.contract import FindingCode
+from dr.contract import FindingCode
 
 KIND = "sops-key"
 #: the audit's blocker when every master key of a SOPS file is lost (Exporter.finding_codes)

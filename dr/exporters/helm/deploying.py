@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from dr.exporters.contract import Credential, RunNeeds
+from dr.contract import Credential, RunNeeds
 from dr.exporters.helm.options import HelmOptions
 from dr.exporters.helm.references import OCI
 

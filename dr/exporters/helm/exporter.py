@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Iterator
 
-from dr.exporters.contract import (ArtifactSink, ContentReader, CopyReport, Destination, Discovered, ExportContext,
+from dr.contract import (ArtifactSink, ContentReader, CopyReport, Destination, Discovered, ExportContext,
                                    Exporter, NoDestination, Ordering, Outcome, RemapKind, RestoreOption,
                                    RestoreRequest, Rewriter, RunNeeds)
 from dr.exporters.helm import records

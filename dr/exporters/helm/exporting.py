@@ -14,7 +14,7 @@ from __future__ import annotations
 import io
 from typing import TYPE_CHECKING
 
-from dr.exporters.contract import ArtifactSink
+from dr.contract import ArtifactSink
 from dr.exporters.helm import records
 from dr.exporters.helm.locating import DigestMismatch, Located
 from dr.exporters.helm.oci import sha256

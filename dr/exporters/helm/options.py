@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from dr.exporters.contract import ExporterOptions
+from dr.contract import ExporterOptions
 from dr.exporters.helm.references import OCI, ChartRef, check_url, check_version, oci_chart
 
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Iterator
 
 import yaml
 
-from dr.exporters.contract import ContentReader, Outcome, OutcomeStatus, RestoreRequest
+from dr.contract import ContentReader, Outcome, OutcomeStatus, RestoreRequest
 from dr.exporters.helm import records
 from dr.exporters.helm.oci import CHART, CONFIG, MANIFEST, PROVENANCE, OciRegistry, sha256
 from dr.exporters.helm.references import OCI

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from dr.exporters.contract import PlanDependency
+from dr.contract import PlanDependency
 from dr.exporters.helm.references import OCI, BadReference, ChartRef, from_dependency, pinned
 from dr.exporters.helm.transport import ChartError
 

@@ -8,7 +8,7 @@ Authentication follows the server's challenge (HTTP 401 `WWW-Authenticate`):
 A host that needs a login it does not have, or refuses the one given, is a ChartError saying
 so and naming the host and `auth_file`, never the credential. Loopback hosts are reached
 without the environment's proxies. TLS: the source's `ca_file` (helm's `--ca-file`), else the
-generic CA settings (dr.exporters.kit.tls); `tls_verify: false` wins over REQUESTS_CA_BUNDLE.
+generic CA settings (dr.kits.tls); `tls_verify: false` wins over REQUESTS_CA_BUNDLE.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import requests
 import requests.adapters
 
 from dr.exporters.helm.credentials import Credentials, CredentialsError
-from dr.exporters.kit.tls import PinnedTLS, verify_setting
+from dr.kits.tls import PinnedTLS, verify_setting
 from dr.model.redaction import redact
 
 

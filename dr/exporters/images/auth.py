@@ -25,7 +25,7 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from dr.exporters.kit.kubeconfigs import KubeconfigError, load_into, resolve
+from dr.kits.kubeconfigs import KubeconfigError, load_into, resolve
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ import requests
 from dr.exporters.images.auth import Credential
 from dr.exporters.images.errors import DigestMismatch, NotFound, RegistryError, TemporaryError, Unauthorized
 from dr.exporters.images.streams import READ_SIZE, HashingReader, Piece
-from dr.exporters.kit.tls import PinnedTLS
+from dr.kits.tls import PinnedTLS
 from dr.kits.retrying import policy
 
 MAX_BACKOFF = 30.0  # seconds: the longest wait between two attempts unless Retry-After asks more

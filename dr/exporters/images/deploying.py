@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from dr.exporters.contract import AWS_CREDENTIALS, ApiRead, Credential, RunNeeds
+from dr.contract import AWS_CREDENTIALS, ApiRead, Credential, RunNeeds
 from dr.exporters.images.options import ImagesOptions
 from dr.exporters.images.references import DOCKER_HUB, DOCKER_HUB_API, split_host
 

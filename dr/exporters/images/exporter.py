@@ -6,8 +6,8 @@ import os
 import time
 from typing import Callable, Iterator
 
-from dr.exporters.contract import Sizing
-from dr.exporters.contract import (AnyOf, ArtifactSink, ContentReader, CopyReport, Destination, Discovered,
+from dr.contract import Sizing
+from dr.contract import (AnyOf, ArtifactSink, ContentReader, CopyReport, Destination, Discovered,
                                    ExportContext, Exporter, NoDestination, Ordering, Outcome, RestoreRequest,
                                    Rewriter, RunNeeds)
 from dr.exporters.images.deploying import run_needs
@@ -18,7 +18,7 @@ from dr.exporters.images.exporting import KIND, ExportRun, resolve, wanted_image
 from dr.exporters.images.options import ImagesOptions, RegistryURL
 from dr.exporters.images.restoring import restore_images
 from dr.exporters.images.verifying import ImageCheck, verify_copies
-from dr.exporters.kit.tls import verify_setting
+from dr.kits.tls import verify_setting
 from dr.model.artifacts import Artifact, Sensitivity
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from dr.exporters.contract import ArtifactSink
+from dr.contract import ArtifactSink
 from dr.exporters.images import records
 from dr.exporters.images.client import NotFound, RegistryClient, RegistryError
 from dr.exporters.images.copying import Copied, Endpoint

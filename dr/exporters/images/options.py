@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
-from dr.exporters.contract import ExporterOptions
+from dr.contract import ExporterOptions
 from dr.exporters.images.references import parse, parse_pattern
 
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]")

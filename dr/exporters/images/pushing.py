@@ -16,7 +16,7 @@ from __future__ import annotations
 from contextlib import closing
 from typing import TYPE_CHECKING
 
-from dr.exporters.contract import ContentReader, IntegrityError
+from dr.contract import ContentReader, IntegrityError
 from dr.exporters.images.client import DigestMismatch, Manifest, sha256
 from dr.exporters.images.streams import HashingReader
 from dr.exporters.images.copying import Copier, Endpoint

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterator
 
-from dr.exporters.contract import ContentReader, EncryptionError, IntegrityError, Outcome, OutcomeStatus, RestoreRequest
+from dr.contract import ContentReader, EncryptionError, IntegrityError, Outcome, OutcomeStatus, RestoreRequest
 from dr.exporters.images import records
 from dr.exporters.images.client import RegistryError
 from dr.exporters.images.copying import Copier, Endpoint

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import requests
 import urllib3
 
-from dr.exporters.contract import ArtifactSink
+from dr.contract import ArtifactSink
 from dr.exporters.images.client import Manifest, TemporaryError
 from dr.exporters.images.streams import HashingReader
 from dr.exporters.images.copying import Endpoint, Tree

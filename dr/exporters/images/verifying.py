@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
-from dr.exporters.contract import ContentReader, EncryptionError, IntegrityError
+from dr.contract import ContentReader, EncryptionError, IntegrityError
 from dr.exporters.images import records
 from dr.exporters.images.client import RegistryError
 from dr.exporters.images.streams import HashingReader

@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 from typing import Iterator
 
-from dr.exporters.contract import Outcome, OutcomeStatus
+from dr.contract import Outcome, OutcomeStatus
 from dr.exporters.kubernetes.admission import refused_by_webhook
 from dr.exporters.kubernetes.cleaning import differences, for_create, normalized
 from dr.exporters.kubernetes.requesting import Api, KubeError

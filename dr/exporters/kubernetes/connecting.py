@@ -1,6 +1,6 @@
 """Connecting to a cluster: kubeconfig or in-cluster credentials, and the restore destination.
 
-The kubeconfig is resolved with kubectl's rules (dr.exporters.kit.kubeconfigs: the option's
+The kubeconfig is resolved with kubectl's rules (dr.kits.kubeconfigs: the option's
 file alone, else every $KUBECONFIG file merged, else ~/.kube/config, else in-cluster).
 
 The client's own retries are switched off (urllib3 would silently retry a 429 or a timed-out
@@ -18,7 +18,7 @@ import kubernetes.client
 import kubernetes.dynamic
 from kubernetes.utils.keepalive import tcp_keepalive_socket_options
 
-from dr.exporters.kit.kubeconfigs import KubeconfigError, load_into, resolve
+from dr.kits.kubeconfigs import KubeconfigError, load_into, resolve
 
 RECEIVE_BUFFER = 4 << 20  # capped by net.core.rmem_max
 

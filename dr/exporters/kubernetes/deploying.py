@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from dr.exporters.contract import CREDENTIALS_DIR, ApiRead, Credential, RunNeeds
+from dr.contract import CREDENTIALS_DIR, ApiRead, Credential, RunNeeds
 from dr.exporters.kubernetes.options import DEFAULT_WORKLOAD_KINDS, KubernetesOptions
 from dr.exporters.kubernetes.selecting import CONFIGURATION
 

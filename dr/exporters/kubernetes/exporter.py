@@ -7,8 +7,8 @@ import os
 import tempfile
 from typing import Iterator
 
-from dr.exporters.contract import Sizing
-from dr.exporters.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter,
+from dr.contract import Sizing
+from dr.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter,
                                    NoDestination, Ordering, Outcome, OutcomeStatus, RestoreRequest, Rewriter,
                                    RunNeeds)
 from dr.exporters.kubernetes.batches import KIND, SCANNED_KIND

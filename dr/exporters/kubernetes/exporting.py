@@ -21,7 +21,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable
 
-from dr.exporters.contract import ArtifactSink, ExportContext
+from dr.contract import ArtifactSink, ExportContext
 from dr.exporters.kubernetes import helm_releases
 from dr.exporters.kubernetes.batches import FORMAT, Batch
 from dr.exporters.kubernetes.discovering import served_types

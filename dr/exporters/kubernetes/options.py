@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from dr.exporters.contract import ExporterOptions
+from dr.contract import ExporterOptions
 
 DEFAULT_EXCLUDED_NAMESPACES = ["kube-system", "kube-public", "kube-node-lease"]
 # What most users expect a cluster backup to hold besides configuration: the workloads. Pods

@@ -8,7 +8,7 @@ below say where a reference points once this exporter's restore has applied a re
 
 from __future__ import annotations
 
-from dr.exporters.contract import RemapKind, RestoreOption, prefix_rewrite
+from dr.contract import RemapKind, RestoreOption, prefix_rewrite
 
 
 def namespaced_rewrite(reference: str, old: str, new: str) -> str | None:

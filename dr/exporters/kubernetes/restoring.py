@@ -17,7 +17,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable, Iterable, Iterator
 
-from dr.exporters.contract import ContentReader, Outcome, OutcomeStatus, RestoreRequest
+from dr.contract import ContentReader, Outcome, OutcomeStatus, RestoreRequest
 from dr.exporters.kubernetes import helm_releases
 from dr.exporters.kubernetes.admission import DELAYS, final_reason, retried_reason
 from dr.exporters.kubernetes.applying import Applier

@@ -35,7 +35,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from dr.exporters.contract import FindingCode
+from dr.contract import FindingCode
 from dr.exporters.kubernetes.resources import ResourceType
 
 KEY_LABEL = "sealedsecrets.bitnami.com/sealed-secrets-key"

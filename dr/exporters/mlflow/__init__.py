@@ -22,8 +22,8 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Iterator
 
-from dr.exporters.contract import Sizing
-from dr.exporters.contract import (ArtifactSink, ContentReader, CopyReport, Destination, Discovered, Exporter,
+from dr.contract import Sizing
+from dr.contract import (ArtifactSink, ContentReader, CopyReport, Destination, Discovered, Exporter,
                                    Ordering, OrderingRule, Outcome, OutcomeStatus, RemapKind, RestoreOption,
                                    RestoreRequest, Rewriter, RunNeeds)
 from dr.exporters.mlflow.deploying import run_needs

@@ -24,7 +24,7 @@ import io
 import json
 from typing import TYPE_CHECKING, BinaryIO
 
-from dr.exporters.contract import ArtifactSink, ContentReader, CopyReport, Outcome, OutcomeStatus
+from dr.contract import ArtifactSink, ContentReader, CopyReport, Outcome, OutcomeStatus
 from dr.exporters.mlflow.places import WeightsPlace, open_place
 from dr.exporters.mlflow.reading import aliases_of
 from dr.model.artifacts import Artifact, Dependency, Sensitivity

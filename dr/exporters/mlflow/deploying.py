@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from dr.exporters.contract import AWS_CREDENTIALS, Credential, RunNeeds
+from dr.contract import AWS_CREDENTIALS, Credential, RunNeeds
 from dr.exporters.mlflow.options import MlflowOptions
 
 AWS_S3 = "https://s3.amazonaws.com"

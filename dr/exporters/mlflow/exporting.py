@@ -22,7 +22,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
-from dr.exporters.contract import ArtifactSink
+from dr.contract import ArtifactSink
 from dr.exporters.mlflow.locating import Lookups, resolve
 from dr.exporters.mlflow.reading import (Lineage, ModelGone, aliases_of, change_token, dumps, list_models,
                                          list_versions, logged_model_location, model_lines)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator, model_validator
 
-from dr.exporters.contract import ExporterOptions
+from dr.contract import ExporterOptions
 
 
 class MlflowOptions(ExporterOptions):

@@ -10,7 +10,7 @@ MLFLOW_TRACKING_USERNAME / MLFLOW_TRACKING_PASSWORD (basic). Credentials are rea
 environment when a client is built and never appear in a message, a record or a finding.
 TLS too: MLFLOW_TRACKING_SERVER_CERT_PATH (a CA bundle), MLFLOW_TRACKING_CLIENT_CERT_PATH (a
 client certificate with its key), MLFLOW_TRACKING_INSECURE_TLS=true (no verification), else the
-generic CA settings (dr.exporters.kit.tls); proxies through HTTPS_PROXY/NO_PROXY, as MLflow's
+generic CA settings (dr.kits.tls); proxies through HTTPS_PROXY/NO_PROXY, as MLflow's
 own client (requests with its environment) reaches them.
 """
 
@@ -24,7 +24,7 @@ import requests
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
-from dr.exporters.kit.tls import PinnedTLS, flag, verify_setting
+from dr.kits.tls import PinnedTLS, flag, verify_setting
 from dr.model.redaction import redact
 
 API = "/api/2.0/mlflow"

@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-from dr.exporters.contract import Outcome, OutcomeStatus, RestoreRequest, prefix_rewrite
+from dr.contract import Outcome, OutcomeStatus, RestoreRequest, prefix_rewrite
 from dr.exporters.mlflow.locating import rewrite_run
 from dr.exporters.mlflow.reading import logged_model_id, logged_model_location
 from dr.exporters.mlflow.requesting import Client, MlflowError

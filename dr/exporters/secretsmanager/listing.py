@@ -17,7 +17,7 @@ from typing import Any, Iterator
 
 from pydantic import Field
 
-from dr.exporters.contract import ExporterOptions
+from dr.contract import ExporterOptions
 
 DEFAULT_KEY = "alias/aws/secretsmanager"  # what encrypts a secret that names no key
 _VOLATILE = ("LastAccessedDate", "ResponseMetadata")

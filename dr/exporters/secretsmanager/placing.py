@@ -7,7 +7,7 @@ its key does. The metadata record's dependencies say so, one per region:
   secretsmanager-secret     https://secretsmanager.<region>.amazonaws.com/<sealed name>
   secretsmanager-kms-key    https://kms.<region>.amazonaws.com/<key id, or a chosen alias sealed>
 (<sealed name>: the name's keyed digest, format.md 8.1: the record is a secret artifact; a key
-chosen by alias is sealed the same way, dr.exporters.kit.key_names, since a per-secret key's alias
+chosen by alias is sealed the same way, dr.repository.key_names, since a per-secret key's alias
 often repeats the secret's name. The plaintext names go into the record's sealed meta
 `sealed_names`, for `dr audit --identity`.)
 Regional endpoints, so a plan's rule for *.<region>.amazonaws.com places each in its region
@@ -24,8 +24,8 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any, Callable
 
-from dr.exporters.contract import AnyOf, FindingCode
-from dr.exporters.kit.key_names import kms_key
+from dr.contract import AnyOf, FindingCode
+from dr.repository.key_names import kms_key
 from dr.exporters.secretsmanager.listing import region_of
 from dr.model.artifacts import Artifact, Dependency
 

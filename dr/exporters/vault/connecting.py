@@ -19,7 +19,7 @@ import hvac.exceptions
 import requests
 import urllib3.exceptions
 
-from dr.exporters.kit.tls import flag, verify_setting
+from dr.kits.tls import flag, verify_setting
 
 from dr.exporters.vault.options import AppRoleAuth, KubernetesAuth, TokenAuth, VaultOptions
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from dr.exporters.contract import Credential, RunNeeds
+from dr.contract import Credential, RunNeeds
 from dr.exporters.vault.options import AppRoleAuth, KubernetesAuth, TokenAuth, VaultOptions
 
 

@@ -19,10 +19,10 @@ import json
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Iterator
 
-from dr.exporters.contract import (AnyOf, ArtifactSink, ContentReader, Destination, Discovered, Exporter, NoDestination,
+from dr.contract import (AnyOf, ArtifactSink, ContentReader, Destination, Discovered, Exporter, NoDestination,
                                    Ordering, Outcome, OutcomeStatus, RestoreOption, RestoreRequest, Rewriter,
                                    RunNeeds)
-from dr.exporters.kit.key_names import SEALED_NAMES, kms_key
+from dr.repository.key_names import SEALED_NAMES, kms_key
 from dr.exporters.vault.deploying import run_needs
 from dr.exporters.vault.kinds import CONFIG, SNAPSHOT, TOKEN_KEY, UNSEAL_KEY
 from dr.exporters.vault.kms import KeyRegions, key_regions

@@ -12,7 +12,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import Field, field_validator, model_validator
 
-from dr.exporters.contract import ExporterOptions
+from dr.contract import ExporterOptions
 
 ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token"

@@ -36,7 +36,7 @@ import hvac
 import hvac.adapters
 import hvac.exceptions
 
-from dr.exporters.contract import (ContentReader, EncryptionError, IntegrityError, Outcome, OutcomeStatus,
+from dr.contract import (ContentReader, EncryptionError, IntegrityError, Outcome, OutcomeStatus,
                                    RestoreRequest)
 from dr.exporters.vault.configuration import (PATHS, ConfigReader, empty_problems, kv_paths, recorded_kv_metadata,
                                              summary)

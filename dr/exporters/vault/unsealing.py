@@ -9,7 +9,7 @@ and the audit judges that dependency like any other, by where the plan places it
             reports. Any `threshold` of them suffice, yet each one is listed: losing one
             custodian with a region is worth a finding.
   awskms    `unseal-kms`, the key's regional endpoint: https://kms.<region>.amazonaws.com/<key>
-            (a chosen alias as its keyed digest, dr.exporters.kit.key_names: the snapshot is
+            (a chosen alias as its keyed digest, dr.repository.key_names: the snapshot is
             a secret artifact, format.md 8.1; the key's id and its host stay plaintext),
             so a rule for *.<region>.amazonaws.com places it in its region. A multi-region
             key (dr.exporters.vault.kms reads its replicas at backup time) gives one per
@@ -28,8 +28,8 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Callable
 
-from dr.exporters.contract import AnyOf, FindingCode
-from dr.exporters.kit.key_names import chosen_name, kms_key
+from dr.contract import AnyOf, FindingCode
+from dr.repository.key_names import chosen_name, kms_key
 from dr.exporters.vault.kms import KeyRegions
 from dr.exporters.vault.options import AwsKmsUnseal, ShamirUnseal, TransitUnseal, VaultOptions
 from dr.model.artifacts import Artifact, Dependency

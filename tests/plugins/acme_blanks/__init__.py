@@ -15,7 +15,7 @@ import hashlib
 import os
 from typing import Iterator, Literal
 
-from dr.exporters.contract import (ArtifactSink, ContentReader, Discovered, Exporter, ExporterOptions, Outcome,
+from dr.contract import (ArtifactSink, ContentReader, Discovered, Exporter, ExporterOptions, Outcome,
                                    OutcomeStatus, RestoredContent, RestoreRequest)
 from dr.model.artifacts import Artifact
 

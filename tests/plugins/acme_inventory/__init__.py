@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Iterator
 
-from dr.exporters.contract import ArtifactSink, Discovered, Exporter, ExporterOptions, Outcome
+from dr.contract import ArtifactSink, Discovered, Exporter, ExporterOptions, Outcome
 
 KIND = "dependency-inventory"
 

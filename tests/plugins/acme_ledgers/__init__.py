@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from typing import Iterator
 
-from dr.exporters.contract import (ArtifactSink, ContentReader, Discovered, Exporter, ExporterOptions, Outcome,
+from dr.contract import (ArtifactSink, ContentReader, Discovered, Exporter, ExporterOptions, Outcome,
                                    OutcomeStatus, RemapKind, RestoreRequest)
 from dr.model.artifacts import Artifact, Dependency
 

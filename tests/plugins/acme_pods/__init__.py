@@ -8,7 +8,7 @@ import json
 import os
 from typing import Iterator
 
-from dr.exporters.contract import (ArtifactSink, Discovered, Exporter, ExporterOptions, Ordering, Outcome,
+from dr.contract import (ArtifactSink, Discovered, Exporter, ExporterOptions, Ordering, Outcome,
                                    OutcomeStatus, RemapKind)
 from dr.model.artifacts import Dependency
 

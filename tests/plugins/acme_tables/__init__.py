@@ -13,7 +13,7 @@ import json
 import os
 from typing import Iterator
 
-from dr.exporters.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter,
+from dr.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter,
                                    ExporterOptions, Ordering, OrderingRule, Outcome, OutcomeStatus, RemapKind,
                                    RestoreRequest, Rewriter, prefix_rewrite)
 from dr.model.artifacts import Artifact, Dependency

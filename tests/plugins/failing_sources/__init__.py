@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from dr.exporters.contract import ArtifactSink, Discovered, Exporter, ExporterOptions
+from dr.contract import ArtifactSink, Discovered, Exporter, ExporterOptions
 from dr.repository.stores.base import TransientStoreError
 
 

@@ -23,8 +23,8 @@ import time
 from typing import Callable
 
 from dr.exporters.checkpoints.sharding.executors import CANNOT_START, Executor, ExecutorError, ShardJob, ShardOutcome
-from dr.exporters.contract import AWS_CREDENTIALS
-from dr.exporters.kit.kubeconfigs import KubeconfigError, load_into, resolve
+from dr.contract import AWS_CREDENTIALS
+from dr.kits.kubeconfigs import KubeconfigError, load_into, resolve
 
 MOUNT = "/etc/dr-shard"
 PYTHON = "python"  # the image's interpreter (Dockerfile: python:3.11-slim)

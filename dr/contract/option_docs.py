@@ -1,6 +1,6 @@
 """What a source's options are, read from its exporter's options model: for `dr plugins`.
 
-Where it sits: the registry (dr.exporters.registry) lists each installed exporter with
+Where it sits: the registry (dr.contract.registry) lists each installed exporter with
 option_docs(cls.Options). Every key a plan may write for the source is one OptionDoc: top-level
 fields, and the fields of nested models as `name.sub` or, inside a list, `name[].sub`. The
 description is the field's own (`Field(description=...)`, or its attribute docstring where the

@@ -1,6 +1,6 @@
 """Contract v2, what a source needs to run unattended in a pod: `Exporter.run_needs()` answers
 with a RunNeeds, which `dr deploy render` turns into mounts, Secret references, RBAC and a
-NetworkPolicy. Part of the contract (dr.exporters.contract re-exports every name); a module of
+NetworkPolicy. Part of the contract (dr.contract re-exports every name); a module of
 its own because only deployment reads it.
 """
 

@@ -27,7 +27,7 @@ from typing import Any, BinaryIO, Callable, ClassVar, Iterable, Iterator, Mappin
 from pydantic import BaseModel, ConfigDict
 
 # What a source needs in a pod (dr deploy render): its own module, part of the contract.
-from dr.exporters.pod_needs import AWS_CREDENTIALS, CREDENTIALS_DIR, ApiRead, ApiWrite, Credential, RunNeeds, Sizing
+from dr.contract.pod_needs import AWS_CREDENTIALS, CREDENTIALS_DIR, ApiRead, ApiWrite, Credential, RunNeeds, Sizing
 from dr.model.artifacts import Artifact, Dependency, Sensitivity
 from dr.repository.encryption import EncryptionError
 from dr.repository.repositories import IntegrityError
@@ -41,7 +41,7 @@ __all__ = ["CONTRACT_VERSION", "SUPPORTED_VERSIONS", "AnyOf", "ArtifactSink", "C
 
 CONTRACT_VERSION = 2
 # Versions dr still loads: the current one natively, older ones through an adapter
-# (dr.exporters.adapters). The deprecation policy is in docs/exporters.md.
+# (dr.contract.adapters). The deprecation policy is in docs/exporters.md.
 SUPPORTED_VERSIONS = (1, 2)
 
 Content = Union[bytes, Callable[[], BinaryIO]]

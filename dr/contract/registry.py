@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Iterable
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
 
-from dr.exporters.adapters import ADAPTERS
-from dr.exporters.contract import CONTRACT_VERSION, SUPPORTED_VERSIONS, Exporter, ExporterOptions
+from dr.contract.adapters import ADAPTERS
+from dr.contract import CONTRACT_VERSION, SUPPORTED_VERSIONS, Exporter, ExporterOptions
 
 GROUP = "dr.exporters"
 # pyproject.toml's [project.entry-points."dr.exporters"]; tests/exporters/test_registry.py keeps them equal
@@ -62,7 +62,7 @@ class PluginInfo:
     error: str = ""
     restore_options: list[str] = field(default_factory=list)  # "--flag METAVAR: help"
     remap_kinds: list[str] = field(default_factory=list)
-    # the plan options of its sources, from its options model (dr.exporters.option_docs), as JSON
+    # the plan options of its sources, from its options model (dr.contract.option_docs), as JSON
     options: list[dict] = field(default_factory=list)
 
 
@@ -118,7 +118,7 @@ class Registry:
         return kinds
 
     def info(self) -> list[PluginInfo]:
-        from dr.exporters.option_docs import option_docs  # only `dr plugins` lists options
+        from dr.contract.option_docs import option_docs  # only `dr plugins` lists options
 
         out = []
         for name in self.names():

@@ -1,6 +1,6 @@
 """Adapters that let an exporter written for an older contract run under this one.
 
-Where it sits: the registry (dr.exporters.registry) loads a plugin, sees its
+Where it sits: the registry (dr.contract.registry) loads a plugin, sees its
 `contract_version`, and wraps a class that speaks a supported older version in the adapter
 below. The core then asks every exporter the same questions; only this module knows what an
 older version meant. The deprecation policy (docs/exporters.md) says how long each lives.
@@ -8,7 +8,7 @@ older version meant. The deprecation policy (docs/exporters.md) says how long ea
 
 from __future__ import annotations
 
-from dr.exporters.contract import CONTRACT_VERSION, Exporter
+from dr.contract import CONTRACT_VERSION, Exporter
 
 
 def adapt_v1(cls: type[Exporter]) -> type[Exporter]:
