@@ -1,7 +1,7 @@
-"""docs/exporters.md and dr/contract/__init__.py must not drift apart (datasette's hook-docs test).
+"""docs/exporters.md and dr.contract must not drift apart (datasette's hook-docs test).
 
 The document carries the contract as Python stubs in fenced blocks whose first line is
-`# dr.contract`. For every public class of contract.py and every member defined in
+`# dr.contract`. For every public class of dr.contract's modules and every member defined in
 it (methods, properties, class attributes, enum members, dataclass fields, module constants),
 the stub must exist with the same signature, annotations and defaults as the code, and the
 name must also be explained in the prose. Stubs for things the code does not have fail too.
@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import enum
+import importlib
 import inspect
 import re
 import contextlib
@@ -33,7 +34,9 @@ ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "exporters.md"
 MARK = "# dr.contract"
 EXAMPLE_MARK = "# example: acme_dr/sqlite.py"
-NAMESPACE = vars(contract)
+# what the stubs' defaults evaluate in: the names every module of the contract sees
+NAMESPACE = {name: value for module in ("exporter", "declarations", "capabilities", "pod_needs")
+             for name, value in vars(importlib.import_module(f"dr.contract.{module}")).items()} | vars(contract)
 
 
 # -- reading the document -------------------------------------------------------------------------
@@ -62,9 +65,13 @@ def _doc_stubs() -> tuple[dict[str, ast.ClassDef], dict[str, ast.expr]]:
 
 # -- reading the code -----------------------------------------------------------------------------
 def _code_tree() -> ast.Module:
-    """contract.py with dr.contract.pod_needs, the part of the contract it re-exports."""
+    """dr.contract: its package module and the modules it re-exports (the required exporter, the
+    declarations, the capabilities, the pod needs)."""
+    from dr.contract import capabilities, declarations, exporter
+
     tree = ast.parse(Path(contract.__file__).read_text())
-    tree.body += ast.parse(Path(pod_needs.__file__).read_text()).body
+    for module in (exporter, declarations, capabilities, pod_needs):
+        tree.body += ast.parse(Path(module.__file__).read_text()).body
     return tree
 
 
@@ -287,18 +294,10 @@ def _builtin_exporters() -> dict[str, type]:
 
 
 def _exporter_doc(name: str) -> str:
-    """docs/<name>.md when it exists, else the docs/exporters.md section whose heading names
-    `name` (up to the next heading of the same or a higher level)."""
-    own = ROOT / "docs" / f"{name}.md"
-    if own.is_file():
-        return own.read_text()
-    text = DOC.read_text()
-    heading = re.search(rf"^(#+) [^\n]*`{re.escape(name)}`[^\n]*$", text, re.M)
-    assert heading, f"docs/exporters.md has no section for the {name} exporter (a heading naming `{name}`)"
-    level = len(heading.group(1))
-    rest = text[heading.end():]
-    end = re.search(rf"^#{{1,{level}}} ", rest, re.M)
-    return rest[:end.start()] if end else rest
+    """The exporter's own page, docs/exporters/<name>.md."""
+    own = ROOT / "docs" / "exporters" / f"{name}.md"
+    assert own.is_file(), f"the {name} exporter has no page docs/exporters/{name}.md"
+    return own.read_text()
 
 
 def _nested_model(annotation) -> type[pydantic.BaseModel] | None:

@@ -13,17 +13,13 @@ from __future__ import annotations
 import ast
 import os
 
-from dr.contract.registry import BUILTIN, Registry
+from dr.contract.registry import Registry
 from dr.model import kinds
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # dr/exporters/__init__.py is the package's own docstring, not an exporter: it is checked
 CORE_IN_EXPORTERS = ("dr/exporters/__init__.py",)
 STILL_NAMED = {
-    # the built-in entry points, read without importlib.metadata (a tenth of an unchanged backup's
-    # time, issue 15); tests/exporters/test_registry.py holds them equal to pyproject.toml's
-    **{("dr/contract/registry.py", name): "BUILTIN: pyproject's entry points, without importlib.metadata"
-       for name in BUILTIN},
     ("dr/cli/commands/verify.py", "images"): "dr verify --images, the deprecated alias of --type images (one release)",
     **{("dr/cli/demo.py", name): "the demo builds a plan of built-in sources (it moves beside drills, item 3)"
        for name in ("checkpoints", "git", "kubernetes", "mlflow")},

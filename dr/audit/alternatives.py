@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Mapping
 
 from dr.audit.gathering import EXAMPLES, DependencyIndex, DependencyUse, Record, artifact_name
+from dr.contract.capabilities import overrides
 from dr.contract import AnyOf, Exporter
 from dr.model.artifacts import Artifact
 from dr.model.recovery import AnyJudgement, RecoveryJudge, judge_any
@@ -27,7 +28,7 @@ from dr.model.recovery import AnyJudgement, RecoveryJudge, judge_any
 
 def declares_any_of(exporter: Exporter) -> bool:
     """The exporter's class overrides restore_needs (the default declares none)."""
-    return type(exporter).restore_needs is not Exporter.restore_needs
+    return overrides(type(exporter), "restore_needs")
 
 
 @dataclass(slots=True)

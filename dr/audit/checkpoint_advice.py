@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from dr.contract.capabilities import overrides
 from dr.contract import CheckpointSave, ExportContext, Exporter
 from dr.contract.registry import PluginError, Registry
 from dr.model.checkpoint_intervals import Figures, Save, lost_per_failure, measure, waste_fraction
@@ -121,7 +122,7 @@ def recorded_saves(repo: Repository, snapshots: list[Snapshot], source: str,
     """The saves, per run, that the newest snapshot holding `source` records (None: no snapshot
     holds it, or its exporter keeps no checkpoints)."""
     holding = [s for s in snapshots if source in s.source_names()]
-    if not holding or type(exporter).checkpoint_saves is Exporter.checkpoint_saves:
+    if not holding or not overrides(type(exporter), "checkpoint_saves"):
         return None
     snap = holding[-1]
     by_run: dict[str, list[CheckpointSave]] = {}
@@ -135,7 +136,7 @@ def _exporter(plan: Plan, registry: Registry, source: SourceSpec) -> Exporter | 
         cls = registry.get(source.type)
     except PluginError:
         return None  # the plan's plugin problems are reported when it loads
-    if cls.checkpoint_saves is Exporter.checkpoint_saves:
+    if not overrides(cls, "checkpoint_saves"):
         return None  # keeps no checkpoints
     return cls(ExportContext(source.name, plan.options[source.name], plan.base_dir, source.sensitivity))
 

@@ -1,15 +1,19 @@
 """Finding exporters: the `dr.exporters` entry-point group, built-ins included.
 
-dr's own exporters (BUILTIN) are found without reading the installed distributions' entry
-points: a run whose plan uses only them (every cron backup of a plan without plugins) does not
-pay for importing importlib.metadata and reading every distribution's metadata, which cost an
-unchanged backup ~10% of its time (docs/benchmarks.md, issue 15). A built-in name is always
+dr's own exporters (BUILTIN) are its own distribution's entry points, read from its
+entry_points.txt without importlib.metadata: a run whose plan uses only them (every cron backup
+of a plan without plugins) does not pay for importing importlib.metadata (85 ms) and reading
+every distribution's metadata, which cost an unchanged backup ~10% of its time
+(docs/benchmarks.md, issue 15). There is no second list of them. A built-in name is always
 dr's own exporter; a plugin that registers one is not used (`dr plugins` lists the built-in).
 """
 
 from __future__ import annotations
 
 import importlib
+import os
+import re
+import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
@@ -18,23 +22,53 @@ if TYPE_CHECKING:
 
 from dr.contract.adapters import ADAPTERS
 from dr.contract import CONTRACT_VERSION, SUPPORTED_VERSIONS, Exporter, ExporterOptions
+from dr.contract.capabilities import complete, implemented
 
 GROUP = "dr.exporters"
-# pyproject.toml's [project.entry-points."dr.exporters"]; tests/exporters/test_registry.py keeps them equal
-BUILTIN = {
-    "git": "dr.exporters.git:GitExporter",
-    "files": "dr.exporters.files:FilesExporter",
-    "kubernetes": "dr.exporters.kubernetes:KubernetesExporter",
-    "checkpoints": "dr.exporters.checkpoints:CheckpointsExporter",
-    "images": "dr.exporters.images:ImagesExporter",
-    "etcd": "dr.exporters.etcd:EtcdExporter",
-    "dns": "dr.exporters.dns:DnsExporter",
-    "vault": "dr.exporters.vault:VaultExporter",
-    "secretsmanager": "dr.exporters.secretsmanager:SecretsManagerExporter",
-    "mlflow": "dr.exporters.mlflow:MlflowExporter",
-    "helm": "dr.exporters.helm:HelmExporter",
-    "certificates": "dr.exporters.certificates:CertificatesExporter",
-}
+_OWN_DIST_INFO = re.compile(r"^dr-[^-]+\.dist-info$")  # dr's own, not a plugin's (dr_sqlite-1.0.dist-info)
+
+
+def _group_in(text: str, group: str) -> dict[str, str]:
+    """name -> value of one group of an entry_points.txt (the packaging spec's INI subset)."""
+    found, current = {}, None
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("[") and line.endswith("]"):
+            current = line[1:-1].strip()
+        elif current == group and "=" in line and not line.startswith(("#", ";")):
+            name, _, value = line.partition("=")
+            found[name.strip()] = value.strip()
+    return found
+
+
+def _own_entry_points() -> dict[str, str]:
+    """dr's own `dr.exporters` entry points, read from its installed entry_points.txt (a
+    dr-*.dist-info beside the running package first, then on sys.path's site-packages, then the
+    rest of sys.path: listing the standard library's folder alone costs 6 ms), else from the
+    pyproject.toml of a source tree run without installing."""
+    beside = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    packages = [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
+    for folder in dict.fromkeys([beside, *packages, *sys.path]):
+        try:
+            names = os.listdir(folder or ".")
+        except OSError:
+            continue
+        for name in names:
+            path = os.path.join(folder or ".", name, "entry_points.txt")
+            if _OWN_DIST_INFO.match(name) and os.path.isfile(path):
+                with open(path, encoding="utf-8") as handle:
+                    return _group_in(handle.read(), GROUP)
+    pyproject = os.path.join(beside, "pyproject.toml")
+    if os.path.isfile(pyproject):
+        import tomllib
+
+        with open(pyproject, "rb") as handle:
+            return dict(tomllib.load(handle).get("project", {}).get("entry-points", {}).get(GROUP, {}))
+    return {}
+
+
+# The built-ins: pyproject.toml's [project.entry-points."dr.exporters"], as installed
+BUILTIN = _own_entry_points()
 
 
 @dataclass(frozen=True)
@@ -64,6 +98,8 @@ class PluginInfo:
     remap_kinds: list[str] = field(default_factory=list)
     # the plan options of its sources, from its options model (dr.contract.option_docs), as JSON
     options: list[dict] = field(default_factory=list)
+    # the optional capabilities it implements, "name vN" (dr.contract.capabilities)
+    capabilities: list[str] = field(default_factory=list)
 
 
 class Registry:
@@ -128,7 +164,8 @@ class Registry:
                 options = [f"--{o.flag} {o.metavar}".rstrip() + f": {o.help}" for o in cls.restore_options]
                 out.append(PluginInfo(name, self._eps[name].value, cls.summary, version, "", options,
                                       [k.name for k in cls.remap_kinds],
-                                      [doc.to_json() for doc in option_docs(cls.Options)]))
+                                      [doc.to_json() for doc in option_docs(cls.Options)],
+                                      [f"{c.name} v{c.version}" for c in implemented(cls)]))
             except PluginError as exc:
                 out.append(PluginInfo(name, self._eps[name].value, "", 0, str(exc)))
         return out
@@ -152,4 +189,4 @@ class Registry:
             supported = ", ".join(f"v{v}" for v in SUPPORTED_VERSIONS)
             raise PluginError(f"exporter '{ep.name}' implements contract v{version}; "
                               f"this dr speaks {supported}")
-        return cls if version == CONTRACT_VERSION else ADAPTERS[version](cls)
+        return complete(cls if version == CONTRACT_VERSION else ADAPTERS[version](cls))

@@ -27,6 +27,7 @@ import git
 from pydantic import Field, field_validator
 
 from dr.contract import Sizing
+from dr.contract import Planning, AuditDeclarations, DeployNeeds, DrillComparison
 from dr.contract import (CREDENTIALS_DIR, ArtifactSink, ContentReader, Credential, Destination, Discovered,
                                    Exporter, ExporterOptions, Ordering, OrderingRule, Outcome, OutcomeStatus, RemapKind,
                                    RestoreRequest, Rewriter, RunNeeds, prefix_rewrite)
@@ -192,7 +193,7 @@ def _remotes(tree: str) -> set[str]:
         return set()
     return {config[s]["url"] for s in config.sections() if s.startswith("remote ") and "url" in config[s]}
 
-class GitExporter(Exporter):
+class GitExporter(Exporter, Planning, AuditDeclarations, DeployNeeds, DrillComparison):
     type_name = "git"
     contract_version = 2
     sizing = Sizing(scratch_limit="10Gi")  # mirror clones go under /tmp before they are bundled

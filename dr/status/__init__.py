@@ -11,7 +11,7 @@ refuse is a recovery point already lost, so it is a breach.
 from __future__ import annotations
 
 from dr.audit.rpo_status import RpoStatus, rpo_status
-from dr.contract import Exporter
+from dr.contract.capabilities import overrides
 from dr.contract.registry import PluginError, Registry
 from dr.model.plans import Plan, TargetSpec
 from dr.repository.locks import Lock
@@ -51,6 +51,6 @@ def _copy_rows(plan: Plan, registry: Registry, target: TargetSpec, read_data: bo
 def _reports_own_copies(registry: Registry, kind: str) -> bool:
     """An exporter with its own rpo_report checks its copies there (checkpoints: per run and tier)."""
     try:
-        return registry.get(kind).rpo_report is not Exporter.rpo_report
+        return overrides(registry.get(kind), "rpo_report")
     except PluginError:
         return True  # the plan's plugin problems are reported when it loads

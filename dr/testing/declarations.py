@@ -12,6 +12,7 @@ import re
 from typing import Any, Mapping
 
 from dr.audit.findings import CODES
+from dr.contract.capabilities import complete
 from dr.contract import AnyOf, Destination, Exporter, FindingCode, NoDestination, RemapKind
 from dr.model.artifacts import Artifact
 from dr.restore.estimating import BYTE_PARTS
@@ -58,7 +59,9 @@ def _selector_problem(selector: str) -> str:
 
 
 def declaration_problems(cls: type[Exporter]) -> list[str]:
-    """The class-level declarations: remap kinds, origin and checked kinds, ordering, restore options."""
+    """The class-level declarations: remap kinds, origin and checked kinds, ordering, restore options
+    (of `cls` as the registry loads it: with the defaults of the capabilities it does not implement)."""
+    cls = complete(cls)
     problems = [p for kind in cls.remap_kinds for p in _remap_kind_problems(kind)]
     names = [k.name for k in cls.remap_kinds if isinstance(k, RemapKind)]
     problems += [f"remap kind {n!r} is declared twice" for n in sorted(set(names)) if names.count(n) > 1]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from importlib.metadata import EntryPoint
+from pathlib import Path
 from typing import Iterator
 
 import pytest
@@ -62,7 +63,7 @@ def test_a_plugin_for_another_contract_version_is_refused_and_dr_plugins_says_wh
 
 
 def test_a_plugin_that_declares_the_current_version_loads():
-    assert _registry("current", "Current").get("current") is Current
+    assert issubclass(_registry("current", "Current").get("current"), Current)
 
 
 def test_every_installed_exporter_declares_the_current_version():
@@ -90,7 +91,7 @@ def test_a_v1_plugin_loads_through_its_adapter_and_keeps_hearing_every_remap():
     exporter = cls(ExportContext("s", ExporterOptions(), "/"))
     assert exporter.request_remap("registry", "old.example", "new.example") == {"registry:old.example": "new.example"}
     # a v2 exporter hears only the kinds it declares
-    assert Current(ExportContext("s", ExporterOptions(), "/")).request_remap("registry", "a", "b") == {}
+    assert _registry("current", "Current").get("current")(ExportContext("s", ExporterOptions(), "/")).request_remap("registry", "a", "b") == {}
     assert exporter.ordering.roles == frozenset() and exporter.scratch_destination("/x") == "/x"
 
 
@@ -100,15 +101,20 @@ def test_remap_kinds_of_the_installed_exporters_name_who_applies_them():
     assert kinds["bucket"] == ["checkpoints"]
 
 
-def test_the_builtin_table_is_the_packages_entry_points():
-    # BUILTIN lets a run find dr's own exporters without reading every distribution's metadata;
-    # it must say what pyproject.toml installs
+def test_the_builtins_are_the_packages_entry_points_and_pyprojects():
+    # BUILTIN is read from dr's installed entry_points.txt without importlib.metadata: it must be
+    # what importlib.metadata reads, and what pyproject.toml declares (no second list)
+    import tomllib
     from importlib.metadata import distribution
 
-    from dr.contract.registry import BUILTIN, GROUP
+    from dr.contract.registry import BUILTIN, GROUP, _group_in
 
     installed = {ep.name: ep.value for ep in distribution("dr").entry_points if ep.group == GROUP}
-    assert BUILTIN == installed
+    with open(Path(__file__).resolve().parents[2] / "pyproject.toml", "rb") as handle:
+        declared = tomllib.load(handle)["project"]["entry-points"][GROUP]
+    assert BUILTIN == installed == declared and len(BUILTIN) >= 12
+    text = "[console_scripts]\ndr = x:y\n\n[dr.exporters]\n# a comment\na = m:A\n b = n:B \n[other]\nc = o:C\n"
+    assert _group_in(text, GROUP) == {"a": "m:A", "b": "n:B"}
 
 
 def test_a_builtin_exporter_loads_without_reading_the_installed_metadata():

@@ -1,4 +1,4 @@
-"""docs/kubernetes.md documents every option of the kubernetes exporter, with its real default."""
+"""docs/exporters/kubernetes.md documents every option of the kubernetes exporter, with its real default."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import yaml
 
 from dr.exporters.kubernetes.options import KubernetesOptions
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "kubernetes.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "exporters" / "kubernetes.md"
 
 
 def _rows() -> dict[str, str]:
@@ -41,4 +41,4 @@ def test_no_documented_option_is_unknown_and_the_example_plan_source_validates()
     common = {"name", "type", "schedule", "rpo", "targets", "sensitivity"}
     KubernetesOptions(**{k: v for k, v in source.items() if k not in common})
     assert any("exporters.md" in line for line in DOC.read_text().splitlines())
-    assert "kubernetes.md" in (DOC.parent / "exporters.md").read_text()
+    assert "exporters/kubernetes.md" in (DOC.parent.parent / "exporters.md").read_text()

@@ -1,4 +1,5 @@
-"""`dr plugins`: the installed exporters, their contract version, plan options, restore options and remap kinds."""
+"""`dr plugins`: the installed exporters, their contract version, capabilities, plan options, restore options and
+remap kinds."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ def run(args: argparse.Namespace, out: Output) -> int:
         out.say(f"{info.name:<14} contract v{info.contract_version}  {info.value}\n{'':<14} {state}")
         for option in info.restore_options:
             out.say(f"{'':<14} restore option {option}")
+        if info.capabilities:
+            out.say(f"{'':<14} capabilities: {', '.join(info.capabilities)}")
         if info.remap_kinds:
             out.say(f"{'':<14} remap kinds: {', '.join(info.remap_kinds)}")
         for option in info.options:

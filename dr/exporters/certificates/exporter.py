@@ -24,10 +24,11 @@ from dr.exporters.certificates.restoring import KEY_DIR, CertificateRestore
 from dr.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter, Ordering,
                                    OrderingRule, Outcome, OutcomeStatus, RestoreOption, RestoreRequest, Rewriter,
                                    RunNeeds)
+from dr.contract import Planning, AuditDeclarations, DeployNeeds, DrillComparison
 from dr.model.artifacts import Artifact
 
 
-class CertificatesExporter(Exporter):
+class CertificatesExporter(Exporter, Planning, AuditDeclarations, DeployNeeds, DrillComparison):
     type_name = "certificates"
     summary = "ACM certificates: domains, expiry from their bytes, in-use-by, exportability; keys optional and secret"
     contract_version = 2

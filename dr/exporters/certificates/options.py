@@ -1,4 +1,4 @@
-"""The `certificates` exporter's plan options (documented in docs/exporters.md, section `certificates`)."""
+"""The `certificates` exporter's plan options (documented in docs/exporters/certificates.md)."""
 
 from __future__ import annotations
 

@@ -40,6 +40,7 @@ from dr.exporters.checkpoints.sharding import Executor, make_executor
 from dr.exporters.checkpoints.status import CopyCheck, RunRPO, rpo_report, verify_copies
 from dr.exporters.checkpoints.transfer.transferring import Transfer
 from dr.contract import Sizing
+from dr.contract import Planning, OutsideCopies, CheckpointSaves, DeployNeeds, RtoEstimates
 from dr.contract import (AnyOf, ArtifactSink, ContentReader, Destination, Discovered,
                                    ExportContext, Exporter, Ordering, OrderingRule, Outcome, RemapKind, RestoreOption,
                                    RestoreRequest, Rewriter, RpoRow, RunNeeds, CopyReport,
@@ -49,7 +50,7 @@ from dr.model.artifacts import Artifact
 __all__ = ["CheckpointsExporter", "CopyCheck", "KIND", "REMAP_KEYS", "RunRPO", "rpo_report", "verify_copies"]
 
 
-class CheckpointsExporter(Exporter):
+class CheckpointsExporter(Exporter, Planning, OutsideCopies, CheckpointSaves, DeployNeeds, RtoEstimates):
     type_name = "checkpoints"
     summary = ("Training checkpoints on S3 or shared filesystems: complete ones copied, verified and "
                "loadable in place, to tiered DR targets")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from dr.contract import Sizing
+from dr.contract import Planning, DeployNeeds, RtoEstimates, DrillComparison
 from dr.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter, Ordering,
                                    OrderingRule, Outcome, OutcomeStatus, RemapKind, RestoreOption, RestoreRequest,
                                    Rewriter, RunNeeds)
@@ -25,7 +26,7 @@ def _target_rewrite(reference: str, old: str, new: str) -> str | None:
     return new if same_target(reference, old) else None
 
 
-class DnsExporter(Exporter):
+class DnsExporter(Exporter, Planning, DeployNeeds, RtoEstimates, DrillComparison):
     type_name = "dns"
     summary = "DNS zones (Route53 and any server that allows AXFR) through octoDNS: records, targets, TTLs, cutover"
     Options = DnsOptions

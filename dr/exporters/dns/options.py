@@ -1,4 +1,4 @@
-"""The `dns` exporter's plan options (documented in docs/exporters.md, section `dns`)."""
+"""The `dns` exporter's plan options (documented in docs/exporters/dns.md)."""
 
 from __future__ import annotations
 

@@ -7,6 +7,7 @@ import os
 from typing import Iterator
 
 from dr.contract import Sizing
+from dr.contract import Planning, DeployNeeds, DrillComparison
 from dr.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter, NoDestination,
                                    Ordering, OrderingRule, Outcome, OutcomeStatus, RestoredContent, RestoreRequest,
                                    Rewriter, RunNeeds)
@@ -24,7 +25,7 @@ SAME_VERSION_ONLY = (
     "migrating to another cluster or version (restore objects through the kubernetes exporter for that)")
 
 
-class EtcdExporter(Exporter):
+class EtcdExporter(Exporter, Planning, DeployNeeds, DrillComparison):
     type_name = "etcd"
     summary = "etcd clusters (self-managed control planes): verified snapshots through the maintenance API"
     Options = EtcdOptions

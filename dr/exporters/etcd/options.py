@@ -1,4 +1,4 @@
-"""The `etcd` exporter's plan options (documented in docs/exporters.md, section `etcd`)."""
+"""The `etcd` exporter's plan options (documented in docs/exporters/etcd.md)."""
 
 from __future__ import annotations
 

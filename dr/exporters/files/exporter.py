@@ -16,6 +16,7 @@ from typing import Callable, Iterator
 from pydantic import Field, field_validator
 
 from dr.contract import Sizing
+from dr.contract import Planning, AuditDeclarations, OutsideCopies, DeployNeeds, DrillComparison
 from dr.contract import (AnyOf, ArtifactSink, ContentReader, Destination, Discovered, Exporter,
                                    ExporterOptions, NoDestination, Outcome, RestoredContent, RestoreOption,
                                    RestoreRequest, Rewriter, RunNeeds)
@@ -81,7 +82,7 @@ def mode_text(st: Stat) -> str:
     return f"{stat.S_IMODE(st.st_mode):04o}"
 
 
-class FilesExporter(Exporter):
+class FilesExporter(Exporter, Planning, AuditDeclarations, OutsideCopies, DeployNeeds, DrillComparison):
     type_name = "files"
     contract_version = 2
     sizing = Sizing(162, "Backup of a directory to S3: dr vs restic, first backup of 1 GiB")

@@ -8,6 +8,7 @@ from typing import Iterator
 from dr.contract import (ArtifactSink, ContentReader, CopyReport, Destination, Discovered, ExportContext,
                                    Exporter, NoDestination, Ordering, Outcome, RemapKind, RestoreOption,
                                    RestoreRequest, Rewriter, RunNeeds)
+from dr.contract import Planning, OutsideCopies, DeployNeeds, RtoEstimates, DrillComparison
 from dr.exporters.helm import records
 from dr.exporters.helm.credentials import Credentials
 from dr.exporters.helm.deploying import run_needs
@@ -24,7 +25,7 @@ from dr.model.artifacts import Artifact, Sensitivity
 REMAP = "chart-repository"
 
 
-class HelmExporter(Exporter):
+class HelmExporter(Exporter, Planning, OutsideCopies, DeployNeeds, RtoEstimates, DrillComparison):
     type_name = "helm"
     summary = ("Helm charts, checked against their published digests, with provenance: the charts of the "
                "plan's Helm releases and the charts it lists; restored into a chart directory or an OCI registry")

@@ -1,5 +1,5 @@
-"""The `helm` exporter's plan options, validated when the plan is loaded (docs/exporters.md,
-section "The `helm` exporter", describes each one; a test keeps the two equal).
+"""The `helm` exporter's plan options, validated when the plan is loaded (docs/exporters/helm.md
+describes each one; a test keeps the two equal).
 """
 
 from __future__ import annotations

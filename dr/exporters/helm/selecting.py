@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 DEPENDENCY_KIND = "helm-chart-repo"
 CHART_DEPENDENCY_KIND = "helm-chart"
-# the detail the kubernetes exporter gives a release's helm-chart dependency (docs/kubernetes.md)
+# the detail the kubernetes exporter gives a release's helm-chart dependency (docs/exporters/kubernetes.md)
 _RELEASE = re.compile(r"^helm release ([^/\s]+)/(\S+) v(\d+)")
 
 

@@ -7,6 +7,7 @@ import time
 from typing import Callable, Iterator
 
 from dr.contract import Sizing
+from dr.contract import Planning, OutsideCopies, DeployNeeds, RtoEstimates, DrillComparison
 from dr.contract import (AnyOf, ArtifactSink, ContentReader, CopyReport, Destination, Discovered,
                                    ExportContext, Exporter, NoDestination, Ordering, Outcome, RestoreRequest,
                                    Rewriter, RunNeeds)
@@ -71,7 +72,7 @@ def tls_for(host: str, ca_file: str | None, certs_dir: str, verify: bool) -> tup
             pair if all(os.path.isfile(p) for p in pair) else None)
 
 
-class ImagesExporter(Exporter):
+class ImagesExporter(Exporter, Planning, OutsideCopies, DeployNeeds, RtoEstimates, DrillComparison):
     type_name = "images"
     summary = ("Container images by digest (every platform, signatures, attestations), copied to DR "
                "registries; the images the plan's other sources run")

@@ -1,5 +1,5 @@
-"""The `images` exporter's plan options, validated when the plan is loaded (docs/exporters.md,
-section "images", describes each one; a test keeps the two equal).
+"""The `images` exporter's plan options, validated when the plan is loaded (docs/exporters/images.md
+describes each one; a test keeps the two equal).
 """
 
 from __future__ import annotations

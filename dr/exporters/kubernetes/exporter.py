@@ -8,6 +8,7 @@ import tempfile
 from typing import Iterator
 
 from dr.contract import Sizing
+from dr.contract import Planning, AuditDeclarations, DeployNeeds, DrillComparison
 from dr.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter,
                                    NoDestination, Ordering, Outcome, OutcomeStatus, RestoreRequest, Rewriter,
                                    RunNeeds)
@@ -26,7 +27,7 @@ PLAN_CONFIGMAP = "dr-plan"  # dr.deploy.objects.PLAN_CONFIGMAP (tests/cli/test_p
 from dr.model.artifacts import Artifact
 
 
-class KubernetesExporter(Exporter):
+class KubernetesExporter(Exporter, Planning, AuditDeclarations, DeployNeeds, DrillComparison):
     type_name = "kubernetes"
     summary = ("Kubernetes objects: CRDs and custom resources (Kueue, cert-manager ...), namespaces, "
                "config, Secrets (encrypted), RBAC, Helm releases, chosen workloads")

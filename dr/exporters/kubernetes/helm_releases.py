@@ -14,7 +14,7 @@ Helm does not record the repository a chart was installed from. The chart's own 
 the best evidence there is: a `dr.io/chart-repo` or `artifacthub.io/repository` annotation if
 the chart carries one, else its first `sources` URL, else its `home`.
 
-What a release needs (docs/kubernetes.md, "Helm releases"): the exact chart it runs, as a
+What a release needs (docs/exporters/kubernetes.md, "Helm releases"): the exact chart it runs, as a
 `helm-chart` dependency pinned to name and version, `<repository>/<name>:<version>`
 (`https://charts.example.com/stable/web:1.0.0`, `oci://registry.example.com/charts/web:1.0.0`),
 so a chart copier copies that chart and not the whole repository, and the reference still

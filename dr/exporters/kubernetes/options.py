@@ -22,7 +22,7 @@ DEFAULT_SPOT_NOTICE = {"gke": 30, "aws": 120, "azure": 30, "other": 30}
 
 
 class ReadinessOptions(ExporterOptions):
-    """The go-live checks run on what the backup lists (readiness/, docs/kubernetes.md)."""
+    """The go-live checks run on what the backup lists (readiness/, docs/exporters/kubernetes.md)."""
 
     checks: list[Literal["pdb", "serving", "spot"]] = Field(default_factory=lambda: list(READINESS_CHECKS),
                                                           description="the checks to run; [] runs none")

@@ -10,7 +10,7 @@ the planner, the audit and `dr verify` ask the contract v2 questions. The module
   runs         runs and experiments in the destination (ids mapped)
   restoring    models and versions in the destination, numbers intact
 
-What a snapshot holds: one `registered-model` artifact per model (JSON Lines, docs/exporters.md
+What a snapshot holds: one `registered-model` artifact per model (JSON Lines, docs/exporters/mlflow.md
 section `mlflow`); with copy_artifacts, one small `model-weights-copy` artifact per copied
 version, naming the copy and its manifest's digest and providing the version's source location.
 dr never imports the `mlflow` package: the REST API is enough, and that package is large.
@@ -23,6 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Iterator
 
 from dr.contract import Sizing
+from dr.contract import Planning, OutsideCopies, DeployNeeds, RtoEstimates, DrillComparison
 from dr.contract import (ArtifactSink, ContentReader, CopyReport, Destination, Discovered, Exporter,
                                    Ordering, OrderingRule, Outcome, OutcomeStatus, RemapKind, RestoreOption,
                                    RestoreRequest, Rewriter, RunNeeds)
@@ -41,7 +42,7 @@ COPY = "model-weights-copy"
 __all__ = ["COPY", "MODEL", "MlflowExporter"]
 
 
-class MlflowExporter(Exporter):
+class MlflowExporter(Exporter, Planning, OutsideCopies, DeployNeeds, RtoEstimates, DrillComparison):
     type_name = "mlflow"
     summary = ("MLflow model registry: models, versions, aliases, stages and their runs' lineage, restored "
                "with version numbers intact; weights optionally copied to DR storage")

@@ -1,4 +1,4 @@
-"""The `mlflow` source's options (validated when the plan loads; docs/exporters.md, `mlflow`)."""
+"""The `mlflow` source's options (validated when the plan loads; docs/exporters/mlflow.md)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Where it sits: exporting.py asks for the listings (every export), and for a model's lines only
 when its change token differs from the previous snapshot's (the sink decides, by calling the
-content callable). The format of the lines is in docs/exporters.md (`mlflow`):
+content callable). The format of the lines is in docs/exporters/mlflow.md:
 
   {"record": "registered-model", ...}   first: name, description, tags, aliases, timestamps
   {"record": "model-version", ...}      each version as the server gives it, plus its aliases

@@ -24,6 +24,7 @@ from typing import Iterator
 
 from dr.contract import (AWS_CREDENTIALS, AnyOf, ArtifactSink, ContentReader, Destination, Discovered, Exporter,
                                    Ordering, Outcome, OutcomeStatus, RestoreRequest, Rewriter, RunNeeds)
+from dr.contract import Planning, AuditDeclarations, DeployNeeds, DrillComparison
 from dr.repository.key_names import SEALED_NAMES
 from dr.exporters.secretsmanager.listing import (DEFAULT_KEY, SecretsManagerOptions, SecretsManagerUnavailable,
                                                  aws_errors, client, client_error, current_version, encode_value,
@@ -36,7 +37,7 @@ META, VALUE = "secretsmanager-secret", "secretsmanager-secret-value"
 VALUE_SUFFIX = ":value"
 
 
-class SecretsManagerExporter(Exporter):
+class SecretsManagerExporter(Exporter, Planning, AuditDeclarations, DeployNeeds, DrillComparison):
     type_name = "secretsmanager"
     summary = "AWS Secrets Manager: each secret's metadata (KMS key, rotation, replicas), values optional and secret"
     contract_version = 2

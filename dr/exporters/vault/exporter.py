@@ -8,7 +8,7 @@ Two artifacts per source:
   vault-configuration / configuration   the configuration as JSON, without secret values.
 Both carry the change token `raft:<cluster id>:<raft committed index>`: any write to a raft
 Vault moves the index, so an unchanged Vault costs two unauthenticated reads, a token lookup
-and nothing else (a login, AppRole or Kubernetes, is itself a write: see docs/exporters.md).
+and nothing else (a login, AppRole or Kubernetes, is itself a write: see docs/exporters/vault.md).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Iterator
 from dr.contract import (AnyOf, ArtifactSink, ContentReader, Destination, Discovered, Exporter, NoDestination,
                                    Ordering, Outcome, OutcomeStatus, RestoreOption, RestoreRequest, Rewriter,
                                    RunNeeds)
+from dr.contract import Planning, AuditDeclarations, DeployNeeds, DrillComparison
 from dr.repository.key_names import SEALED_NAMES, kms_key
 from dr.exporters.vault.deploying import run_needs
 from dr.exporters.vault.kinds import CONFIG, SNAPSHOT, TOKEN_KEY, UNSEAL_KEY
@@ -43,7 +44,7 @@ SNAPSHOT_ID, CONFIG_ID = "raft-snapshot", "configuration"
 SNAPSHOT_PATH = "/v1/sys/storage/raft/snapshot"
 
 
-class VaultExporter(Exporter):
+class VaultExporter(Exporter, Planning, AuditDeclarations, DeployNeeds, DrillComparison):
     type_name = "vault"
     summary = "HashiCorp Vault / OpenBao: verified raft snapshots, configuration as data, unseal dependencies"
     contract_version = 2

@@ -1,6 +1,6 @@
 """Serving high availability: an inference service must survive a node, a rollout and a drain.
 
-Which workloads serve (decided here, documented in docs/kubernetes.md): every KServe
+Which workloads serve (decided here, documented in docs/exporters/kubernetes.md): every KServe
 InferenceService; a Deployment, StatefulSet or LeaderWorkerSet labelled or annotated
 `dr.io/serving: "true"` (on the object or its pod template), or named by the plan
 (`readiness.serving`, `namespace/name` globs). `dr.io/serving: "false"` leaves any of them out.
