@@ -92,11 +92,39 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     for entry in COMMANDS:
         command = sub.add_parser(entry.name, help=entry.help, description=entry.help)
         if argv is None or entry.name == chosen:
-            spec = entry.load()
-            spec.arguments(command)
-            global_args(command, default=argparse.SUPPRESS)
-            command.set_defaults(handler=spec.run)
+            _add(command, entry.load())
+    if _plugins_matter(argv, chosen):
+        _add_plugin_commands(sub, argv, chosen)
     return parser
+
+
+def _add(command: argparse.ArgumentParser, spec) -> None:
+    spec.arguments(command)
+    global_args(command, default=argparse.SUPPRESS)
+    command.set_defaults(handler=spec.run)
+
+
+def _plugins_matter(argv: list[str] | None, chosen: str | None) -> bool:
+    """Whether to read the plugin commands (dr.cli.plugin_commands): for a command word that is
+    not dr's own, --help and the completion (argv None), never for a built-in's run."""
+    if argv is None:
+        return True
+    if chosen is not None:
+        return chosen not in {c.name for c in COMMANDS}
+    return "-h" in argv or "--help" in argv
+
+
+def _add_plugin_commands(sub, argv: list[str] | None, chosen: str | None) -> None:
+    from dr.cli.plugin_commands import plugin_commands, refusing
+
+    for plugin in plugin_commands({c.name for c in COMMANDS}):
+        command = sub.add_parser(plugin.name, help=plugin.help, description=plugin.help)
+        if argv is None or plugin.name == chosen:
+            if plugin.spec is not None:
+                _add(command, plugin.spec)
+            else:
+                global_args(command, default=argparse.SUPPRESS)
+                command.set_defaults(handler=refusing(plugin))
 
 
 def global_args(p: argparse.ArgumentParser, default=False) -> None:

@@ -118,18 +118,11 @@ def test_the_builtins_are_the_packages_entry_points_and_pyprojects():
 
 
 def test_a_builtin_exporter_loads_without_reading_the_installed_metadata():
-    import os
-    import subprocess
-    import sys
+    from tests.plugins.installing import run_without_entry_points
 
-    code = ("import importlib.metadata\n"
-            "def refuse(**_):\n    raise AssertionError('entry points read')\n"
-            "importlib.metadata.entry_points = refuse\n"
-            "from dr.contract.registry import Registry\nregistry = Registry()\n"
-            "cls = registry.get('files')\nassert registry.options_model('files') is cls.Options\n"
-            "print(cls.__name__)")
-    env = {**os.environ, "PYDANTIC_DISABLE_PLUGINS": "__all__"}  # as dr's entry point sets it
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    done = run_without_entry_points("from dr.contract.registry import Registry\nregistry = Registry()\n"
+                                    "cls = registry.get('files')\nassert registry.options_model('files') is cls.Options\n"
+                                    "print(cls.__name__)")
     assert done.stdout.split() == ["FilesExporter"], done.stderr
     # any other name reads the installed entry points: plugins are still found
     assert "files" in Registry().names() and Registry().options_model("no-such-exporter") is None
