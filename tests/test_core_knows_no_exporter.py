@@ -35,7 +35,7 @@ OTHER_MEANING = {
     ("dr/cli/commands/plan.py", "files"): "the argparse name of dr plan validate's FILE arguments",
     ("dr/deploy/egress.py", "git"): "the git:// URL scheme's port",
     ("dr/model/regions.py", "secretsmanager"): "the AWS service's host label",
-    ("dr/restore/steps.py", "images"): "the images role (a shared role name: docs/exporters.md, Ordering)",
+    ("dr/planner/steps.py", "images"): "the images role (a shared role name: docs/exporters.md, Ordering)",
     ("dr/cli/commands/advise.py", "checkpoints"): "the advice topic, training checkpoints: computed from any "
                                                   "exporter's checkpoint_saves (contract v2), not the exporter's",
 }

@@ -48,7 +48,7 @@ class VaultExporter(Exporter):
     summary = "HashiCorp Vault / OpenBao: verified raft snapshots, configuration as data, unseal dependencies"
     contract_version = 2
     Options = VaultOptions
-    # the core restores secret stores before anything else (dr/restore/ordering_rules.py)
+    # the core restores secret stores before anything else (dr/planner/ordering_rules.py)
     ordering = Ordering(frozenset({"secret-stores"}))
     finding_codes = (UNSEAL_LOST,)
     lost_kind_codes = LOST_KIND_CODES
