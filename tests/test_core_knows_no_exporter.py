@@ -21,8 +21,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORE_IN_EXPORTERS = ("dr/exporters/__init__.py",)
 STILL_NAMED = {
     ("dr/cli/commands/verify.py", "images"): "dr verify --images, the deprecated alias of --type images (one release)",
-    **{("dr/cli/demo.py", name): "the demo builds a plan of built-in sources (it moves beside drills, item 3)"
-       for name in ("checkpoints", "git", "kubernetes", "mlflow")},
+    # the demo (dr/demo/, beside drills, not the core's logic) walks a newcomer through the
+    # built-ins: it writes a plan of built-in sources and reads back which ones it wrote
+    **{("dr/demo/walkthrough.py", name): "the demo's plan is of built-in sources: it checks which it wrote"
+       for name in ("kubernetes", "mlflow")},
+    ("dr/demo/walkthrough.py", "checkpoints"): "the demo runs `dr advise checkpoints` on its training source",
 }
 
 # the same word with another meaning: not a name of the exporter
@@ -30,8 +33,10 @@ OTHER_MEANING = {
     ("dr/cli/commands/deploy.py", "helm"): "dr deploy render --format helm (a chart of the deployment)",
     ("dr/cli/commands/plan.py", "files"): "the argparse name of dr plan validate's FILE arguments",
     ("dr/deploy/egress.py", "git"): "the git:// URL scheme's port",
+    ("dr/demo/stand_ins.py", "git"): "the git program, which builds the demo's stand-in remote",
+    ("dr/demo/walkthrough.py", "git"): "the git program, which lists the restored remote's refs",
     ("dr/model/regions.py", "secretsmanager"): "the AWS service's host label",
-    ("dr/restore/steps.py", "images"): "the images role (a shared role name: docs/exporters.md, Ordering)",
+    ("dr/planner/steps.py", "images"): "the images role (a shared role name: docs/exporters.md, Ordering)",
     ("dr/cli/commands/advise.py", "checkpoints"): "the advice topic, training checkpoints: computed from any "
                                                   "exporter's checkpoint_saves (contract v2), not the exporter's",
 }

@@ -22,9 +22,9 @@ from dr.contract import ExportContext, RestoredContent, RestoreRequest
 from dr.contract.registry import Registry
 from dr.model.artifacts import Artifact
 from dr.model.plans import Plan
+from dr.planner.steps import Step
 from dr.repository import names
 from dr.repository.reading import ArtifactReader
-from dr.restore.steps import Step
 
 
 @dataclass

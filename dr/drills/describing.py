@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from dr.model.redaction import redact
-from dr.restore.estimating import show
+from dr.planner.estimating import show
 
 
 def _seconds(value: float | None) -> str:

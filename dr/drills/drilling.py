@@ -25,19 +25,19 @@ from typing import Any, Callable, Iterator
 import pyrage
 
 from dr.audit import choose_audited_target, run_audit, scenarios_for
+from dr.contract.registry import Registry
 from dr.drills.history import write_record
 from dr.drills.verifying import verify
-from dr.contract.registry import Registry
 from dr.model.plans import Plan
+from dr.planner.destinations import scratch_destinations
+from dr.planner.planning import planning_exporters
 from dr.repository.drill_records import FORMAT, VERSION
 from dr.repository.locks import Lock
 from dr.repository.records import utc
 from dr.repository.targets import open_target
 from dr.restore import Prepared, RestoreRun, prepare, run_plan_restore
-from dr.restore.destinations import scratch_destinations
-from dr.restore.planning import planning_exporters
-from dr.restore.restoring import record_sealer
 from dr.restore.executing import Event
+from dr.restore.restoring import record_sealer
 
 
 class Stopwatch:

@@ -13,7 +13,7 @@ from html import escape
 from typing import Any
 
 from dr.model.redaction import redact
-from dr.restore.estimating import show
+from dr.planner.estimating import show
 
 PHASES = ("audit", "plan", "restore", "verify")
 COLOURS = {"audit": "#4e79a7", "plan": "#b07aa1", "restore": "#f28e2b", "verify": "#59a14f", "rpo": "#4e79a7"}

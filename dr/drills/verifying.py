@@ -20,14 +20,15 @@ from typing import Any, Callable
 
 import pyrage
 
-from dr.drills.comparing import Comparison, compare
 from dr.contract import OutcomeStatus
 from dr.contract.registry import Registry
+from dr.drills.comparing import Comparison, compare
+from dr.planner.steps import Step
 from dr.repository.reading import ArtifactReader
 from dr.restore import Prepared
 from dr.restore.executing import StepRunner
 from dr.restore.restoring import record_sealer
-from dr.restore.steps import Step, StepResult
+from dr.restore.results import StepResult
 
 IN_PLACE = (OutcomeStatus.UNCHANGED, OutcomeStatus.SKIPPED)
 

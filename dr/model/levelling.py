@@ -1,14 +1,14 @@
 """Levelling: cutting a dependency graph into levels, for every ordering dr makes.
 
 Where it sits: in the model, below both orderings that use it: the whole-plan restore
-(dr.restore.ordering: steps, one per source) and the kubernetes exporter
+(dr.planner.ordering: steps, one per source) and the kubernetes exporter
 (dr.exporters.kubernetes.ordering: resource types). Each builds its graph from its own rules;
 this module only cuts it. Everything here is a pure function of names and edges.
 
 The graph: `edges[after] = {before: strength}`, "restore `before` ahead of `after`". The caller
 names the strengths that are `loose`: an order that helps but that a restore can do without
-(dr.restore's PRECEDES). Every other strength is firm: breaking it makes a restore point at
-nothing (dr.restore's REQUIRES; every kubernetes rule).
+(the planner's PRECEDES). Every other strength is firm: breaking it makes a restore point at
+nothing (the planner's REQUIRES; every kubernetes rule).
 
 Levels: a name's level is one more than its deepest predecessor's (0 without one), so the
 names of a level never depend on one another and may run in parallel, and a level may start

@@ -12,9 +12,10 @@ from datetime import datetime, timezone
 from dr.model.recovery import OK
 from dr.model.redaction import redact
 from dr.model.sizes import human_size
-from dr.restore.estimating import RtoEstimate, show
-from dr.restore.planning import RestorePlan
-from dr.restore.steps import REFUSED, ResultStatus, Step, StepResult
+from dr.planner.estimating import RtoEstimate, show
+from dr.planner.planning import RestorePlan
+from dr.planner.steps import REFUSED, Step
+from dr.restore.results import ResultStatus, StepResult
 
 SHOWN_NEEDS = 8  # per step; the JSON has them all
 

@@ -21,13 +21,14 @@ from typing import Callable
 from dr.contract import ExportContext, Outcome, OutcomeStatus, RestoreRequest
 from dr.contract.registry import Registry
 from dr.model.plans import Plan
+from dr.planner.planning import RestorePlan
+from dr.planner.steps import HELD, REFUSED, Step
 from dr.repository.encryption import EncryptionError
 from dr.repository.reading import ArtifactReader
 from dr.repository.repositories import IntegrityError
 from dr.restore.journals import STEP, JournalWriter
+from dr.restore.results import ResultStatus, StepResult
 from dr.restore.running import restore_opened
-from dr.restore.planning import RestorePlan
-from dr.restore.steps import HELD, REFUSED, ResultStatus, Step, StepResult
 
 Event = Callable[[str, Step, StepResult | None], None]  # ("start" | "end", step, result)
 

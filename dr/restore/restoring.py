@@ -26,17 +26,17 @@ from dr.model.artifacts import Artifact
 from dr.model.plans import Plan, TargetSpec
 from dr.model.recovery import is_lost, lost_domains
 from dr.model.snapshots import Snapshot
+from dr.planner.estimating import RtoEstimate, estimate
+from dr.planner.planning import RestorePlan, plan_restore, planning_exporters
+from dr.planner.remaps import unknown_sources
 from dr.repository import encryption, names
 from dr.repository.catalogs import read_catalog
 from dr.repository.reading import ArtifactReader
 from dr.repository.repositories import Repository
-from dr.restore.estimating import RtoEstimate, estimate
 from dr.restore.executing import Event, StepRunner, execute
 from dr.restore.journals import (END, RUN, Journal, JournalError, JournalWriter, newest_unfinished, read_journal,
                                  start_journal)
-from dr.restore.planning import RestorePlan, plan_restore, planning_exporters
-from dr.restore.remaps import unknown_sources
-from dr.restore.steps import ResultStatus, StepResult
+from dr.restore.results import ResultStatus, StepResult
 
 
 class RestoreUsageError(ValueError):

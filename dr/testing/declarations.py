@@ -15,8 +15,8 @@ from dr.audit.findings import CODES
 from dr.contract.capabilities import complete
 from dr.contract import AnyOf, Destination, Exporter, FindingCode, NoDestination, RemapKind
 from dr.model.artifacts import Artifact
-from dr.restore.estimating import BYTE_PARTS
-from dr.restore.steps import Step, matches
+from dr.planner.estimating import BYTE_PARTS
+from dr.planner.steps import Step, matches
 
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$")  # what a plan accepts as a remap kind
 _FLAG = re.compile(r"^[a-z][a-z0-9-]*$")

@@ -12,14 +12,14 @@ finding, and a built-in PriorityClass is no dependency at all.
 from __future__ import annotations
 
 from dr.audit import choose_audited_target, run_audit, scenarios_for
+from dr.contract.registry import Registry
 from dr.exporters.kubernetes import KubernetesExporter
 from dr.exporters.kubernetes.classes import CLASSES
-from dr.contract.registry import Registry
 from dr.model.plan_loading import load_plan
+from dr.planner.planning import planning_exporters
 from dr.repository.catalogs import read_catalog_records
 from dr.repository.repositories import Repository
 from dr.repository.stores.local import LocalStore
-from dr.restore.planning import planning_exporters
 from tests.audit.test_coverage import dr  # noqa: F401  (dr is a fixture)
 from tests.audit.test_dependency_truth import cluster_and_audit
 

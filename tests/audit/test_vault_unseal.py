@@ -78,7 +78,7 @@ def audit_multi_region(world, failed: list[str]):
     from dr.audit import choose_audited_target, run_audit, scenarios_for
     from dr.contract.registry import Registry
     from dr.exporters.vault.kms import KeyRegions
-    from dr.restore.planning import planning_exporters
+    from dr.planner.planning import planning_exporters
 
     unseal = {"type": "awskms", "key_id": MRK, "region": "eu-west-1"}
     options = VaultExporter.Options(**{k: v for k, v in vault_source(unseal).items() if k not in ("name", "type", "rpo")})

@@ -142,3 +142,12 @@ def test_demo_with_mlflow_restores_the_registry_and_champion_keeps_its_version(t
 def test_demo_with_mlflow_needs_both_servers(tmp_path, capsys):
     assert main(["demo", "--dir", str(tmp_path / "demo"), "--with-mlflow"]) == 2
     assert "--mlflow URL and --mlflow-restore URL" in capsys.readouterr().err
+
+
+def test_the_walkthrough_reads_the_documented_exit_codes():
+    """dr.demo may not import the CLI, so it keeps the three exit codes it reads from `main`: they
+    are the documented table's (dr.cli.exitcodes)."""
+    from dr.cli.exitcodes import Exit
+    from dr.demo import walkthrough
+
+    assert (walkthrough.OK, walkthrough.FAILURE, walkthrough.BLOCKERS) == (Exit.OK, Exit.FAILURE, Exit.BLOCKERS)

@@ -11,7 +11,7 @@ import yaml
 from dr.model.artifacts import Artifact, Dependency, Sensitivity
 from dr.model.plan_loading import parse_plan
 from dr.model.snapshots import Snapshot, SourceResult
-from dr.restore.planning import plan_restore
+from dr.planner.planning import plan_restore
 
 SOURCES = [("cluster", "kubernetes"), ("dns", "dns"), ("control-plane", "etcd")]
 INGRESS_A = "ingress.cluster-a.internal"
@@ -75,7 +75,7 @@ def test_a_record_into_the_failed_cluster_needs_a_cutover_remap():
 def test_the_rto_estimate_waits_for_the_zones_largest_ttl_and_only_when_the_cutover_runs():
     """Resolvers keep the old answers for up to the TTL: a floor for every client that follows DNS."""
     from dr.model.plans import RtoSpec
-    from dr.restore.estimating import estimate
+    from dr.planner.estimating import estimate
 
     parts = {p.name: p for p in estimate(RtoSpec(), _restore(_plan([REMAP])).steps, []).parts}
     assert parts["propagation"].seconds == 600

@@ -11,10 +11,10 @@ import pytest
 import yaml
 
 from dr.audit import choose_audited_target, run_audit, scenarios_for
-from dr.exporters.files import FilesExporter
 from dr.contract.registry import Registry
+from dr.exporters.files import FilesExporter
 from dr.model.plan_loading import load_plan
-from dr.restore.planning import planning_exporters
+from dr.planner.planning import planning_exporters
 
 EU = "arn:aws:kms:eu-west-1:111122223333:key/1234abcd-eu"
 US = "arn:aws:kms:us-east-1:111122223333:key/1234abcd-us"

@@ -131,7 +131,7 @@ def _audit(harness, tmp_path, options: dict, failed: list[str], live=None):
 
     from dr.audit import choose_audited_target, run_audit, scenarios_for
     from dr.model.plan_loading import load_plan
-    from dr.restore.planning import planning_exporters
+    from dr.planner.planning import planning_exporters
 
     regions = ["us-east-1", "eu-west-1"]
     data = {"version": 1, "name": "plan",

@@ -16,9 +16,9 @@ import yaml
 from dr.audit import choose_audited_target, run_audit, scenarios_for
 from dr.backup import run_backup
 from dr.model.plan_loading import load_plan
+from dr.planner.planning import planning_exporters
 from dr.repository.targets import open_target
 from dr.restore import prepare
-from dr.restore.planning import planning_exporters
 from tests.images.conftest import REGISTRY
 
 

@@ -18,9 +18,9 @@ from dr.model.plan_loading import load_plan
 from dr.model.recovery import (BLOCKED, CREDENTIALS, DR_IMAGE, KEY, OK, REMAPPED, TARGET, UNKNOWN, VERDICTS, Evidence,
                                Placements, RecoveryJudge, UnknownDomain, Verdict, copies_of, essentials,
                                judge_essentials, normalize, scenario, service_facts, worst)
+from dr.planner.planning import plan_restore
 from dr.repository import layout
 from dr.repository.catalogs import read_catalog
-from dr.restore.planning import plan_restore
 from tests.audit import worlds
 
 W = worlds

@@ -14,9 +14,9 @@ import os
 import pytest
 
 from dr.cli.exitcodes import Exit
-from dr.repository.catalogs import read_catalog
 from dr.exporters.checkpoints import CheckpointsExporter
-from dr.restore.ordering_rules import RULES
+from dr.planner.ordering_rules import RULES
+from dr.repository.catalogs import read_catalog
 from tests.restore_planning.worlds import SURVIVING_REGISTRY, World
 
 torch = pytest.importorskip("torch")

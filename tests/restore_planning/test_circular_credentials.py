@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from dr.model.recovery import BLOCKED, OK
+from dr.planner.planning import plan_restore
 from dr.repository.catalogs import read_catalog
-from dr.restore.planning import plan_restore
 from tests.audit import worlds
 from tests.audit.conftest import World
 from tests.audit.test_credentials_circular import DR_SECRET, KEY_SECRET, REMOTE, _contents, _dr_cronjob, _secrets

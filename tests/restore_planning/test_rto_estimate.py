@@ -11,8 +11,8 @@ import pytest
 from dr.cli.exitcodes import Exit
 from dr.model.plans import RtoSpec
 from dr.model.snapshots import Snapshot
+from dr.planner.estimating import PARTS, estimate, measured_throughput
 from dr.repository.catalogs import read_catalog
-from dr.restore.estimating import PARTS, estimate, measured_throughput
 
 PLAN_PARTS = {"detection": 600, "cleanup": 900, "requeue": 300, "communication_rebuild": 180,
               "steady_throughput": 1200}
@@ -89,7 +89,7 @@ def test_the_estimate_table_keeps_its_figures_in_one_column():
     """Every part's figure starts where the others' do, the longest label included
     ('propagation (cached answers expire)' once pushed its figure out of line)."""
     from dr.restore.describing import estimate_lines
-    from dr.restore.estimating import Part, RtoEstimate
+    from dr.planner.estimating import Part, RtoEstimate
 
     parts = [Part(name, label, 1.5 if i % 2 else None, "basis") for i, (name, label, *_) in enumerate(PARTS)]
     lines = estimate_lines(RtoEstimate(parts=parts, throughput_basis="none"))[1:]

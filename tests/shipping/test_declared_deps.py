@@ -20,8 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 # The demo's training runs make real PyTorch DCP checkpoints: torch comes with `.[demo]`, and the
-# demo says what it left out when torch is absent (dr/cli/demo_checkpoints.py: torch_available).
-EXTRA_FILES = {"dr/cli/demo_checkpoints.py": "demo"}
+# demo says what it left out when torch is absent (dr/demo/checkpoints.py: torch_available).
+EXTRA_FILES = {"dr/demo/checkpoints.py": "demo"}
 
 
 def _name(requirement: str) -> str:

@@ -33,9 +33,9 @@ from dr.contract.registry import Registry
 from dr.metrics.samples import audit_samples
 from dr.model.plan_loading import load_plan
 from dr.model.plans import NotInPlan
+from dr.planner.planning import planning_exporters
 from dr.repository import encryption, names
 from dr.repository.targets import open_target
-from dr.restore.planning import planning_exporters
 
 RENDERERS = {"md": render_markdown, "json": render_json, "html": render_html}
 

@@ -1,4 +1,5 @@
-"""`dr demo`: back up, list, verify and restore local stand-ins (the script is dr.cli.demo)."""
+"""`dr demo`: back up, list, verify and restore local stand-ins; this module parses and prints, the
+walkthrough itself is dr.demo."""
 
 from __future__ import annotations
 
@@ -6,10 +7,10 @@ import argparse
 
 from dr.cli.arguments import CommandSpec, UsageError
 from dr.cli.commands import help_of
-from dr.cli.demo import run_demo
-from dr.cli.demo_vault import VaultStandIn
 from dr.cli.exitcodes import Exit
 from dr.cli.output import Output
+from dr.demo.vault import VaultStandIn
+from dr.demo.walkthrough import run_demo
 
 
 EPILOG = ("--kubeconfig FILE (the global option): a kubeconfig with contexts 'cluster-a' (a stand-in cluster "

@@ -19,10 +19,10 @@ from dr.cli.output import Output, deliver
 from dr.metrics.samples import drill_samples
 from dr.model.plan_loading import load_plan
 from dr.model.recovery import UnknownDomain
+from dr.planner.destinations import parse_destinations
 from dr.repository.targets import choose_target, open_target
 from dr.restore import RestoreUsageError
 from dr.restore.describing import plan_lines, progress_line
-from dr.restore.destinations import parse_destinations
 
 
 def arguments(p: argparse.ArgumentParser) -> None:

@@ -25,13 +25,13 @@ from dr.cli.output import Output
 from dr.contract import OutcomeStatus, RestoreRequest
 from dr.model.plans import NotInPlan
 from dr.model.recovery import UnknownDomain
+from dr.planner.destinations import parse_destinations
+from dr.planner.steps import REFUSED
 from dr.repository.locks import Lock
 from dr.repository.targets import open_target
 from dr.restore import RestoreUsageError, choose_restore_target, prepare, run_plan_restore, run_restore
 from dr.restore.describing import estimate_lines, plan_lines, progress_line, result_lines
-from dr.restore.destinations import parse_destinations
 from dr.restore.journals import JournalError
-from dr.restore.steps import REFUSED
 
 EPILOG = ("With --source, the source's exporter may declare restore options of its own (for "
           "example --namespace-map OLD=NEW); `dr plugins` lists every installed exporter's restore "

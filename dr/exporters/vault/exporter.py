@@ -49,7 +49,7 @@ class VaultExporter(Exporter, Planning, AuditDeclarations, DeployNeeds, DrillCom
     summary = "HashiCorp Vault / OpenBao: verified raft snapshots, configuration as data, unseal dependencies"
     contract_version = 2
     Options = VaultOptions
-    # the core restores secret stores before anything else (dr/restore/ordering_rules.py)
+    # the core restores secret stores before anything else (dr/planner/ordering_rules.py)
     ordering = Ordering(frozenset({"secret-stores"}))
     finding_codes = (UNSEAL_LOST,)
     lost_kind_codes = LOST_KIND_CODES

@@ -13,7 +13,7 @@ nothing can be restored once the place it lives now is lost. Two ways to see it:
     cluster, which the snapshot holds.
 The audit makes each a `credentials-circular` blocker (dr.audit.credentials); a restore in a
 failure scenario makes it a blocker need of every step, and of the step that restores the Secret
-(dr.restore.needs): the same verdict, from this one judgement.
+(dr.planner.needs): the same verdict, from this one judgement.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ None of these can be rebuilt from the snapshot (the snapshot is behind them), so
 applies: an essential is ok when placed in a surviving domain, a blocker when placed in a lost
 one (or at a location lost alone: the key in a secret store that failed), unknown when nothing places it or the plan does not declare it. The audit turns the
 verdicts into findings (dr.audit.essentials); a restore plan into the needs of every step
-(dr.restore.needs: its own target, that target's credentials, the key).
+(dr.planner.needs: its own target, that target's credentials, the key).
 """
 
 from __future__ import annotations

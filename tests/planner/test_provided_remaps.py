@@ -1,6 +1,6 @@
 """meta['provides_at']: a dependent step hears the copy's place through its own exporter's
 declared remap kind; a plan remap of the same reference wins; a step whose exporter declares no
-kind for the dependency hears nothing (dr.restore.destinations, exporter-agnostic)."""
+kind for the dependency hears nothing (dr.planner.destinations, exporter-agnostic)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from types import SimpleNamespace
 from dr.contract import ExportContext
 from dr.model.artifacts import Artifact, Dependency, Sensitivity
 from dr.model.plans import RemapSpec
-from dr.restore.destinations import provided_at, request_remap
-from dr.restore.steps import Step
+from dr.planner.destinations import provided_at, request_remap
+from dr.planner.steps import Step
 from tests.plugins.acme_inventory import InventoryExporter
 from tests.plugins.acme_pods import PodsExporter
 

@@ -30,7 +30,7 @@ from typing import Any
 from dr.model.durations import format_duration
 from dr.model.plans import RtoSpec, parse_size
 from dr.model.snapshots import Snapshot
-from dr.restore.steps import READY, Step
+from dr.planner.steps import READY, Step
 
 MEASURED_BACKUPS = 10  # the newest backups whose throughput is averaged
 # One artifact claiming more than this is a damaged or forged catalog, not a real backup: the

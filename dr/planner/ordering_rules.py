@@ -1,6 +1,6 @@
 """The order of a whole-plan restore across exporters: rules as data, each with its reason.
 
-Where it sits: dr.restore.ordering turns these rules into one dependency graph between the
+Where it sits: dr.planner.ordering turns these rules into one dependency graph between the
 restore's steps (one step per source of the snapshot) and cuts it into levels; the steps of
 a level run in parallel. Inside a step, the exporter orders its own items: the kubernetes
 exporter restores CRDs first, waits until they are served, then namespaces, RBAC, Secrets and

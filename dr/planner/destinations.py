@@ -23,8 +23,8 @@ import os
 from dr.contract import Exporter, NoDestination
 from dr.model.artifacts import Artifact
 from dr.model.plans import Plan
-from dr.restore.remaps import applies_to, rewrite, rewriter
-from dr.restore.steps import Step, Unit
+from dr.planner.remaps import applies_to, rewrite, rewriter
+from dr.planner.steps import Step, Unit
 
 
 def provided_at(artifacts: list[Artifact]) -> dict[str, tuple[str, str]]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.restore_planning.test_ordering import _artifact, _levels, _restore
+from tests.planner.test_ordering import _artifact, _levels, _restore
 
 
 def test_what_needs_a_cycle_waits_for_it_and_what_does_not_goes_first():

@@ -1,10 +1,13 @@
-"""`dr demo`: the whole job on local stand-ins, so a newcomer sees dr work with no cluster.
+"""`dr demo`'s walkthrough: the whole job on local stand-ins, so a newcomer sees dr work with no cluster.
 
-Builds a Git remote of platform declarations and a configuration directory (with a secret in
-it) standing for a cluster in region-a, a repository standing for the DR site in region-b,
-and an age key pair (the private half "kept offline"). Then runs the real commands: backup
-twice (the second finds nothing changed), snapshots, verify --read-data, restores, and
-checks that what came back equals what went in.
+Where it sits: in dr.demo, beside the drills (a layer under the CLI): `dr demo`
+(dr.cli.commands.demo) parses its options and calls run_demo() with dr's own entry point, and the
+walkthrough drives the real commands through it, as a script would. It builds the stand-ins
+(dr.demo.stand_ins: a Git remote of platform declarations and a configuration directory with a
+secret in it, standing for a cluster in region-a; a repository standing for the DR site in
+region-b; an age key pair, the private half "kept offline"). Then it runs backup twice (the
+second finds nothing changed), snapshots, verify --read-data, restores, and checks that what
+came back equals what went in.
 """
 
 from __future__ import annotations
@@ -15,107 +18,25 @@ import subprocess
 from typing import Callable
 from urllib.parse import urlsplit
 
-from dr.cli import demo_mlflow
-from dr.cli.demo_checkpoints import loads_equal, save_run, torch_available
-from dr.cli.demo_vault import VaultStandIn, plan_parts, read_back
-from dr.cli.exitcodes import Exit
-from dr.cli.output import Output
-from dr.repository.encryption import generate_identity
+from dr.demo import mlflow as demo_mlflow
+from dr.demo.checkpoints import loads_equal, save_run, torch_available
+from dr.demo.narrating import Narrator
+from dr.demo.stand_ins import CHECKPOINTS_SOURCE, build_stand_ins
+from dr.demo.vault import VaultStandIn, read_back
 
-PLAN = """\
-# A DR plan for the demo's stand-ins. See README.md, "Plans", for every field.
-version: 1
-name: demo
-description: Local stand-ins for an AI platform cluster and its DR site.
-failure_domains:
-  - name: local
-    kind: provider
-    children:
-      - name: region-a
-        kind: region
-        children:
-          - {{name: cluster-a, kind: cluster}}
-      - name: region-b
-        kind: region
-locations:
-  - {{name: cluster-a-storage, domain: cluster-a, kind: volume, prefixes: ["{root}/platform"]}}
-  - {{name: offline-keys, domain: region-b, kind: key-store, prefixes: ["{root}/keys"]}}
-  - {{name: dr-site-disk, domain: region-b, kind: repository, prefixes: ["{root}/repository", "{root}/dr-site"]}}
-{registry_locations}placement_rules:
-  - {{match: "*.svc.cluster.local", domain: cluster-a, reason: in-cluster service DNS}}
-protects_against: [cluster-a, region-a]
-encryption:
-  recipients: ["{recipient}"]
-  key_location: "{root}/keys/identity.txt"
-targets:
-  - {{name: dr-site, url: "{root}/repository", domain: region-b}}
-retention: {{keep_last: 5, keep_daily: 7}}
-# Planted problem for the demo's audit: dr's own image is pulled from the cluster's in-cluster
-# registry, so when cluster-a is lost, the tool you need to recover cannot even start.
-dr_image: "{dr_image}"
-sources:
-  - name: platform-declarations
-    type: git
-    schedule: "0 * * * *"
-    rpo: 1h
-    repositories:
-      - {{name: platform, url: "{root}/platform/declarations.git"}}
-  - name: platform-config
-    type: files
-    schedule: "*/15 * * * *"
-    rpo: 15m
-    paths: ["{root}/platform/config"]
-  - name: platform-secrets
-    type: files
-    sensitivity: secret
-    schedule: "*/15 * * * *"
-    rpo: 15m
-    paths: ["{root}/platform/secrets"]
-"""
+# dr's exit codes as the walkthrough reads them: it drives `main` as any script does, by the
+# documented table (README, "Exit codes"; dr.cli.exitcodes, which the CLI's layer keeps).
+# tests/cli/test_demo.py holds them equal to that table.
+OK, FAILURE, BLOCKERS = 0, 1, 4
 
 
-CHECKPOINTS_SOURCE = """\
-  - name: training
-    type: checkpoints
-    rpo: 1h
-    roots: ["{root}/platform/checkpoints"]
-    dr_copy: "{root}/dr-site/checkpoints"
-    settle_seconds: 0
-readiness: {{mtbf_hours: 24, gpus: 8, gpu_cost_per_hour: 2.5}}
-"""
-
-# The cluster's images, copied by digest to the DR registry: the trainer's (found in the
-# Deployment the kubernetes source backs up) and dr's own (listed). The in-cluster registry's
-# name resolves only inside the cluster; `endpoints` says where dr reaches it from outside.
-IMAGES_SOURCE = """\
-  - name: images
-    type: images
-    to: ["{dr_registry}/mirror"]
-    images: ["{dr_image}"]
-    endpoints: {{"{in_cluster}": "{registry}"}}
-"""
-DR_REGISTRY_LOCATION = """\
-  - {{name: dr-registry, domain: region-b, kind: registry, prefixes: ["{url}", "{host}/"]}}
-"""
-IN_CLUSTER_REGISTRY = "registry.kube-system.svc.cluster.local:5000"
-DR_IMAGE = f"{IN_CLUSTER_REGISTRY}/platform/dr:0.1.0"
-
-KUBERNETES_SOURCE = """\
-  - name: cluster-a-config
-    type: kubernetes
-    kubeconfig: "{kubeconfig}"
-    context: cluster-a
-    workload_kinds: [Deployment]
-"""
-
-
-def run_demo(directory: str, out: Output, kubeconfig: str | None, main: Callable[[list[str]], int],
+def run_demo(directory: str, out: Narrator, kubeconfig: str | None, main: Callable[[list[str]], int],
              registries: tuple[str, str] | None = None, vault: VaultStandIn | None = None,
              mlflow: tuple[str, str] | None = None) -> int:
     """Build the stand-ins and run the real commands through `main`, dr's own entry point
     (passed in: the demo is one of the commands main dispatches to, so it does not import it).
     `registries`: where the in-cluster registry is reached, and a DR registry to mirror into;
-    `vault`: an OpenBao to back up and a fresh one to restore into (dr.cli.demo_vault);
+    `vault`: an OpenBao to back up and a fresh one to restore into (dr.demo.vault);
     `mlflow`: an MLflow server to fill with a small registry, and an empty one to restore it into."""
     root = os.path.abspath(directory)
     if os.path.exists(root):
@@ -124,7 +45,7 @@ def run_demo(directory: str, out: Output, kubeconfig: str | None, main: Callable
         mlflow_plan = _mlflow_registry(mlflow[0], out) if mlflow else None
     except (OSError, RuntimeError) as error:  # requests' errors are OSErrors
         out.error(f"could not build the demo's model registry in the MLflow server {mlflow[0]} (--mlflow): {error}")
-        return Exit.FAILURE
+        return FAILURE
     plan_path, identity_path = build_stand_ins(root, kubeconfig, registries, vault, mlflow_plan)
     if not registries:
         out.note("no registries given (--registry, --dr-registry): the demo does not mirror the cluster's "
@@ -169,20 +90,20 @@ def run_demo(directory: str, out: Output, kubeconfig: str | None, main: Callable
     for title, argv in steps:
         whole_plan = vault is not None and "--failed" in argv
         code = _step_with(main, title, argv, plan_path, out, vault.whole_plan_environment() if whole_plan else {})
-        if code != Exit.OK:
+        if code != OK:
             out.error(f"demo step failed with exit code {code}")
             return code
     compared = _compare(root, out, saved)
-    if compared == Exit.OK and vault and not read_back(vault, out):
-        compared = Exit.FAILURE
-    if compared == Exit.OK and kubeconfig and registries:
+    if compared == OK and vault and not read_back(vault, out):
+        compared = FAILURE
+    if compared == OK and kubeconfig and registries:
         compared = _recovered_images(kubeconfig, registries[1], out)
-    if compared == Exit.OK and mlflow:
+    if compared == OK and mlflow:
         compared = _same_champions(mlflow, out)
-    return compared if compared != Exit.OK else _audit(main, root, plan_path, out, registries)
+    return compared if compared != OK else _audit(main, root, plan_path, out, registries)
 
 
-def _step_with(main, title: str, argv: list[str], plan_path: str, out: Output, environment: dict[str, str]) -> int:
+def _step_with(main, title: str, argv: list[str], plan_path: str, out: Narrator, environment: dict[str, str]) -> int:
     """A step with environment variables set for its duration (their values are never printed)."""
     saved = {name: os.environ.get(name) for name in environment}
     os.environ.update(environment)
@@ -213,7 +134,7 @@ def _whole_plan_restore(root: str, identity_path: str, training: bool, vault: Va
             "--identity", identity_path]
 
 
-def _recovered_images(kubeconfig: str, dr_registry: str, out: Output) -> int:
+def _recovered_images(kubeconfig: str, dr_registry: str, out: Narrator) -> int:
     """The trainer restored into the recovery cluster must run the DR copy, pinned by digest."""
     from kubernetes import client, config  # the demo's only direct look at a cluster
 
@@ -221,13 +142,13 @@ def _recovered_images(kubeconfig: str, dr_registry: str, out: Output) -> int:
     image = api.read_namespaced_deployment("trainer", "team-a").spec.template.spec.containers[0].image
     if not image.startswith(f"{urlsplit(dr_registry).netloc}/") or "@sha256:" not in image:
         out.error(f"the restored trainer runs {image}, not its copy in the DR registry {dr_registry}")
-        return Exit.FAILURE
+        return FAILURE
     out.say(f"The restored trainer Deployment in the recovery cluster runs the DR copy of its image, by "
             f"digest: {image}")
-    return Exit.OK
+    return OK
 
 
-def _mlflow_registry(url: str, out: Output) -> tuple[str, str]:
+def _mlflow_registry(url: str, out: Narrator) -> tuple[str, str]:
     """The small registry in the first server; the plan's location and source for it."""
     artifacts = demo_mlflow.build_registry(url)
     versions = demo_mlflow.versions(url)
@@ -238,22 +159,22 @@ def _mlflow_registry(url: str, out: Output) -> tuple[str, str]:
             demo_mlflow.MLFLOW_SOURCE.format(name=demo_mlflow.SOURCE_NAME, url=url))
 
 
-def _same_champions(mlflow: tuple[str, str], out: Output) -> int:
+def _same_champions(mlflow: tuple[str, str], out: Narrator) -> int:
     """`models:/<name>@champion` must resolve to the same version number after the restore."""
     before, after = (demo_mlflow.champions(url) for url in mlflow)
     numbers = [demo_mlflow.versions(url) for url in mlflow]
     if before != after or numbers[0] != numbers[1]:
         out.error(f"the restored registry differs: champion {before} in {mlflow[0]}, {after} in {mlflow[1]}; "
                   f"versions {numbers[0]} and {numbers[1]}")
-        return Exit.FAILURE
+        return FAILURE
     out.say("In the restored MLflow server " + ", ".join(
         f"models:/{model}@champion resolves to version {version}" for model, version in after.items())
         + ", as in the first; the version numbers are the same (" + "; ".join(
             f"{model} {', '.join(found)}" for model, found in numbers[1].items()) + ").")
-    return Exit.OK
+    return OK
 
 
-def _training_run(root: str, plan_path: str, out: Output) -> dict | None:
+def _training_run(root: str, plan_path: str, out: Narrator) -> dict | None:
     """Real DCP checkpoints of a tiny model, and a `checkpoints` source in the plan (needs torch)."""
     if not torch_available():
         out.note("torch is not installed: the demo skips its training checkpoints (pip install '.[demo]')")
@@ -264,22 +185,22 @@ def _training_run(root: str, plan_path: str, out: Output) -> dict | None:
     return saved
 
 
-def _step(main, title: str, argv: list[str], plan_path: str, out: Output) -> int:
+def _step(main, title: str, argv: list[str], plan_path: str, out: Narrator) -> int:
     words = 2 if argv[0] == "advise" else 1  # `dr advise checkpoints --plan ...`
     argv = argv[:words] + ["--plan", plan_path] + argv[words:]
     out.say(f"\n$ dr {' '.join(argv)}\n# {title}")
     return main(argv)
 
 
-def _audit(main, root: str, plan_path: str, out: Output, registries: tuple[str, str] | None = None) -> int:
+def _audit(main, root: str, plan_path: str, out: Narrator, registries: tuple[str, str] | None = None) -> int:
     """The audit must find the planted problem: exit 4 here is the demo succeeding."""
     title = "Audit: if cluster-a is lost, can we recover from what is left?"
     code = _step(main, title, ["audit", "--failed", "cluster-a"], plan_path, out)
     main(["audit", "--plan", plan_path, "--failed", "cluster-a", "--format", "html",
           "--out", f"{root}/audit.html", "--quiet"])
-    if code != Exit.BLOCKERS:
+    if code != BLOCKERS:
         out.error(f"the audit should have found the planted blocker (exit 4), got exit {code}")
-        return Exit.FAILURE
+        return FAILURE
     out.say("\nThe audit exits 4: it found the planted blocker. dr's own image lives in the in-cluster "
             "registry of cluster-a, so the tool needed to recover would be lost with the cluster. "
             + ("The images source has copied it to the DR registry: the fix is to point dr_image at that "
@@ -295,78 +216,27 @@ def _audit(main, root: str, plan_path: str, out: Output, registries: tuple[str, 
                "cluster-a leaves them; the registry restored above came from the snapshot alone. "
                if _has_source_type(plan_path, "mlflow") else "")
             + f"The HTML report with the dependency picture is {root}/audit.html.")
-    return Exit.OK
+    return OK
 
 
-def build_stand_ins(root: str, kubeconfig: str | None = None, registries: tuple[str, str] | None = None,
-                    vault: VaultStandIn | None = None, mlflow_plan: tuple[str, str] | None = None) -> tuple[str, str]:
-    """`mlflow_plan`: the model registry's location and source, for the plan."""
-    platform = os.path.join(root, "platform")
-    _write(f"{platform}/config/kueue/cluster-queue.yaml", "apiVersion: kueue.x-k8s.io/v1beta1\n"
-           "kind: ClusterQueue\nmetadata: {name: team-a}\nspec: {namespaceSelector: {}}\n")
-    _write(f"{platform}/config/training/defaults.yaml", "checkpoint_every: 500\nkeep_last: 3\n")
-    os.makedirs(f"{platform}/config/empty-dir", exist_ok=True)
-    _write(f"{platform}/secrets/registry-token", "demo-token-ShouldNeverBeStoredInPlaintext\n")
-    os.chmod(f"{platform}/secrets/registry-token", 0o600)
-    _make_git_remote(platform)
-    identity, recipient = generate_identity()
-    _write(f"{root}/keys/identity.txt", f"# the private key: kept offline, needed only to restore\n{identity}\n")
-    os.chmod(f"{root}/keys/identity.txt", 0o600)
-    plan_path = os.path.join(root, "plan.yaml")
-    locations = DR_REGISTRY_LOCATION.format(url=registries[1], host=urlsplit(registries[1]).netloc) \
-        if registries else ""
-    vault_locations, vault_source = plan_parts(vault)
-    locations += mlflow_plan[0] if mlflow_plan else ""
-    plan = PLAN.format(root=root, recipient=recipient, registry_locations=locations + vault_locations,
-                       dr_image=DR_IMAGE) + vault_source
-    if kubeconfig:
-        plan += KUBERNETES_SOURCE.format(kubeconfig=os.path.abspath(kubeconfig))
-    if registries:
-        plan += IMAGES_SOURCE.format(dr_registry=registries[1], dr_image=DR_IMAGE, in_cluster=IN_CLUSTER_REGISTRY,
-                                     registry=registries[0])
-    plan += mlflow_plan[1] if mlflow_plan else ""
-    _write(plan_path, plan)
-    return plan_path, f"{root}/keys/identity.txt"
-
-
-def _make_git_remote(platform: str) -> None:
-    work = os.path.join(platform, "declarations-work")
-    bare = os.path.join(platform, "declarations.git")
-    env = {**os.environ, "GIT_AUTHOR_NAME": "demo", "GIT_AUTHOR_EMAIL": "demo@example.invalid",
-           "GIT_COMMITTER_NAME": "demo", "GIT_COMMITTER_EMAIL": "demo@example.invalid"}
-
-    def git(*argv: str, cwd: str = work) -> None:
-        subprocess.run(["git", *argv], cwd=cwd, env=env, check=True, capture_output=True)
-
-    _write(f"{work}/clusters/a/kueue.yaml", "# Kueue queues for cluster-a\n")
-    os.makedirs(bare)
-    git("init", "--bare", "-q", cwd=bare)
-    git("init", "-q", "-b", "main")
-    git("add", ".")
-    git("commit", "-q", "-m", "platform declarations")
-    git("tag", "v1")
-    git("push", "-q", bare, "main", "--tags")
-    shutil.rmtree(work)
-
-
-def _compare(root: str, out: Output, saved: dict | None = None) -> int:
+def _compare(root: str, out: Narrator, saved: dict | None = None) -> int:
     pairs = [(f"{root}/platform/config", f"{root}/restored/files/config"),
              (f"{root}/platform/secrets", f"{root}/restored/files/secrets")]
     for original, restored in pairs:
         difference = _tree_difference(original, restored)
         if difference:
             out.error(f"restored tree differs from {original}: {difference}")
-            return Exit.FAILURE
+            return FAILURE
     refs = [_refs(f"{root}/platform/declarations.git"), _refs(f"{root}/restored/platform.git")]
     if refs[0] != refs[1]:
         out.error(f"restored Git refs differ: {refs[0]} != {refs[1]}")
-        return Exit.FAILURE
+        return FAILURE
     if saved and not loads_equal(f"{root}/restored/checkpoints/run-a/step-200", saved):
         out.error("the restored checkpoint does not load with the saved tensors")
-        return Exit.FAILURE
+        return FAILURE
     loaded = " The restored checkpoint loads with dcp.load and its tensors equal the saved ones." if saved else ""
     out.say(f"\nRestored trees and Git refs are identical to the originals.{loaded} Everything is under {root}.")
-    return Exit.OK
+    return OK
 
 
 def _tree_difference(left: str, right: str) -> str:
@@ -398,9 +268,3 @@ def _has_kubernetes(plan_path: str) -> bool:
 def _has_source_type(plan_path: str, kind: str) -> bool:
     with open(plan_path, encoding="utf-8") as handle:
         return f"type: {kind}" in handle.read()
-
-
-def _write(path: str, text: str) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(text)

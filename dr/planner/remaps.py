@@ -2,7 +2,7 @@
 
 Where it sits: the restore planner asks two questions of a remap. Judging: "after the restore
 rewrites this dependency, where does it point?" (the step is judged on the new reference).
-Executing: "what does the exporter need to hear?" (dr.restore.destinations turns remaps into
+Executing: "what does the exporter need to hear?" (dr.planner.destinations turns remaps into
 RestoreRequest.remap keys and destinations). A remap only counts for a dependency when the
 restore really applies it: the step's exporter declares each remap kind it applies, the
 dependency kinds it rewrites and how (contract v2, Exporter.remap_kinds). No exporter is named

@@ -25,16 +25,16 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterable
 
-from dr.model.plans import Plan, TargetSpec
+from dr.contract import AnyOf
 from dr.model.artifacts import Artifact
+from dr.model.plans import Plan, TargetSpec
 from dr.model.recovery import (BLOCKED, CREDENTIALS, FACT_KINDS, KEY, OK, REMAPPED, TARGET, UNKNOWN, Essential,
                                EssentialVerdicts, Judgement, RecoveryJudge, Scenario, copies_of, judge_any, normalize)
 from dr.model.recovery.circular import Circular, circular, dr_workloads
-from dr.contract import AnyOf
+from dr.planner.remaps import rewrite
+from dr.planner.steps import Need, Step
 from dr.repository.names import ProvidedCopies, is_sealed, plan_name_key
 from dr.repository.writing import RECIPIENTS_KEY, recipients_fingerprint
-from dr.restore.remaps import rewrite
-from dr.restore.steps import Need, Step
 
 
 def remap_kinds_for(step: Step, kind: str, reference: str) -> list[str]:

@@ -27,10 +27,10 @@ from dr.model.plans import Plan, TargetSpec
 from dr.model.recovery import (Evidence, RecoveryJudge, essentials, judge_essentials, scenario,
                                service_facts)
 from dr.model.snapshots import Snapshot, SourceResult
-from dr.restore.destinations import provided_at, units_for
-from dr.restore.needs import NeedJudge, circular_essentials, held_copies, key_need, precondition_needs
-from dr.restore.ordering import order
-from dr.restore.steps import HELD, READY, REFUSED, Need, Step, StepStatus, group_steps
+from dr.planner.destinations import provided_at, units_for
+from dr.planner.needs import NeedJudge, circular_essentials, held_copies, key_need, precondition_needs
+from dr.planner.ordering import order
+from dr.planner.steps import HELD, READY, REFUSED, Need, Step, StepStatus, group_steps
 
 
 @dataclass

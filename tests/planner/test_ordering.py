@@ -1,4 +1,4 @@
-"""One dependency graph across exporters: the rules of dr.restore.ordering_rules, level by level.
+"""One dependency graph across exporters: the rules of dr.planner.ordering_rules, level by level.
 
 Plans and catalogs here are real objects (a parsed plan, Artifact lines as exporters write them);
 nothing is restored, so every exporter type can take part, including ones not installed.
@@ -13,8 +13,8 @@ import yaml
 from dr.model.artifacts import Artifact, Dependency, Sensitivity
 from dr.model.plan_loading import parse_plan
 from dr.model.snapshots import Snapshot, SourceResult
-from dr.restore.ordering_rules import RULES
-from dr.restore.planning import plan_restore
+from dr.planner.ordering_rules import RULES
+from dr.planner.planning import plan_restore
 
 VAULT = "https://vault.cluster-a.internal:8200"  # lost with the cluster: the vault step's copy counts
 TRAINER_IMAGE = "ecr.region-b.example.com/team/trainer:v1"

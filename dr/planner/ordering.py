@@ -1,4 +1,4 @@
-"""One dependency graph across exporters, cut into levels (rules: dr.restore.ordering_rules).
+"""One dependency graph across exporters, cut into levels (rules: dr.planner.ordering_rules).
 
 Where it sits: the planner calls order() once every step's needs are judged (the @provider
 rule reads them). A step's level is one more than its deepest predecessor's; the steps of a
@@ -16,8 +16,8 @@ before every step that waits for them, and each says so.
 from __future__ import annotations
 
 from dr.model.levelling import cut
-from dr.restore.ordering_rules import PRECEDES, REQUIRES, RULES
-from dr.restore.steps import Step, matches
+from dr.planner.ordering_rules import PRECEDES, REQUIRES, RULES
+from dr.planner.steps import Step, matches
 
 Edges = dict[str, dict[str, tuple[str, str]]]  # after -> {before: (strength, why)}
 

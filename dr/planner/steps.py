@@ -1,8 +1,8 @@
 """Steps of a whole-plan restore: one per source of the snapshot, and what each one needs.
 
-Where it sits: dr.restore.planning builds steps from the snapshot's catalog, judges their
-needs (dr.restore.needs), finds their destinations (dr.restore.destinations), orders them
-(dr.restore.ordering) and decides which may run. A step is the unit the journal records and a
+Where it sits: dr.planner.planning builds steps from the snapshot's catalog, judges their
+needs (dr.planner.needs), finds their destinations (dr.planner.destinations), orders them
+(dr.planner.ordering) and decides which may run. A step is the unit the journal records and a
 resumed restore skips; inside a step the exporter restores item by item, each with an outcome.
 """
 
@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Callable
+from typing import Any
 
-from dr.contract import Exporter, Outcome
+from dr.contract import Exporter
 from dr.model.artifacts import Artifact, Sensitivity
 from dr.model.recovery import BLOCKED, Verdict, worst
-from dr.restore.ordering_rules import IMAGE_KINDS, SECRET_STORE_KINDS, WORKLOAD_DEPENDENCY_KINDS
+from dr.planner.ordering_rules import IMAGE_KINDS, SECRET_STORE_KINDS, WORKLOAD_DEPENDENCY_KINDS
 
 
 
 class StepStatus(str, Enum):
-    """What planning decided for a step (dr.restore.planning.decide); JSON writes the value."""
+    """What planning decided for a step (dr.planner.planning.decide); JSON writes the value."""
 
     READY = "ready"
     REFUSED = "refused"
@@ -31,20 +31,6 @@ class StepStatus(str, Enum):
 
 
 READY, REFUSED, HELD = StepStatus.READY, StepStatus.REFUSED, StepStatus.HELD
-
-
-class ResultStatus(str, Enum):
-    """What a step did in one run; the journal records the value, and a value read back from a
-    journal compares equal to the member."""
-
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    REFUSED = "refused"
-    HELD = "held"
-    SKIPPED = "skipped"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass
@@ -149,7 +135,7 @@ def runs_pods(step: Step) -> bool:
 
 
 def matches(selector: str, step: Step) -> bool:
-    """Whether a step is in the set a rule's selector names (dr.restore.ordering_rules)."""
+    """Whether a step is in the set a rule's selector names (dr.planner.ordering_rules)."""
     if selector.startswith("role:"):
         return selector[5:] in step.roles
     if selector.startswith("type:"):
@@ -164,44 +150,4 @@ def matches(selector: str, step: Step) -> bool:
         return runs_pods(step)
     if selector == "@any":
         return True
-    raise ValueError(f"unknown selector {selector!r} in dr.restore.ordering_rules")
-
-
-@dataclass
-class StepResult:
-    """What one step did in one run; the journal keeps one record per result."""
-
-    name: str
-    status: ResultStatus
-    reason: str
-    outcomes: list[Outcome] = field(default_factory=list)
-    seconds: float = 0.0
-    forced: bool = False
-    earlier: bool = False  # succeeded in an earlier run of this restore (resumed past)
-
-    @property
-    def succeeded(self) -> bool:
-        return self.status == ResultStatus.SUCCEEDED
-
-    def counts(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for outcome in self.outcomes:
-            out[outcome.status.value] = out.get(outcome.status.value, 0) + 1
-        return out
-
-    def to_json(self, seal: Callable[[Any], str] | None = None) -> dict[str, Any]:
-        """With `seal` (a stored record: the journal, a drill record), the failed items, which
-        may name secrets, are sealed, and the reason gives counts only."""
-        failed = [o.to_json() for o in self.outcomes if o.failed]
-        items: dict[str, Any] = {"failed_items": failed[:50]}
-        reason = self.reason
-        if seal is not None and failed:
-            items = {"failed_items": [], "failed_items_sealed": seal(failed[:50])}
-            reason = self._counted()  # a failure's reason may name the item, or quote its exception
-        return {"step": self.name, "status": self.status, "reason": reason, "counts": self.counts(), **items,
-                "failed_items_total": len(failed), "seconds": round(self.seconds, 3), "forced": self.forced,
-                "earlier": self.earlier}
-
-    def _counted(self) -> str:
-        counts = ", ".join(f"{n} {status}" for status, n in sorted(self.counts().items()))
-        return f"{counts}; the failed items' names and reasons are sealed (failed_items_sealed)"
+    raise ValueError(f"unknown selector {selector!r} in dr.planner.ordering_rules")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import hvac
 
-from dr.cli.output import Output
+from dr.demo.narrating import Narrator
 
 SOURCE = """\
   - name: platform-vault
@@ -63,7 +63,7 @@ def plan_parts(vault: VaultStandIn | None) -> tuple[str, str]:
             SOURCE.format(url=vault.url, credentials=credentials))
 
 
-def read_back(vault: VaultStandIn, out: Output) -> bool:
+def read_back(vault: VaultStandIn, out: Narrator) -> bool:
     """The restored Vault answers the original token and holds the secret as the original does."""
     with open(os.path.join(vault.credentials, "token"), encoding="utf-8") as handle:
         token = handle.read().strip()
