@@ -7,6 +7,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from dr.contract import ExportContext
+from dr.contract.capabilities import complete
 from dr.model.artifacts import Artifact, Dependency, Sensitivity
 from dr.model.plans import RemapSpec
 from dr.planner.destinations import provided_at, request_remap
@@ -27,7 +28,9 @@ def _plan(remaps=()):
 
 
 def _step(name: str, cls, artifacts) -> Step:
-    return Step(name, cls.type_name, artifacts, cls(ExportContext(name, None, ".")))
+    """A step whose exporter is built as the registry loads it (completed with the defaults of
+    the capabilities its class lacks)."""
+    return Step(name, cls.type_name, artifacts, complete(cls)(ExportContext(name, None, ".")))
 
 
 ARTIFACTS = [_artifact("images", "images", meta={"provides": [IMAGE], "provides_at": {IMAGE: COPY}}),
