@@ -23,7 +23,7 @@ from __future__ import annotations
 from dr.contract.capabilities import (CAPABILITIES, AuditDeclarations, Capability, CheckpointSaves, DeployNeeds,
                                       DrillComparison, OutsideCopies, Planning, RtoEstimates)
 from dr.contract.declarations import (AnyOf, CheckpointSave, CopyReport, Destination, FindingCode, NoDestination,
-                                      Ordering, OrderingRule, RemapKind, RestoredContent, RestoreOption, Rewrite,
+                                      Ordering, OrderingRule, RemapKind, RestoreOption, RestoredContent, Rewrite,
                                       Rewriter, RpoRow, prefix_rewrite)
 from dr.contract.exporter import (DETAILS_KEPT, ArtifactSink, Content, ContentReader, Discovered, ExportContext,
                                   Exporter, ExporterOptions, Outcome, OutcomeStatus, PlanDependency, RestoreRequest)

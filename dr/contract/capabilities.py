@@ -21,8 +21,8 @@ from datetime import timedelta
 from types import MappingProxyType
 from typing import ClassVar, Iterator, Mapping
 
-from dr.contract.declarations import (AnyOf, CheckpointSave, CopyReport, Destination, FindingCode, Ordering,
-                                      RemapKind, RestoredContent, RestoreOption, Rewriter, RpoRow)
+from dr.contract.declarations import (AnyOf, CheckpointSave, CopyReport, Destination, FindingCode, Ordering, RemapKind,
+                                      RestoreOption, RestoredContent, Rewriter, RpoRow)
 from dr.contract.exporter import ContentReader, Exporter, RestoreRequest
 from dr.contract.pod_needs import RunNeeds, Sizing
 from dr.model.artifacts import Artifact

@@ -26,11 +26,10 @@ from urllib.parse import unquote, urlparse
 import git
 from pydantic import Field, field_validator
 
-from dr.contract import Sizing
-from dr.contract import Planning, AuditDeclarations, DeployNeeds, DrillComparison
-from dr.contract import (CREDENTIALS_DIR, ArtifactSink, ContentReader, Credential, Destination, Discovered,
-                                   Exporter, ExporterOptions, Ordering, OrderingRule, Outcome, OutcomeStatus, RemapKind,
-                                   RestoreRequest, Rewriter, RunNeeds, prefix_rewrite)
+from dr.contract import (CREDENTIALS_DIR, ArtifactSink, AuditDeclarations, ContentReader, Credential, DeployNeeds,
+                         Destination, Discovered, DrillComparison, Exporter, ExporterOptions, Ordering, OrderingRule,
+                         Outcome, OutcomeStatus, Planning, RemapKind, RestoredContent, RestoreRequest, Rewriter, RunNeeds,
+                         Sizing, prefix_rewrite)
 from dr.kits.validators import listed_once, plain_name
 from dr.model.artifacts import Artifact, Dependency, Sensitivity
 from dr.model.recovery import normalize
@@ -115,6 +114,11 @@ def _advertised(url: str) -> tuple[dict[str, str], str, str]:
             refs[name] = left
     token = "ls-remote:" + hashlib.sha256("\n".join(lines).encode()).hexdigest()
     return refs, head, token
+
+
+def _refs_digest(refs: dict[str, str]) -> str:
+    """A fingerprint of a repository's refs: each name and the hash it points at."""
+    return "refs:" + hashlib.sha256("".join(f"{n} {refs[n]}\n" for n in sorted(refs)).encode()).hexdigest()
 
 
 def _local_refs(repo_dir: str) -> dict[str, str]:
@@ -360,6 +364,22 @@ class GitExporter(Exporter, Planning, AuditDeclarations, DeployNeeds, DrillCompa
         self._push(artifact, reader, target, path if create else None, bool(current))
         return Outcome(item, OutcomeStatus.RESTORED, f"pushed {len(refs)} refs to {where}{replacing}; "
                        "the target's refs match the catalog")
+
+    def restored_content(self, artifacts: list[Artifact], reader: ContentReader,
+                         request: RestoreRequest) -> Iterator[RestoredContent]:
+        """Each repository's refs at the destination against the catalog's (a ref names its whole
+        history by hash); a local destination must also hold every object they reach."""
+        for artifact in (a for a in artifacts if a.kind == KIND and request.to):
+            target = _absolute(request.to.replace("{name}", artifact.identity))
+            path = _local_path(target)
+            if path is not None and not os.path.isdir(path):
+                restored = ""
+            else:
+                restored = _refs_digest(_advertised(target)[0])
+                if path is not None:
+                    _git(["fsck", "--connectivity-only", "--no-dangling", "--no-progress"], cwd=path)
+            yield RestoredContent(artifact.identity, restored=restored,
+                                  backed_up=_refs_digest(artifact.meta.get("refs", {})))
 
     def _push(self, artifact: Artifact, reader: ContentReader, target: str, create: str | None,
               target_has_refs: bool) -> None:

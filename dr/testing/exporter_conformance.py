@@ -27,8 +27,7 @@ import yaml
 from dr.audit.coverage import HeldIdentities
 from dr.audit.gathering import normalize
 from dr.backup import BackupResult, run_backup
-from dr.contract import (ExportContext, Exporter, Outcome,
-                                   RestoreRequest)
+from dr.contract import ExportContext, Exporter, Outcome, RestoreRequest
 from dr.contract import OutcomeStatus as Status
 from dr.contract.registry import GROUP, Registry
 from dr.model.artifacts import Artifact

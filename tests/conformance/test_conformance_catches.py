@@ -13,8 +13,8 @@ from typing import Any, Hashable, Iterator
 
 import pytest
 
-from dr.contract import (ArtifactSink, ContentReader, Discovered, Exporter, ExporterOptions, Outcome,
-                                   OutcomeStatus, RestoreRequest)
+from dr.contract import (ArtifactSink, ContentReader, Discovered, Exporter, ExporterOptions, Outcome, OutcomeStatus,
+                         RestoreRequest)
 from dr.model.artifacts import Artifact, Dependency
 from dr.testing import CHECKS, ConformanceFixture, ConformanceWarning, ExporterConformance, NotChecked, verify_exporter
 from dr.testing.fingerprints import difference

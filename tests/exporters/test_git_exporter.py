@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from dr.exporters import git as git_exporter
-from dr.contract import ExportContext, OutcomeStatus
+from dr.contract import ExportContext, OutcomeStatus, RestoreRequest
 from dr.exporters.git import GitExporter, redact
 from dr.contract.registry import Registry
 from tests.exporters.conftest import statuses
@@ -79,6 +79,34 @@ def test_round_trip_keeps_every_ref(harness, remote, tmp_path):
 
     [again] = harness.restore(GitExporter, options(remote), backup.artifacts, to=target)
     assert again.status == OutcomeStatus.UNCHANGED and again.reason
+
+
+def test_a_drill_compares_the_destinations_refs_with_the_catalogs(harness, remote, tmp_path):
+    """restored_content: equal after the restore; a moved ref, a missing repository and a lost
+    object each show (the last as git fsck's refusal, which fails the drill's step)."""
+    backup = harness.backup(GitExporter, options(remote), base_dir=str(tmp_path))
+    target = str(tmp_path / "restored" / "{name}.git")
+    harness.restore(GitExporter, options(remote), backup.artifacts, to=target)
+    exporter = GitExporter(ExportContext("src", GitExporter.Options(**options(remote)), str(tmp_path)))
+
+    def compared():
+        return list(exporter.restored_content(backup.artifacts, None, RestoreRequest(to=target)))
+
+    [item] = compared()
+    assert item.item == "platform" and item.restored == item.backed_up and item.restored.startswith("refs:")
+    restored = git.Repo(tmp_path / "restored" / "platform.git")
+    main = restored.git.rev_parse("refs/heads/main")
+    restored.git.update_ref("refs/heads/main", restored.git.rev_parse("refs/heads/main~1"))
+    assert compared()[0].restored != item.backed_up
+    restored.git.update_ref("refs/heads/main", main)
+    objects = tmp_path / "restored" / "platform.git" / "objects"
+    packs = list((objects / "pack").glob("*.pack")) + [p for p in objects.glob("??/*")]
+    for path in packs:
+        os.chmod(path, 0o644)
+        path.unlink()
+    with pytest.raises(git_exporter.GitFailure, match="fsck"):
+        compared()
+    assert list(exporter.restored_content(backup.artifacts, None, RestoreRequest(to=str(tmp_path / "none" / "{name}"))))[0].restored == ""
 
 
 def test_unchanged_remote_is_not_cloned_again(harness, remote, tmp_path, monkeypatch):

@@ -11,9 +11,8 @@ import yaml
 
 from dr.cli.exitcodes import Exit
 from dr.cli.main import main
-from dr.contract import OutcomeStatus, RestoreRequest
+from dr.contract import ExportContext, OutcomeStatus, RestoreRequest
 from dr.exporters.helm import HelmExporter
-from dr.contract import ExportContext
 from dr.exporters.helm.options import HelmOptions
 from tests.helm.charts import ChartServer, helm
 from tests.helm.conftest import backup, plan_with, source_result

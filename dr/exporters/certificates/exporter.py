@@ -21,10 +21,9 @@ from dr.exporters.certificates.exporting import CERT, CERTIFICATE_LOST, DEPENDEN
 from dr.exporters.certificates.options import CertificatesOptions
 from dr.exporters.certificates.records import domains, identity
 from dr.exporters.certificates.restoring import KEY_DIR, CertificateRestore
-from dr.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter, Ordering,
-                                   OrderingRule, Outcome, OutcomeStatus, RestoreOption, RestoreRequest, Rewriter,
-                                   RunNeeds)
-from dr.contract import Planning, AuditDeclarations, DeployNeeds, DrillComparison
+from dr.contract import (ArtifactSink, AuditDeclarations, ContentReader, DeployNeeds, Destination, Discovered,
+                         DrillComparison, Exporter, Ordering, OrderingRule, Outcome, OutcomeStatus, Planning,
+                         RestoreOption, RestoreRequest, Rewriter, RunNeeds)
 from dr.model.artifacts import Artifact
 
 

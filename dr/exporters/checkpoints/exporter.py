@@ -39,12 +39,10 @@ from dr.exporters.checkpoints.scanning import ListedTree
 from dr.exporters.checkpoints.sharding import Executor, make_executor
 from dr.exporters.checkpoints.status import CopyCheck, RunRPO, rpo_report, verify_copies
 from dr.exporters.checkpoints.transfer.transferring import Transfer
-from dr.contract import Sizing
-from dr.contract import Planning, OutsideCopies, CheckpointSaves, DeployNeeds, RtoEstimates
-from dr.contract import (AnyOf, ArtifactSink, ContentReader, Destination, Discovered,
-                                   ExportContext, Exporter, Ordering, OrderingRule, Outcome, RemapKind, RestoreOption,
-                                   RestoreRequest, Rewriter, RpoRow, RunNeeds, CopyReport,
-                                   CheckpointSave)
+from dr.contract import (AnyOf, ArtifactSink, CheckpointSave, CheckpointSaves, ContentReader, CopyReport, DeployNeeds,
+                         Destination, Discovered, ExportContext, Exporter, Ordering, OrderingRule, Outcome,
+                         OutsideCopies, Planning, RemapKind, RestoreOption, RestoreRequest, Rewriter, RpoRow,
+                         RtoEstimates, RunNeeds, Sizing)
 from dr.model.artifacts import Artifact
 
 __all__ = ["CheckpointsExporter", "CopyCheck", "KIND", "REMAP_KEYS", "RunRPO", "rpo_report", "verify_copies"]

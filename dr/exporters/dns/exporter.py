@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from dr.contract import Sizing
-from dr.contract import Planning, DeployNeeds, RtoEstimates, DrillComparison
-from dr.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter, Ordering,
-                                   OrderingRule, Outcome, OutcomeStatus, RemapKind, RestoreOption, RestoreRequest,
-                                   Rewriter, RunNeeds)
+from dr.contract import (ArtifactSink, ContentReader, DeployNeeds, Destination, Discovered, DrillComparison, Exporter,
+                         Ordering, OrderingRule, Outcome, OutcomeStatus, Planning, RemapKind, RestoreOption,
+                         RestoreRequest, Rewriter, RtoEstimates, RunNeeds, Sizing)
 from dr.exporters.dns import reading, writing
 from dr.exporters.dns.deploying import run_needs
 from dr.exporters.dns.options import DnsOptions, Zone

@@ -6,11 +6,9 @@ import filecmp
 import os
 from typing import Iterator
 
-from dr.contract import Sizing
-from dr.contract import Planning, DeployNeeds, DrillComparison
-from dr.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter, NoDestination,
-                                   Ordering, OrderingRule, Outcome, OutcomeStatus, RestoredContent, RestoreRequest,
-                                   Rewriter, RunNeeds)
+from dr.contract import (ArtifactSink, ContentReader, DeployNeeds, Destination, Discovered, DrillComparison, Exporter,
+                         NoDestination, Ordering, OrderingRule, Outcome, OutcomeStatus, Planning, RestoreRequest,
+                         RestoredContent, Rewriter, RunNeeds, Sizing)
 from dr.exporters.etcd.deploying import run_needs
 from dr.exporters.etcd.maintenance import Client, EtcdError, EtcdUnreachable, Tls
 from dr.exporters.etcd.options import EtcdCluster, EtcdOptions

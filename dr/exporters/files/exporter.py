@@ -15,11 +15,9 @@ from typing import Callable, Iterator
 
 from pydantic import Field, field_validator
 
-from dr.contract import Sizing
-from dr.contract import Planning, AuditDeclarations, OutsideCopies, DeployNeeds, DrillComparison
-from dr.contract import (AnyOf, ArtifactSink, ContentReader, Destination, Discovered, Exporter,
-                                   ExporterOptions, NoDestination, Outcome, RestoredContent, RestoreOption,
-                                   RestoreRequest, Rewriter, RunNeeds)
+from dr.contract import (AnyOf, ArtifactSink, AuditDeclarations, ContentReader, DeployNeeds, Destination, Discovered,
+                         DrillComparison, Exporter, ExporterOptions, NoDestination, Outcome, OutsideCopies, Planning,
+                         RestoreOption, RestoreRequest, RestoredContent, Rewriter, RunNeeds, Sizing)
 from dr.contract import OutcomeStatus as Status
 from dr.model.artifacts import Artifact, Dependency, Sensitivity
 from dr.exporters.files.sops import KEY_LOST, sops_keys

@@ -5,10 +5,9 @@ from __future__ import annotations
 import os
 from typing import Iterator
 
-from dr.contract import (ArtifactSink, ContentReader, CopyReport, Destination, Discovered, ExportContext,
-                                   Exporter, NoDestination, Ordering, Outcome, RemapKind, RestoreOption,
-                                   RestoreRequest, Rewriter, RunNeeds)
-from dr.contract import Planning, OutsideCopies, DeployNeeds, RtoEstimates, DrillComparison
+from dr.contract import (ArtifactSink, ContentReader, CopyReport, DeployNeeds, Destination, Discovered, DrillComparison,
+                         ExportContext, Exporter, NoDestination, Ordering, Outcome, OutsideCopies, Planning, RemapKind,
+                         RestoreOption, RestoreRequest, Rewriter, RtoEstimates, RunNeeds)
 from dr.exporters.helm import records
 from dr.exporters.helm.credentials import Credentials
 from dr.exporters.helm.deploying import run_needs

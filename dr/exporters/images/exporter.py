@@ -6,11 +6,9 @@ import os
 import time
 from typing import Callable, Iterator
 
-from dr.contract import Sizing
-from dr.contract import Planning, OutsideCopies, DeployNeeds, RtoEstimates, DrillComparison
-from dr.contract import (AnyOf, ArtifactSink, ContentReader, CopyReport, Destination, Discovered,
-                                   ExportContext, Exporter, NoDestination, Ordering, Outcome, RestoreRequest,
-                                   Rewriter, RunNeeds)
+from dr.contract import (AnyOf, ArtifactSink, ContentReader, CopyReport, DeployNeeds, Destination, Discovered,
+                         DrillComparison, ExportContext, Exporter, NoDestination, Ordering, Outcome, OutsideCopies,
+                         Planning, RestoreRequest, Rewriter, RtoEstimates, RunNeeds, Sizing)
 from dr.exporters.images.deploying import run_needs
 from dr.exporters.images.auth import Credentials, read_pull_secrets
 from dr.exporters.images.client import RegistryClient, RegistryError

@@ -7,11 +7,9 @@ import os
 import tempfile
 from typing import Iterator
 
-from dr.contract import Sizing
-from dr.contract import Planning, AuditDeclarations, DeployNeeds, DrillComparison
-from dr.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter,
-                                   NoDestination, Ordering, Outcome, OutcomeStatus, RestoreRequest, Rewriter,
-                                   RunNeeds)
+from dr.contract import (ArtifactSink, AuditDeclarations, ContentReader, DeployNeeds, Destination, Discovered,
+                         DrillComparison, Exporter, NoDestination, Ordering, Outcome, OutcomeStatus, Planning,
+                         RestoreRequest, Rewriter, RunNeeds, Sizing)
 from dr.exporters.kubernetes.batches import KIND, SCANNED_KIND
 from dr.exporters.kubernetes.classes import CLASSES
 from dr.exporters.kubernetes.connecting import api_client, dynamic_client, parse_destination

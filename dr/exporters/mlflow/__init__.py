@@ -22,11 +22,9 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Iterator
 
-from dr.contract import Sizing
-from dr.contract import Planning, OutsideCopies, DeployNeeds, RtoEstimates, DrillComparison
-from dr.contract import (ArtifactSink, ContentReader, CopyReport, Destination, Discovered, Exporter,
-                                   Ordering, OrderingRule, Outcome, OutcomeStatus, RemapKind, RestoreOption,
-                                   RestoreRequest, Rewriter, RunNeeds)
+from dr.contract import (ArtifactSink, ContentReader, CopyReport, DeployNeeds, Destination, Discovered, DrillComparison,
+                         Exporter, Ordering, OrderingRule, Outcome, OutcomeStatus, OutsideCopies, Planning, RemapKind,
+                         RestoreOption, RestoreRequest, Rewriter, RtoEstimates, RunNeeds, Sizing)
 from dr.exporters.mlflow.deploying import run_needs
 from dr.exporters.mlflow.exporting import BACKEND, MODEL, SERVER, WEIGHTS, ExportRun, ModelRegistry
 from dr.exporters.mlflow.options import MlflowOptions

@@ -22,9 +22,9 @@ import io
 import json
 from typing import Iterator
 
-from dr.contract import (AWS_CREDENTIALS, AnyOf, ArtifactSink, ContentReader, Destination, Discovered, Exporter,
-                                   Ordering, Outcome, OutcomeStatus, RestoreRequest, Rewriter, RunNeeds)
-from dr.contract import Planning, AuditDeclarations, DeployNeeds, DrillComparison
+from dr.contract import (AWS_CREDENTIALS, AnyOf, ArtifactSink, AuditDeclarations, ContentReader, DeployNeeds,
+                         Destination, Discovered, DrillComparison, Exporter, Ordering, Outcome, OutcomeStatus, Planning,
+                         RestoreRequest, Rewriter, RunNeeds)
 from dr.repository.key_names import SEALED_NAMES
 from dr.exporters.secretsmanager.listing import (DEFAULT_KEY, SecretsManagerOptions, SecretsManagerUnavailable,
                                                  aws_errors, client, client_error, current_version, encode_value,

@@ -19,10 +19,9 @@ import json
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Iterator
 
-from dr.contract import (AnyOf, ArtifactSink, ContentReader, Destination, Discovered, Exporter, NoDestination,
-                                   Ordering, Outcome, OutcomeStatus, RestoreOption, RestoreRequest, Rewriter,
-                                   RunNeeds)
-from dr.contract import Planning, AuditDeclarations, DeployNeeds, DrillComparison
+from dr.contract import (AnyOf, ArtifactSink, AuditDeclarations, ContentReader, DeployNeeds, Destination, Discovered,
+                         DrillComparison, Exporter, NoDestination, Ordering, Outcome, OutcomeStatus, Planning,
+                         RestoreOption, RestoreRequest, Rewriter, RunNeeds)
 from dr.repository.key_names import SEALED_NAMES, kms_key
 from dr.exporters.vault.deploying import run_needs
 from dr.exporters.vault.kinds import CONFIG, SNAPSHOT, TOKEN_KEY, UNSEAL_KEY

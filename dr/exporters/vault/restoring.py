@@ -36,8 +36,7 @@ import hvac
 import hvac.adapters
 import hvac.exceptions
 
-from dr.contract import (ContentReader, EncryptionError, IntegrityError, Outcome, OutcomeStatus,
-                                   RestoreRequest)
+from dr.contract import ContentReader, EncryptionError, IntegrityError, Outcome, OutcomeStatus, RestoreRequest
 from dr.exporters.vault.configuration import (PATHS, ConfigReader, empty_problems, kv_paths, recorded_kv_metadata,
                                              summary)
 from dr.exporters.vault.connecting import (VaultAuthFailed, VaultState, VaultUnavailable, log_in, new_client,

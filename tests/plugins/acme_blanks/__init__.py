@@ -15,8 +15,8 @@ import hashlib
 import os
 from typing import Iterator, Literal
 
-from dr.contract import (ArtifactSink, ContentReader, Discovered, Exporter, ExporterOptions, Outcome,
-                                   OutcomeStatus, RestoredContent, RestoreRequest)
+from dr.contract import (ArtifactSink, ContentReader, Discovered, Exporter, ExporterOptions, Outcome, OutcomeStatus,
+                         RestoreRequest, RestoredContent)
 from dr.model.artifacts import Artifact
 
 KIND = "blank-file"

@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 from typing import Iterator
 
-from dr.contract import (ArtifactSink, ContentReader, Discovered, Exporter, ExporterOptions, Outcome,
-                                   OutcomeStatus, RemapKind, RestoreRequest)
+from dr.contract import (ArtifactSink, ContentReader, Discovered, Exporter, ExporterOptions, Outcome, OutcomeStatus,
+                         RemapKind, RestoreRequest)
 from dr.model.artifacts import Artifact, Dependency
 
 KIND = "ledger"

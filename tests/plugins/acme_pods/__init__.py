@@ -8,8 +8,7 @@ import json
 import os
 from typing import Iterator
 
-from dr.contract import (ArtifactSink, Discovered, Exporter, ExporterOptions, Ordering, Outcome,
-                                   OutcomeStatus, RemapKind)
+from dr.contract import ArtifactSink, Discovered, Exporter, ExporterOptions, Ordering, Outcome, OutcomeStatus, RemapKind
 from dr.model.artifacts import Dependency
 
 KIND = "pod"

@@ -13,9 +13,8 @@ import json
 import os
 from typing import Iterator
 
-from dr.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter,
-                                   ExporterOptions, Ordering, OrderingRule, Outcome, OutcomeStatus, RemapKind,
-                                   RestoreRequest, Rewriter, prefix_rewrite)
+from dr.contract import (ArtifactSink, ContentReader, Destination, Discovered, Exporter, ExporterOptions, Ordering,
+                         OrderingRule, Outcome, OutcomeStatus, RemapKind, RestoreRequest, Rewriter, prefix_rewrite)
 from dr.model.artifacts import Artifact, Dependency
 
 KIND = "feature-table"
