@@ -60,13 +60,17 @@ class Destination:
 
     With `to` None the restore writes back where each artifact came from: the artifacts'
     dependencies of the exporter's origin_kinds are then judged as the destination, by the
-    audit's rules. `writes_origin=False` says such a call writes to no place the plan judges."""
+    audit's rules, and so is each reference of `writes_to` (where the call writes that no
+    dependency records: the region an unused certificate is imported back into).
+    `writes_origin=False` says such a call writes to no place the plan judges."""
 
     artifacts: list[Artifact]
     to: str | None
     how: str  # where `to` comes from, for people
     label: str = ""  # names the call when a source restores to several destinations
     writes_origin: bool = True  # with `to` None: it writes where the artifacts came from
+    # with `to` None: references (placed by the plan as dependencies are) of where it writes
+    writes_to: tuple[str, ...] = ()
 
 
 class NoDestination(Exception):

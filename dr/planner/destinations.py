@@ -81,8 +81,8 @@ def units_for(plan: Plan, step: Step, to: str | None,
     except Exception as exc:  # a plugin's bug must not take the whole plan down: this step is refused
         return [], (f"the {step.exporter} exporter failed to choose a destination ({type(exc).__name__}: "
                     f"{exc}): give --to {step.name}=DEST")
-    return [Unit(f"{step.name} {d.label}".strip(), d.artifacts, d.to, remap, d.how, d.writes_origin)
-            for d in found], ""
+    return [Unit(f"{step.name} {d.label}".strip(), d.artifacts, d.to, remap, d.how, d.writes_origin,
+                 tuple(d.writes_to) if d.to is None else ()) for d in found], ""
 
 
 def parse_destinations(values: list[str], sources: list[str]) -> tuple[dict[str, str], list[str]]:

@@ -126,24 +126,30 @@ class NeedJudge:
                        "or --force; no remap applies to it")
 
     def _destinations(self, step: Step) -> list[Need]:
+        """Where each unit writes: its `to`, or (without one) the references its Destination says
+        it writes to; one the plan does not place is where the restore runs (a local folder, a
+        context name), not judged."""
         needs = []
         for unit in step.units:
-            if not unit.to:
-                continue
-            j = self.judge.judge(unit.to)
-            if j.placement.domain is None and not unit.to.endswith("/"):
-                # a folder the step writes into is where what it holds is placed: a location
-                # with the prefix "<dir>/" holds "<dir>" as a destination too
-                j = self.judge.judge(unit.to + "/")
-            if j.placement.domain is None:
-                continue  # a local folder or a context name: where the restore runs, not placed
-            if self.judge.loses(j.placement):
-                needs.append(Need("destination", unit.to, BLOCKED,
-                                  f"the step would write to {self.where(j)}, which is lost when {self.label}"
-                                  f" (destination from {unit.how}): give --to {step.name}=DEST or a remap"))
-            else:
-                needs.append(Need("destination", unit.to, OK, f"writes to {self.where(j)}, which survives"))
+            places = [unit.to] if unit.to else list(unit.writes_to) if unit.writes_origin else []
+            for place in places:
+                need = self._destination(step, place, unit.how)
+                if need is not None:
+                    needs.append(need)
         return needs
+
+    def _destination(self, step: Step, place: str, how: str) -> Need | None:
+        j = self.judge.judge(place)
+        if j.placement.domain is None and not place.endswith("/"):
+            # a folder the step writes into is where what it holds is placed: a location
+            # with the prefix "<dir>/" holds "<dir>" as a destination too
+            j = self.judge.judge(place + "/")
+        if j.placement.domain is None:
+            return None
+        if self.judge.loses(j.placement):
+            return Need("destination", place, BLOCKED, f"the step would write to {self.where(j)}, which is lost "
+                        f"when {self.label} (destination from {how}): give --to {step.name}=DEST or a remap")
+        return Need("destination", place, OK, f"writes to {self.where(j)}, which survives")
 
     def _origins(self, step: Step) -> list[Need]:
         """Where units without a `to` write: back where their artifacts came from."""

@@ -61,6 +61,7 @@ class Unit:
     remap: dict[str, str]
     how: str  # where `to` comes from, for people
     writes_origin: bool = True  # with `to` None: back where the artifacts came from (Destination)
+    writes_to: tuple[str, ...] = ()  # with `to` None: the references of where it writes (Destination)
 
     def to_json(self) -> dict[str, Any]:
         return {"label": self.label, "artifacts": len(self.artifacts), "to": self.to,

@@ -145,4 +145,5 @@ def _destination_problems(exporter: Exporter, artifacts: list[Artifact]) -> list
     given = sorted(id(a) for d in found for a in d.artifacts)
     if given != sorted(id(a) for a in artifacts):
         return ["destinations must hand every artifact to exactly one Destination"]
-    return []
+    return [f"Destination {d.label or d.how!r}: writes_to must be a tuple of references (str), not {d.writes_to!r}"
+            for d in found if not (isinstance(d.writes_to, tuple) and all(isinstance(r, str) and r for r in d.writes_to))]

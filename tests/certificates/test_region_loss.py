@@ -67,27 +67,39 @@ def test_a_certificate_for_the_same_domains_in_the_surviving_region_stands_in(tm
     assert [f["reference"] for f in report["findings"] if f["code"] == "dependency-remapped"] == [used]
 
 
-def _restore_step(tmp_path) -> tuple[int, dict]:
+def _restore_step(tmp_path, *extra: str) -> tuple[int, dict]:
     import contextlib
     import io
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        code = main(["restore", "--plan", str(tmp_path / "plan.yaml"), "--failed", "us-east-1", "--dry-run", "--json"])
+        code = main(["restore", "--plan", str(tmp_path / "plan.yaml"), "--failed", "us-east-1", "--dry-run", "--json",
+                     *extra])
     return code, next(s for s in json.loads(out.getvalue())["steps"] if s["name"] == "certs")
 
 
-def test_the_restore_plan_gives_the_audits_answer_for_the_in_place_import(tmp_path, acm_endpoint, capsys):
-    """The restore imports each certificate into its own region (to=None: where it came from), so
-    the plan judges that origin as the audit does: refused with the audit's blocker, ready with
-    a stand-in in the surviving region (docs/exporters.md, "Where a restore writes")."""
+def _blockers(step: dict) -> list[tuple[str, str]]:
+    return sorted((n["kind"], n["reference"]) for n in step["needs"] if n["verdict"] == "blocker")
+
+
+def test_the_restore_plan_refuses_an_in_place_import_into_the_lost_region(tmp_path, acm_endpoint, capsys):
+    """The restore imports each certificate back into its own region (to=None), so the plan judges
+    that region as where the step writes (Destination.writes_to), whether the certificate is in
+    use or not, and the in-use one's origin as the audit does. A stand-in in the surviving region
+    satisfies the audit, not the import into the lost region: --to the surviving region does."""
+    unused = import_leaf(acm_endpoint, "us-east-1", make_leaf(["old.example.com"], days_left=300))
+    audit(tmp_path, acm_endpoint, capsys)
+    code, step = _restore_step(tmp_path)
+    assert step["status"] == "refused" and code != Exit.OK, step
+    assert _blockers(step) == [("destination", unused)]  # before writes_to: ready, and the import failed
     used = import_leaf(acm_endpoint, "us-east-1", make_leaf(NAMES, days_left=300))
     put_in_use(acm_endpoint, "us-east-1", used, "shop")
     audit(tmp_path, acm_endpoint, capsys)
     code, step = _restore_step(tmp_path)
-    assert step["status"] == "refused" and code != Exit.OK, step
-    assert [n["reference"] for n in step["needs"] if n["verdict"] == "blocker"] == [used]
+    assert ("acm-certificate", used) in _blockers(step) and step["status"] == "refused", step
     import_leaf(acm_endpoint, "us-west-2", make_leaf(["*.shop.example.com", "shop.example.com"], days_left=300))
-    audit(tmp_path, acm_endpoint, capsys)
+    code, findings = audit(tmp_path, acm_endpoint, capsys)
     code, step = _restore_step(tmp_path)
+    assert [k for k, _ in _blockers(step)] == ["destination"], step  # the stand-in covers the origin
+    code, step = _restore_step(tmp_path, "--to", "certs=us-west-2")
     assert code == Exit.OK and step["status"] == "ready", step

@@ -226,3 +226,18 @@ def test_the_suite_names_malformed_finding_codes_and_kind_mappings():
     assert "'notes-archive-lost': title and action" in problems
     assert "maps 'notes-index' to 'nobody-declares'" in problems and "'notes-archive'" not in problems
     assert declaration_problems(NotesExporter) == []
+
+
+def test_the_suite_names_a_destination_whose_writes_to_is_not_references():
+    """planning_problems over destinations() whose writes_to a planner could not place."""
+    from dr.contract import Destination, ExportContext
+    from dr.contract.capabilities import complete
+    from dr.testing.declarations import planning_problems
+
+    class BadWritesTo(NotesExporter):
+        def destinations(self, artifacts, rewrite):
+            return [Destination(list(artifacts), None, "its own place", writes_to=["s3://bucket/"])]
+
+    exporter = complete(BadWritesTo)(ExportContext("notes", NotesExporter.Options(folder="."), "."))
+    problems = "\n".join(planning_problems(exporter, []))
+    assert "writes_to must be a tuple of references" in problems

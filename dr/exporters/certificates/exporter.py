@@ -45,7 +45,16 @@ class CertificatesExporter(Exporter, Planning, AuditDeclarations, DeployNeeds, D
         "clients sent there earlier fail TLS"),))
 
     def destinations(self, artifacts: list[Artifact], rewrite: Rewriter) -> list[Destination]:
-        return [Destination(list(artifacts), None, "each certificate's own region (--to REGION for another)")]
+        """One import per region, back where its certificates came from; each writes to that
+        region (an ARN of it, placed by the plan as the audit places certificates), so a restore
+        in place into a lost region is refused, used or not."""
+        by_region: dict[str, list[Artifact]] = {}
+        for artifact in artifacts:
+            by_region.setdefault(str(artifact.meta.get("region") or ""), []).append(artifact)
+        return [Destination(group, None, "each certificate's own region (--to REGION for another)",
+                            f"-> {region}" if region and len(by_region) > 1 else "",
+                            writes_to=tuple(sorted({str(a.meta["arn"]) for a in group if a.meta.get("arn")})[:1]))
+                for region, group in by_region.items()]
 
     def scratch_destination(self, folder: str) -> str | None:
         return None  # a folder is not ACM: a drill names a region with --to
