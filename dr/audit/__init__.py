@@ -15,7 +15,9 @@ through the verdict engine dr.model.recovery that restore planning and drills ju
             ConfigMaps and Services that the kubernetes exporter lists in `provides`);
   remapped  placed in a lost domain but COVERED: the restore rebuilds it at a new location
             from the snapshot's own copy (an info finding that tells the operator which copy
-            to restore first);
+            to restore first); or moved by the plan's remaps (restore.remaps) to a place that
+            survives, for every source that needs it, exactly as the restore rewrites it
+            (dr.audit.plan_remaps over dr.planner.remaps: the same answer as the restore plan);
             a Service's DNS name is covered by the Service's copy only when no backend it
             selects keeps state in a PersistentVolumeClaim (the backup's `service-state` /
             `service-stateless` facts): with state behind it, it is a blocker naming the PVC

@@ -26,6 +26,7 @@ from dr.audit.essentials import judge_scenario, unknown_findings
 from dr.audit.failed_copies import FailedRunCopies
 from dr.audit.spot_saves import spot_save_findings
 from dr.audit.findings import WARNING, Finding
+from dr.audit.plan_remaps import PlanRemaps
 from dr.audit.gathering import DependencyIndex, gather
 from dr.audit.dependency_findings import DependencyJudge, count_verdicts
 from dr.audit.revealing import Revealer
@@ -84,7 +85,7 @@ def run_audit(plan: Plan, repo: Repository, target: TargetSpec, scenarios: list[
                          | {r.exporter for r in (snapshot.sources if snapshot else [])})
     judge = DependencyJudge(plan, index, placements, lambda copy: _intact(repo, copy), strict,
                             any_of.resolve(index), {name: e.checked_kinds for name, e in (exporters or {}).items()},
-                            knowledge.code_for)
+                            knowledge.code_for, PlanRemaps(plan, exporters or {}))
     needs_key = bool(plan.spec.encryption.recipients) or index.encrypted > 0
     items = essentials(plan, placements, needs_key)
     circular, replaced = circular_findings(items, target.name, index)

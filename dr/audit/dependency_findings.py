@@ -16,9 +16,10 @@ from dr.audit.alternatives import AnyNeed, judge_needs
 from dr.audit.declared import declared
 from dr.audit.findings import BLOCKER, INFO, WARNING, Finding, redacted
 from dr.audit.gathering import DependencyIndex, DependencyUse
+from dr.audit.plan_remaps import PlanRemaps
 from dr.model.locations import Placement
 from dr.model.plans import Plan
-from dr.model.recovery import (BLOCKED, FACT_KINDS, REMAPPED, UNKNOWN, VERDICTS, AnyJudgement, Copy, Evidence,
+from dr.model.recovery import (BLOCKED, FACT_KINDS, OK, REMAPPED, UNKNOWN, VERDICTS, AnyJudgement, Copy, Evidence,
                                Judgement, Placements, RecoveryJudge, Scenario, Verdict, service_facts)
 
 
@@ -30,6 +31,7 @@ class Judged:
     use: DependencyUse
     judgement: Judgement
     any_of: AnyJudgement | None = None  # for an any-of need: every reference's judgement
+    remap: str = ""  # the plan remap every source's restore applies to it, and where it then points
 
     @property
     def verdict(self) -> Verdict:
@@ -60,9 +62,11 @@ class DependencyJudge:
     def __init__(self, plan: Plan, index: DependencyIndex, placements: Placements,
                  copy_is_intact: Callable[[Copy], bool], strict: bool = False,
                  any_needs: list[AnyNeed] | None = None, checked: Mapping[str, frozenset[str]] | None = None,
-                 code_for: Callable[[str], str] | None = None):
+                 code_for: Callable[[str], str] | None = None, remaps: PlanRemaps | None = None):
         """code_for: a lost dependency kind's finding code (dr.audit.declared: what the installed
-        exporters declare); default: every installed exporter's declarations."""
+        exporters declare); default: every installed exporter's declarations. remaps: the plan's
+        remaps as each source's restore applies them (dr.audit.plan_remaps); None: none."""
+        self.remaps = remaps
         self.index = index
         self.code_for = code_for or declared().code_for
         self.checked = checked or {}
@@ -75,10 +79,19 @@ class DependencyJudge:
     def judge(self, scenario: Scenario, copies_survive: bool) -> list[Judged]:
         judge = RecoveryJudge(self.evidence, scenario.lost, copies_survive, holder="the audited target",
                               lost_locations=scenario.lost_locations)
-        judged = [Judged(use, judge.judge(use.reference)) for use in self.index.uses.values()
+        judged = [self._remapped(judge, Judged(use, judge.judge(use.reference))) for use in self.index.uses.values()
                   if use.kind not in FACT_KINDS]
         judged = [item for item in judged if not (item.verdict == UNKNOWN and self._left_to_backup(item.use))]
         return judged + [_any_judged(need, found) for need, found in judge_needs(judge, self.any_needs)]
+
+    def _remapped(self, judge: RecoveryJudge, item: Judged) -> Judged:
+        """A dependency the plan's remaps move, judged at its new place (as the restore plan does)."""
+        if self.remaps is None or item.verdict in (OK, REMAPPED):
+            return item
+        found = self.remaps.judge(judge, item.use)
+        if found is None:
+            return item
+        return Judged(item.use, Judgement(found.verdict, item.placement, None, found.why), remap=found.why)
 
     def _left_to_backup(self, use: DependencyUse) -> bool:
         """Every source recording the dependency checks its kind at backup time (checked)."""
@@ -169,6 +182,8 @@ class DependencyJudge:
     def _remap_message(self, item: Judged, scenario: Scenario) -> str:
         use, placement = item.use, item.placement
         where = f"is in {self.placements.path(placement.domain)}, lost when {scenario.label}"
+        if item.remap:
+            return f"{use.kind} '{redacted(use.reference)}' {where}, but {item.remap}"
         if item.note:  # a Service whose backends the restore recreates (dr.model.recovery.services)
             return (f"{use.kind} '{redacted(use.reference)}' {where}, but is {item.note}: nothing outside the "
                     f"snapshot is needed")

@@ -103,8 +103,19 @@ def test_the_audit_judges_its_dependencies_with_no_core_edit(installed, world, c
     assert main(["backup", "--plan", plan, "-q"]) == Exit.OK
     report = tmp_path / "audit.json"
     code = main(["audit", "--plan", plan, "--failed", "cluster-a", "--json", "--out", str(report), "-q"])
-    assert code == Exit.BLOCKERS  # the audit reports where things are; remaps are a restore's business
+    # the plan remaps the lost endpoint with the plugin's own remap kind: the audit applies the
+    # restore's rewrite and gives the restore plan's answer (remapped), not a blocker
+    assert code == Exit.OK
     findings = json.loads(report.read_text())["findings"]
-    [lost] = [f for f in findings if f["kind"] == "table-endpoint"]
-    assert lost["severity"] == "blocker" and lost["sources"] == ["features"]
-    assert lost["reference"] == f"{LOST_STORE}/api" and lost["domain"] == "cluster-a"
+    [moved] = [f for f in findings if f["kind"] == "table-endpoint"]
+    assert moved["severity"] == "info" and moved["code"] == "dependency-remapped" and moved["sources"] == ["features"]
+    assert moved["reference"] == f"{LOST_STORE}/api" and moved["domain"] == "cluster-a"
+    assert "plan remap table-endpoint" in moved["message"] and SURVIVING_STORE in moved["message"]
+    world.remaps = [{"kind": "table-endpoint", "old": LOST_STORE, "new": "https://replica.cluster-a.internal"}]
+    code = main(["audit", "--plan", _plan(world), "--failed", "cluster-a", "--json", "--out", str(report), "-q"])
+    [lost] = [f for f in json.loads(report.read_text())["findings"] if f["kind"] == "table-endpoint"]
+    assert code == Exit.BLOCKERS and lost["severity"] == "blocker" and "lost as well" in lost["message"]
+    world.remaps = []  # without the remap, the same dependency is the blocker it is
+    code = main(["audit", "--plan", _plan(world), "--failed", "cluster-a", "--json", "--out", str(report), "-q"])
+    [lost] = [f for f in json.loads(report.read_text())["findings"] if f["kind"] == "table-endpoint"]
+    assert code == Exit.BLOCKERS and lost["severity"] == "blocker"
