@@ -56,10 +56,9 @@ def test_a_files_backup_imports_no_client_it_does_not_use(tmp_path):
     seen = _probe(PROBE.format(heavy=HEAVY + S3_UNUSED), plan)
     assert seen["codes"] == [0, 0]
     assert seen["heavy"] == []
-    # the registry loads the files exporter only; the CLI loads the backup command only
-    # (pod_needs is part of the contract, a module of its own)
-    assert seen["exporters"] == ["dr.contract.adapters", "dr.contract", "dr.exporters.files",
-                                 "dr.contract.pod_needs", "dr.contract.registry"]
+    # the registry loads the files exporter only (the contract is dr.contract, outside
+    # dr.exporters); the CLI loads the backup command only
+    assert seen["exporters"] == ["dr.exporters.files"]
     assert seen["commands"] == ["dr.cli.commands.backup"]
     assert seen["plugins_scanned"] is False
 
@@ -67,7 +66,8 @@ def test_a_files_backup_imports_no_client_it_does_not_use(tmp_path):
 def test_help_imports_no_command_and_no_library():
     seen = _probe("import sys, json\nfrom dr.cli.main import build_parser\nbuild_parser(['--help'])\n"
                   "print(json.dumps(sorted(m for m in sys.modules if m.startswith(('dr.', 'pydantic', 'boto')))))")
-    assert seen == ["dr.cli", "dr.cli.commands", "dr.cli.exitcodes", "dr.cli.main"]
+    # --help also lists plugin commands (dr.cli.plugin_commands reads the dr.commands group)
+    assert seen == ["dr.cli", "dr.cli.commands", "dr.cli.exitcodes", "dr.cli.main", "dr.cli.plugin_commands"]
 
 
 def test_an_s3_backup_with_static_keys_imports_no_botocore(tmp_path, aws_env, s3_bucket, moto_endpoint):
