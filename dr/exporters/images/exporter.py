@@ -11,8 +11,8 @@ from dr.contract import (AnyOf, ArtifactSink, ContentReader, CopyReport, Destina
                                    ExportContext, Exporter, NoDestination, Ordering, Outcome, RestoreRequest,
                                    Rewriter, RunNeeds)
 from dr.exporters.images.deploying import run_needs
-from dr.exporters.images.auth import Credentials, read_pull_secrets
-from dr.exporters.images.client import RegistryClient, RegistryError
+from dr.kits.oci.credentials import Credentials, read_pull_secrets
+from dr.kits.oci.client import RegistryClient, RegistryError
 from dr.exporters.images.copying import Copier
 from dr.exporters.images.exporting import KIND, ExportRun, resolve, wanted_images
 from dr.exporters.images.options import ImagesOptions, RegistryURL

@@ -1,5 +1,6 @@
-"""Registry credentials: docker `config.json` (a file the plan names, else the usual places),
-docker credential helpers, and ECR through boto3.
+"""Registry credentials, the kit's one resolver (dr.kits.oci; the images and helm exporters use it):
+docker `config.json` (a file the plan names, else the usual places), docker credential helpers,
+and ECR through boto3.
 
 Never printed: a `Credential`'s repr hides its secret, and errors name the host only.
 
