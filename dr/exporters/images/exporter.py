@@ -11,7 +11,8 @@ from dr.contract import (AnyOf, ArtifactSink, ContentReader, CopyReport, Destina
                                    ExportContext, Exporter, NoDestination, Ordering, Outcome, RestoreRequest,
                                    Rewriter, RunNeeds)
 from dr.exporters.images.deploying import run_needs
-from dr.kits.oci.credentials import Credentials, read_pull_secrets
+from dr.kits.oci.credentials import Credentials
+from dr.kits.oci.pull_secrets import read_pull_secrets
 from dr.kits.oci.client import RegistryClient, RegistryError
 from dr.exporters.images.copying import Copier
 from dr.exporters.images.exporting import KIND, ExportRun, resolve, wanted_images
