@@ -37,3 +37,20 @@ def test_ecr_hosts_get_a_token_through_boto3(monkeypatch):
     with mock_aws():
         credential = ecr_credential("123456789012.dkr.ecr.us-east-1.amazonaws.com")
     assert credential is not None and credential.username == "AWS" and credential.password
+
+
+def test_a_credential_says_where_it_was_found_and_default_files_replace_dockers(tmp_path, monkeypatch):
+    """`source` names the file (the plan's as `auth_file PATH`), never the secret; `default_files`
+    stands in for docker's files (helm puts its own registry config first)."""
+    def config(name: str, user: str) -> str:
+        (tmp_path / name).write_text(json.dumps({"auths": {"reg.local": {"username": user, "password": "p"}}}))
+        return str(tmp_path / name)
+
+    monkeypatch.setenv("REGISTRY_AUTH_FILE", config("docker.json", "from-docker"))
+    plan = config("plan.json", "from-plan")
+    assert Credentials(plan).for_host("reg.local").source == f"auth_file {plan}"
+    found = Credentials(None, ecr=False).for_host("reg.local")
+    assert found.username == "from-docker" and found.source == str(tmp_path / "docker.json")
+    own = config("own.json", "from-own")
+    assert Credentials(None, default_files=[own]).for_host("reg.local").source == own
+    assert Credentials(None, default_files=[]).for_host("reg.local") is None
