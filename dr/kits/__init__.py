@@ -4,6 +4,7 @@ It sits at the bottom of dr and imports nothing else of dr, so every layer may u
 exporter, built-in or third-party, may import it without touching another exporter:
 - retrying: one retry policy and the one base (`Transient`) of every error worth retrying;
 - kubeconfigs: one kubeconfig resolver, with kubectl's rules;
+- oci: one OCI registry client and one registry credential resolver (images, helm);
 - tls: CA bundles, client certificates and proxies, the way each ecosystem configures them;
 - validators: the names and values that several exporters check alike.
 """

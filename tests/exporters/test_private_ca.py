@@ -19,8 +19,8 @@ import time
 import pytest
 
 from dr.exporters.helm.transport import ChartError, Transport
-from dr.exporters.images.auth import Credentials
-from dr.exporters.images.errors import RegistryError
+from dr.kits.oci.credentials import Credentials
+from dr.kits.oci.errors import RegistryError
 from dr.exporters.images.exporter import Connections
 from dr.exporters.images.options import ImagesOptions
 from dr.exporters.mlflow.requesting import Client, MlflowUnreachable

@@ -33,8 +33,8 @@ from pathlib import Path
 
 import requests
 
-from dr.exporters.images.client import Manifest, RegistryClient, sha256
-from dr.exporters.images.streams import HashingReader
+from dr.kits.oci.client import Manifest, RegistryClient, sha256
+from dr.kits.oci.streams import HashingReader
 from tests.servers import ServerProcess
 
 with warnings.catch_warnings():
@@ -100,7 +100,7 @@ class DistributionRegistry(ServerProcess):
         return f"http://{self.host}"
 
     def client(self, user: str | None = None) -> RegistryClient:
-        from dr.exporters.images.auth import Credential
+        from dr.kits.oci.credentials import Credential
         credential = Credential(user, self.users[user]) if user else None
         return RegistryClient(self.host, scheme="http", credential=credential, retries=1, backoff=0.01)
 

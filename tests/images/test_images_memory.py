@@ -22,7 +22,7 @@ CHILD = textwrap.dedent("""
     def hwm():  # VmHWM: this program's own peak (ru_maxrss would start at the parent's RSS at fork)
         with open("/proc/self/status") as status:
             return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
-    from dr.exporters.images.client import RegistryClient
+    from dr.kits.oci.client import RegistryClient
     from dr.exporters.images.copying import Copier, Endpoint
     source, dr, digest = sys.argv[1:4]
     before = hwm()
@@ -69,7 +69,7 @@ def test_a_64_mib_layer_copies_with_bounded_memory(registries, big):
 
 # The repository writer is given a small in-flight bound (2 uploads of 4 MiB chunks), so what is
 # measured is the exporter's streaming: holding the layer whole would grow the process by 64 MiB.
-INTO_REPOSITORY = CHILD.split("from dr.exporters.images.client")[0] + textwrap.dedent("""
+INTO_REPOSITORY = CHILD.split("from dr.kits.oci.client")[0] + textwrap.dedent("""
     from dr.contract import ExportContext
     from dr.exporters.images import ImagesExporter
     from dr.exporters.images.options import ImagesOptions

@@ -7,7 +7,6 @@ import json
 
 import pytest
 
-from dr.exporters.images.auth import Credential, Credentials, ecr_credential, from_config
 from dr.exporters.images.references import BadReference, dr_path, parse, parse_pattern
 
 DIGEST = "sha256:" + "ab" * 32
@@ -39,35 +38,6 @@ def test_patterns_and_the_dr_repository_layout():
     assert pattern.matches_tag("v2") and not pattern.matches_tag("latest")
     assert parse_pattern("reg.local/team/*").tag_glob == "*"
     assert dr_path(parse("reg.local:5000/team/api:1"), "mirror") == "mirror/reg.local-5000/team/api"
-
-
-def test_credentials_from_a_docker_config_in_every_form_and_never_printed():
-    token = base64.b64encode(b"robot:p4ss").decode()
-    config = {"auths": {"reg.local": {"auth": token}, "https://index.docker.io/v1/": {"username": "hub",
-                                                                                        "password": "h"},
-                        "id.local": {"identitytoken": "refresh-me"}}}
-    assert from_config(config, "reg.local") == Credential("robot", "p4ss")
-    assert from_config(config, "docker.io").username == "hub"
-    assert from_config(config, "id.local").identity_token
-    assert from_config(config, "other.local") is None
-    assert "p4ss" not in repr(from_config(config, "reg.local")) + str(from_config(config, "reg.local"))
-
-
-def test_an_auth_file_named_by_the_plan_wins(tmp_path, monkeypatch):
-    token = base64.b64encode(b"from-plan:x").decode()
-    (tmp_path / "auth.json").write_text(json.dumps({"auths": {"reg.local": {"auth": token}}}))
-    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "nowhere"))
-    assert Credentials(str(tmp_path / "auth.json")).for_host("reg.local").username == "from-plan"
-    assert Credentials(None, ecr=False).for_host("reg.local") is None
-
-
-def test_ecr_hosts_get_a_token_through_boto3(monkeypatch):
-    from moto import mock_aws
-    for name, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing")):
-        monkeypatch.setenv(name, value)
-    with mock_aws():
-        credential = ecr_credential("123456789012.dkr.ecr.us-east-1.amazonaws.com")
-    assert credential is not None and credential.username == "AWS" and credential.password
 
 
 def test_credentials_from_a_kubernetes_pull_secret_named_by_the_plan(tmp_path, registries, images):

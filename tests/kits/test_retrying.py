@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dr.exporters.checkpoints.places.contract import TransientPlaceError
-from dr.exporters.images.errors import TemporaryError
+from dr.kits.oci.errors import TemporaryError
 from dr.exporters.kubernetes.requesting import TemporaryFailure
 from dr.kits.retrying import Transient, policy
 from dr.repository.stores.base import TransientStoreError

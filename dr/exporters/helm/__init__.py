@@ -6,10 +6,10 @@ name) and calls export(); dr.restore calls restore() with the chart artifacts, t
 plan's `chart-repository` remap (destinations()).
   references       chart references and repository references
   options          the plan options (charts, from_plan, ...)
-  credentials      logins from a docker config.json (auth_file)
-  transport        HTTP: one session, bearer and basic auth, errors as ChartError
+  logins           who to log in as: the kit's credential resolver, set up as helm looks
+  transport        HTTP chart repositories: one session, bearer and basic auth, errors as ChartError
   http_repository  index.yaml, the .tgz and its .prov
-  oci              Helm charts in an OCI registry: read and push, Helm's media types
+  oci              Helm charts in an OCI registry (the kit's client, dr.kits.oci): read and push
   locating         a chart at its source: published digest, metadata, provenance
   selecting        which charts: listed ones, the plan's pinned helm-chart dependencies,
                    whole repositories when the plan asks

@@ -9,15 +9,18 @@ from dr.contract import (ArtifactSink, ContentReader, CopyReport, DeployNeeds, D
                          ExportContext, Exporter, NoDestination, Ordering, Outcome, OutsideCopies, Planning, RemapKind,
                          RestoreOption, RestoreRequest, Rewriter, RtoEstimates, RunNeeds)
 from dr.exporters.helm import records
-from dr.exporters.helm.credentials import Credentials
 from dr.exporters.helm.deploying import run_needs
 from dr.exporters.helm.exporting import ExportRun
 from dr.exporters.helm.locating import Sources
+from dr.exporters.helm.logins import registry_logins, repository_logins
+from dr.exporters.helm.oci import OciRegistry
 from dr.exporters.helm.options import HelmOptions
 from dr.exporters.helm.restoring import PLAIN_HTTP, check_stored, restore_charts
 from dr.exporters.helm.references import OCI
 from dr.exporters.helm.selecting import CHART_DEPENDENCY_KIND, DEPENDENCY_KIND, select
 from dr.exporters.helm.transport import ChartError, Transport
+from dr.kits.oci.credentials import Credentials
+from dr.kits.tls import verify_setting
 from dr.model.artifacts import Artifact, Sensitivity
 
 
@@ -49,16 +52,33 @@ class HelmExporter(Exporter, Planning, OutsideCopies, DeployNeeds, RtoEstimates,
     def __init__(self, context: ExportContext) -> None:
         super().__init__(context)
         self._transport: Transport | None = None
+        self._registries: dict[tuple[str, str], OciRegistry] = {}
+        self._logins: Credentials | None = None
         self._sources: Sources | None = None
+
+    def _in_plan_folder(self, path: str | None) -> str | None:
+        return os.path.join(self.context.base_dir, path) if path else None
 
     @property
     def transport(self) -> Transport:
+        """HTTP chart repositories' transport (their logins: auth_file alone)."""
         if self._transport is None:
-            o, base = self.options, self.context.base_dir
-            credentials = Credentials(os.path.join(base, o.auth_file) if o.auth_file else None)
-            self._transport = Transport(o.timeout_seconds, o.tls_verify, credentials,
-                                        os.path.join(base, o.ca_file) if o.ca_file else None)
+            o = self.options
+            logins = repository_logins(self._in_plan_folder(o.auth_file))
+            self._transport = Transport(o.timeout_seconds, o.tls_verify, logins, self._in_plan_folder(o.ca_file))
         return self._transport
+
+    def registry(self, host: str, scheme: str) -> OciRegistry:
+        """One OCI registry per (scheme, host) for the life of this instance, one login resolver
+        for all of them (auth_file, helm's and docker's files, credential helpers, ECR)."""
+        if self._logins is None:
+            self._logins = registry_logins(self._in_plan_folder(self.options.auth_file))
+        if (scheme, host) not in self._registries:
+            o = self.options
+            verify = verify_setting(self._in_plan_folder(o.ca_file), insecure=not o.tls_verify)
+            self._registries[(scheme, host)] = OciRegistry(host, scheme, self._logins, verify_tls=verify,
+                                                           timeout=o.timeout_seconds)
+        return self._registries[(scheme, host)]
 
     @property
     def sources(self) -> Sources:

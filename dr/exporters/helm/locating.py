@@ -45,12 +45,12 @@ class Located:
 
 
 class Sources:
-    """One HttpRepository or OciRegistry per repository for the life of an exporter instance."""
+    """One HttpRepository per repository for the life of an exporter instance; OCI registries
+    are the exporter's own (one per host, HelmExporter.registry)."""
 
     def __init__(self, exporter: "HelmExporter") -> None:
         self.exporter = exporter
         self._http: dict[str, HttpRepository] = {}
-        self._oci: dict[str, OciRegistry] = {}
 
     def http(self, url: str) -> HttpRepository:
         if url not in self._http:
@@ -58,9 +58,7 @@ class Sources:
         return self._http[url]
 
     def oci(self, host: str) -> OciRegistry:
-        if host not in self._oci:
-            self._oci[host] = OciRegistry(self.exporter.transport, host, self.exporter.options.scheme_for(host))
-        return self._oci[host]
+        return self.exporter.registry(host, self.exporter.options.scheme_for(host))
 
     def locate(self, ref: ChartRef) -> Located:
         return self._locate_oci(ref) if ref.oci else self._locate_http(ref)

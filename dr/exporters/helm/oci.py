@@ -1,25 +1,37 @@
-"""Helm charts in an OCI registry, as `helm push` stores them (the OCI distribution API).
+"""Helm charts in an OCI registry, as `helm push` stores them, through the kit's registry client
+(dr.kits.oci: the distribution API, auth challenges, credentials; shared with the images exporter).
 
 A chart is a manifest whose config has media type CONFIG (the chart's metadata as JSON), with
 one CHART layer (the .tgz) and, when signed, one PROVENANCE layer (the .prov). Every blob read
-is checked against its digest; a manifest's digest against the one asked for.
+is checked against its digest; a manifest's digest against the one asked for (or the one the
+registry states). The kit's errors become the helm exporter's ChartError (NotFound for a 404),
+a refusal worded by dr.exporters.helm.logins (which login was missing or refused, and where).
+Like helm's other requests, one attempt each: the kit client is built with no retries.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+from contextlib import contextmanager
 from dataclasses import dataclass
-from urllib.parse import urljoin
+from typing import Callable, Iterator
 
-from dr.exporters.helm.transport import ChartError, NotFound, Transport
+import requests
+
+from dr.exporters.helm.logins import ELSEWHERE, refused
+from dr.exporters.helm.transport import ChartError, NotFound
+from dr.kits.oci import errors
+from dr.kits.oci.client import Manifest, RegistryClient
+from dr.kits.oci.credentials import Credentials
+from dr.kits.oci.streams import HashingReader
 
 CONFIG = "application/vnd.cncf.helm.config.v1+json"
 CHART = "application/vnd.cncf.helm.chart.content.v1.tar+gzip"
 PROVENANCE = "application/vnd.cncf.helm.chart.provenance.v1.prov"
 MANIFEST = "application/vnd.oci.image.manifest.v1+json"
-ACCEPT = ", ".join([MANIFEST, "application/vnd.oci.image.index.v1+json",
-                    "application/vnd.docker.distribution.manifest.v2+json"])
+UPLOAD_CHUNK = 32 << 20  # charts are small: one PUT each, as helm push sends them
 
 
 def sha256(data: bytes) -> str:
@@ -36,22 +48,38 @@ class ChartManifest:
 
 
 class OciRegistry:
-    def __init__(self, transport: Transport, host: str, scheme: str) -> None:
-        self.transport, self.host = transport, host
-        self.base = f"{scheme}://{host}/v2"
+    """One registry host, its kit client made on first use (the credential lookup may fail)."""
 
-    def _scope(self, path: str, push: bool = False) -> str:
-        return f"repository:{path}:{'pull,push' if push else 'pull'}"
+    def __init__(self, host: str, scheme: str, logins: Credentials, *, verify_tls: bool | str = True,
+                 timeout: float = 30.0) -> None:
+        self.host, self.scheme, self.logins = host, scheme, logins
+        self._settings = {"verify_tls": verify_tls, "timeout": timeout}
+        self._client: RegistryClient | None = None
+
+    def _call(self, work: Callable[[RegistryClient], object]):
+        with self._translated():
+            if self._client is None:
+                self._client = RegistryClient(self.host, scheme=self.scheme, credential=self.logins.for_host(self.host),
+                                              retries=0, **self._settings)
+            return work(self._client)
+
+    @contextmanager
+    def _translated(self) -> Iterator[None]:
+        """The kit's errors as ChartError, worded for a chart source."""
+        try:
+            yield
+        except errors.NotFound as exc:
+            raise NotFound(str(exc)) from None
+        except errors.Unauthorized:
+            raise ChartError(f"{self.scheme}://{self.host}: {refused(self.logins, self.host, ELSEWHERE)}") from None
+        except (errors.RegistryError, ValueError) as exc:  # ValueError: a credentials file unread
+            raise ChartError(str(exc)) from None
+        except requests.RequestException as exc:
+            raise ChartError(f"{self.scheme}://{self.host}: cannot connect ({exc.__class__.__name__})") from None
 
     def manifest(self, path: str, reference: str) -> tuple[str, bytes]:
-        response = self.transport.request("GET", f"{self.base}/{path}/manifests/{reference}",
-                                          scope=self._scope(path), headers={"Accept": ACCEPT})
-        body = response.content
-        digest = sha256(body)
-        if reference.startswith("sha256:") and digest != reference:
-            raise ChartError(f"{self.host}/{path}@{reference}: the registry served a manifest whose digest is "
-                             f"{digest}")
-        return digest, body
+        manifest = self._call(lambda client: client.get_manifest(path, reference))
+        return manifest.digest, manifest.body
 
     def chart_manifest(self, path: str, tag: str) -> ChartManifest:
         digest, body = self.manifest(path, tag)
@@ -68,7 +96,13 @@ class OciRegistry:
         return ChartManifest(digest, data["config"], chart, prov, created)
 
     def blob(self, path: str, digest: str) -> bytes:
-        body = self.transport.get(f"{self.base}/{path}/blobs/{digest}", scope=self._scope(path))
+        def read(client: RegistryClient) -> bytes:
+            response = client.open_blob(path, digest)
+            try:
+                return response.content
+            finally:
+                response.close()
+        body = self._call(read)
         if sha256(body) != digest:
             raise ChartError(f"{self.host}/{path}@{digest}: the registry served bytes whose digest is "
                              f"{sha256(body)}")
@@ -76,35 +110,25 @@ class OciRegistry:
 
     def tags(self, path: str) -> list[str]:
         try:
-            body = self.transport.request("GET", f"{self.base}/{path}/tags/list", scope=self._scope(path)).json()
+            return sorted(self._call(lambda client: client.tags(path)))
         except NotFound:
             return []
-        return sorted(body.get("tags") or [])
 
     def catalog(self) -> list[str]:
-        body = self.transport.request("GET", f"{self.base}/_catalog?n=10000", scope="registry:catalog:*").json()
-        return sorted(body.get("repositories") or [])
+        return sorted(self._call(lambda client: client.catalog()))
 
     # -- pushing ------------------------------------------------------------------------------
-    def has_blob(self, path: str, digest: str) -> bool:
-        try:
-            self.transport.request("HEAD", f"{self.base}/{path}/blobs/{digest}", scope=self._scope(path, True))
-        except NotFound:
-            return False
-        return True
-
     def push_blob(self, path: str, data: bytes) -> dict:
         digest = sha256(data)
-        if not self.has_blob(path, digest):
-            started = self.transport.request("POST", f"{self.base}/{path}/blobs/uploads/", ok=(202,),
-                                             scope=self._scope(path, True))
-            location = urljoin(self.base + "/", started.headers["Location"])
-            self.transport.request("PUT", location, ok=(201,), scope=self._scope(path, True),
-                                   params={"digest": digest}, data=data,
-                                   headers={"Content-Type": "application/octet-stream"})
+
+        def push(client: RegistryClient) -> None:
+            if client.has_blob(path, digest) is None:
+                body = HashingReader(io.BytesIO(data), digest, len(data), f"{self.host}/{path}@{digest}")
+                client.upload_blob(path, digest, body, len(data), UPLOAD_CHUNK)
+        self._call(push)
         return {"digest": digest, "size": len(data)}
 
     def push_manifest(self, path: str, tag: str, body: bytes) -> str:
-        self.transport.request("PUT", f"{self.base}/{path}/manifests/{tag}", ok=(201,),
-                               scope=self._scope(path, True), data=body, headers={"Content-Type": MANIFEST})
-        return sha256(body)
+        digest = sha256(body)
+        self._call(lambda client: client.put_manifest(path, tag, Manifest(body, MANIFEST, digest)))
+        return digest

@@ -29,7 +29,7 @@ import yaml
 
 from dr.contract import ContentReader, Outcome, OutcomeStatus, RestoreRequest
 from dr.exporters.helm import records
-from dr.exporters.helm.oci import CHART, CONFIG, MANIFEST, PROVENANCE, OciRegistry, sha256
+from dr.exporters.helm.oci import CHART, CONFIG, MANIFEST, PROVENANCE, sha256
 from dr.exporters.helm.references import OCI
 from dr.exporters.helm.transport import ChartError, NotFound
 from dr.model.artifacts import Artifact
@@ -205,7 +205,7 @@ class OciRestore:
         host, _, self.prefix = self.to[len(OCI):].partition("/")
         self.plain = request.remap.get(PLAIN_HTTP) == "true"
         scheme = "http" if self.plain else exporter.options.scheme_for(host)
-        self.registry = OciRegistry(exporter.transport, host, scheme)
+        self.registry = exporter.registry(host, scheme)
         self.plain = scheme == "http"
 
     def run(self, artifacts: list[Artifact], reader: ContentReader) -> Iterator[Outcome]:

@@ -1,12 +1,15 @@
-"""HTTP for chart repositories and OCI registries: one requests session, errors as ChartError.
+"""HTTP for chart repositories (index.yaml, .tgz, .prov): one requests session, errors as
+ChartError, the helm exporter's error for any chart source. (OCI registries are reached through
+the kit's registry client instead: dr.exporters.helm.oci.)
 
 Authentication follows the server's challenge (HTTP 401 `WWW-Authenticate`):
 - `Bearer realm=...,service=...`: a token from the realm for the request's scope, asked with
-  the host's login (basic auth) when `auth_file` has one, else anonymously (as helm does for
-  public registries); tokens are kept per host and scope.
+  the host's login (basic auth) when `auth_file` has one, else anonymously; tokens are kept per
+  host and scope.
 - `Basic`: the host's login, sent with every later request to that host.
-A host that needs a login it does not have, or refuses the one given, is a ChartError saying
-so and naming the host and `auth_file`, never the credential. Loopback hosts are reached
+Logins come from the kit's resolver set up for chart repositories (dr.exporters.helm.logins:
+`auth_file` alone). A host that needs a login it does not have, or refuses the one given, is a
+ChartError saying so and naming the host and `auth_file`, never the credential. Loopback hosts are reached
 without the environment's proxies. TLS: the source's `ca_file` (helm's `--ca-file`), else the
 generic CA settings (dr.kits.tls); `tls_verify: false` wins over REQUESTS_CA_BUNDLE.
 """
@@ -19,7 +22,8 @@ from urllib.parse import urlsplit
 import requests
 import requests.adapters
 
-from dr.exporters.helm.credentials import Credentials, CredentialsError
+from dr.exporters.helm.logins import refused, repository_logins
+from dr.kits.oci.credentials import Credentials
 from dr.kits.tls import PinnedTLS, verify_setting
 from dr.model.redaction import redact
 
@@ -44,7 +48,7 @@ class Transport:
         adapter = _Adapter()
         adapter.verify = verify_setting(ca_file, insecure=not verify_tls)
         self.session.mount("https://", adapter)
-        self.credentials = credentials or Credentials()
+        self.credentials = credentials or repository_logins(None)
         self._tokens: dict[tuple[str, str], str] = {}
         self._basic: set[str] = set()  # hosts that asked for basic auth
 
@@ -98,15 +102,12 @@ class Transport:
     def _login(self, host: str):
         try:
             return self.credentials.for_host(host)
-        except CredentialsError as exc:
+        except ValueError as exc:  # the file cannot be read: its path and why, never its content
             raise ChartError(str(exc)) from None
 
     def _refused(self, host: str) -> str:
-        if self._login(host) is None:
-            where = f" (auth_file {self.credentials.path} has no login for it)" if self.credentials.path else ""
-            return (f"{host} needs credentials{where}: give auth_file, a docker config.json with a login "
-                    f"for {host} (docker login or helm registry login write one)")
-        return f"{host} refused the login for it in auth_file {self.credentials.path}"
+        self._login(host)  # a file that cannot be read says so first
+        return refused(self.credentials, host)
 
     def get(self, url: str, **kwargs) -> bytes:
         return self.request("GET", url, **kwargs).content

@@ -5,8 +5,6 @@ Where it sits: dr.backup runs it after the plan's other sources (it `reads_plan_
 the images their pod templates, Helm releases and scanners recorded) and calls export();
 dr.restore calls restore() with the image records; `dr verify` (and `dr verify --images`, the image copies alone) calls verify().
   references  image references, patterns, where a copy goes, backup and cosign tags
-  auth        credentials: docker config.json, credential helpers, ECR
-  client      the OCI distribution API on requests: auth, retries, streaming, digest checks
   copying     one image tree, bottom-up, blobs in parallel, shared blobs once
   exporting   one backup run: which images, resolve, copy, findings
   storing     images into dr's repository: one `image-blob` artifact per manifest and blob
@@ -14,6 +12,8 @@ dr.restore calls restore() with the image records; `dr verify` (and `dr verify -
   restoring   push the DR copies into a registry (or check them in place)
   pushing     push an image from dr's repository into a registry, every digest verified
   verifying   every recorded manifest and blob of every copy, by digest
+
+The registry client and its credentials are the kit's (dr.kits.oci), shared with helm.
 
 What a snapshot holds: one small `image` artifact per image (records.py); the bytes live in
 the DR registries, or (`store: repository|both`) in `image-blob` artifacts beside the records.

@@ -26,8 +26,8 @@ from typing import Callable
 import requests
 import urllib3
 
-from dr.exporters.images.client import Manifest, RegistryClient, RegistryError, TemporaryError, sha256
-from dr.exporters.images.streams import HashingReader
+from dr.kits.oci.client import Manifest, RegistryClient, RegistryError, TemporaryError, sha256
+from dr.kits.oci.streams import HashingReader
 from dr.exporters.images.references import backup_tag, cosign_tags
 
 LAYER_KEYS = ("config", "layers", "blobs")

@@ -10,8 +10,9 @@ from dr.contract import (AnyOf, ArtifactSink, ContentReader, CopyReport, DeployN
                          DrillComparison, ExportContext, Exporter, NoDestination, Ordering, Outcome, OutsideCopies,
                          Planning, RestoreRequest, Rewriter, RtoEstimates, RunNeeds, Sizing)
 from dr.exporters.images.deploying import run_needs
-from dr.exporters.images.auth import Credentials, read_pull_secrets
-from dr.exporters.images.client import RegistryClient, RegistryError
+from dr.kits.oci.credentials import Credentials
+from dr.kits.oci.pull_secrets import read_pull_secrets
+from dr.kits.oci.client import RegistryClient, RegistryError
 from dr.exporters.images.copying import Copier
 from dr.exporters.images.exporting import KIND, ExportRun, resolve, wanted_images
 from dr.exporters.images.options import ImagesOptions, RegistryURL

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from dr.contract import ArtifactSink
 from dr.exporters.images import records
-from dr.exporters.images.client import NotFound, RegistryClient, RegistryError
+from dr.kits.oci.client import NotFound, RegistryClient, RegistryError
 from dr.exporters.images.copying import Copied, Endpoint
 from dr.exporters.images.references import BadReference, ImageRef, dr_path, parse, parse_pattern
 from dr.exporters.images.options import RegistryURL

@@ -17,8 +17,8 @@ from contextlib import closing
 from typing import TYPE_CHECKING
 
 from dr.contract import ContentReader, IntegrityError
-from dr.exporters.images.client import DigestMismatch, Manifest, sha256
-from dr.exporters.images.streams import HashingReader
+from dr.kits.oci.client import DigestMismatch, Manifest, sha256
+from dr.kits.oci.streams import HashingReader
 from dr.exporters.images.copying import Copier, Endpoint
 from dr.exporters.images.records import repository_digests
 from dr.exporters.images.storing import BLOB_KIND

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from dr.contract import ContentReader, EncryptionError, IntegrityError, Outcome, OutcomeStatus, RestoreRequest
 from dr.exporters.images import records
-from dr.exporters.images.client import RegistryError
+from dr.kits.oci.client import RegistryError
 from dr.exporters.images.copying import Copier, Endpoint
 from dr.exporters.images.pushing import HERE, RepositoryImages, push, refusal
 from dr.exporters.images.storing import BLOB_KIND

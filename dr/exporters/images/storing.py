@@ -29,8 +29,8 @@ import requests
 import urllib3
 
 from dr.contract import ArtifactSink
-from dr.exporters.images.client import Manifest, TemporaryError
-from dr.exporters.images.streams import HashingReader
+from dr.kits.oci.client import Manifest, TemporaryError
+from dr.kits.oci.streams import HashingReader
 from dr.exporters.images.copying import Endpoint, Tree
 
 if TYPE_CHECKING:

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 
 from dr.contract import ContentReader, EncryptionError, IntegrityError
 from dr.exporters.images import records
-from dr.exporters.images.client import RegistryError
-from dr.exporters.images.streams import HashingReader
+from dr.kits.oci.client import RegistryError
+from dr.kits.oci.streams import HashingReader
 from dr.exporters.images.copying import Endpoint
 from dr.exporters.images.options import RegistryURL
 from dr.exporters.images.pushing import HERE, RepositoryImages

@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 from typing import BinaryIO, Iterator
 
-from dr.exporters.images.errors import DigestMismatch
+from dr.kits.oci.errors import DigestMismatch
 
 READ_SIZE = 1 << 20
 

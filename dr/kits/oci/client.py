@@ -1,4 +1,5 @@
-"""A small OCI distribution API client: what copying images by digest needs, and no more.
+"""A small OCI distribution API client, in the kit (dr.kits.oci): what copying images by digest
+and reading and pushing Helm charts need, and no more. The images and helm exporters both use it.
 
 Why our own client on `requests` and not `oras`: copying needs a registry-to-registry stream
 (GET one blob, PUT it elsewhere, hashing on the way, never on disk), cross-repository mounts and
@@ -27,9 +28,9 @@ from urllib.parse import urljoin
 
 import requests
 
-from dr.exporters.images.auth import Credential
-from dr.exporters.images.errors import DigestMismatch, NotFound, RegistryError, TemporaryError, Unauthorized
-from dr.exporters.images.streams import READ_SIZE, HashingReader, Piece
+from dr.kits.oci.credentials import Credential
+from dr.kits.oci.errors import DigestMismatch, NotFound, RegistryError, TemporaryError, Unauthorized
+from dr.kits.oci.streams import READ_SIZE, HashingReader, Piece
 from dr.kits.tls import PinnedTLS
 from dr.kits.retrying import policy
 

@@ -1,5 +1,6 @@
-"""Registry credentials: docker `config.json` (a file the plan names, else the usual places),
-docker credential helpers, and ECR through boto3.
+"""Registry credentials, the kit's one resolver (dr.kits.oci; the images and helm exporters use it):
+docker `config.json` (a file the plan names, else the usual places), docker credential helpers,
+and ECR through boto3.
 
 Never printed: a `Credential`'s repr hides its secret, and errors name the host only.
 
@@ -8,12 +9,15 @@ Where to look, first match wins:
   2. the Kubernetes pull secrets the plan names (`pull_secrets`: `namespace/name`, read once
      per run through the plan's `kubeconfig`/`context`): `.dockerconfigjson` is the same
      format, the legacy `.dockercfg` is its `auths` alone
-  3. $REGISTRY_AUTH_FILE, $DOCKER_CONFIG/config.json, ~/.docker/config.json (the order docker,
-     podman and skopeo use)
+  3. the usual files: $REGISTRY_AUTH_FILE, $DOCKER_CONFIG/config.json, ~/.docker/config.json
+     (the order docker, podman and skopeo use; `docker_files()`), or the files a caller names
+     instead (`default_files`: helm puts its own registry config first)
 In a file: `auths[host]` (`auth` = base64 user:password, or `username`/`password`, or
 `identitytoken`), then `credHelpers[host]` / `credsStore` (runs `docker-credential-<name> get`).
 A host ending in `.amazonaws.com` with `dkr.ecr` in it and no entry gets an ECR token
 (`ecr:GetAuthorizationToken`) when boto3 can find AWS credentials.
+Each credential says where it was found (`source`: "auth_file PATH", a file, a pull secret, a
+credential helper, ECR), so a refusal can name the place to fix without naming the secret.
 """
 
 from __future__ import annotations
@@ -22,10 +26,8 @@ import base64
 import json
 import os
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator
-
-from dr.kits.kubeconfigs import KubeconfigError, load_into, resolve
 
 
 @dataclass(frozen=True)
@@ -33,21 +35,28 @@ class Credential:
     username: str
     password: str = field(repr=False)
     identity_token: bool = False  # an OAuth refresh token: sent as such to the token realm
+    source: str = field(default="", compare=False)  # where it was found, for messages
 
     def __str__(self) -> str:
         return f"{self.username}:***"
 
 
 class Credentials:
-    """Credentials by registry host, looked up once per host."""
+    """Credentials by registry host, looked up once per host.
+
+    auth_file: the file the plan names (first); ecr: ask ECR for its hosts; pull_secrets: the
+    docker configs of Kubernetes pull secrets, read once; default_files: the files looked in
+    after those (None: `docker_files()`, read when a host is looked up)."""
 
     def __init__(self, auth_file: str | None = None, *, ecr: bool = True,
-                 pull_secrets: Callable[[], list[dict]] = lambda: []) -> None:
-        self._plan_file = auth_file
+                 pull_secrets: Callable[[], list[dict]] = lambda: [],
+                 default_files: list[str] | None = None) -> None:
+        self.auth_file = auth_file
         self._ecr = ecr
         self._cache: dict[str, Credential | None] = {}
         self._pull_secrets = pull_secrets
         self._secret_configs: list[dict] | None = None
+        self._default_files = default_files
 
     def load(self) -> None:
         """Read the pull secrets now (once): a failure is the backup's, with its reason."""
@@ -59,25 +68,27 @@ class Credentials:
             self._cache[host] = self._lookup(host)
         return self._cache[host]
 
-    def _configs(self) -> Iterator[dict | None]:
-        if self._plan_file:
-            yield _read(self._plan_file)
+    def _configs(self) -> Iterator[tuple[str, dict | None]]:
+        """(where, config) in the order they are looked in."""
+        if self.auth_file:
+            yield f"auth_file {self.auth_file}", _read(self.auth_file)
         self.load()
-        yield from self._secret_configs or []
-        for path in _default_files():
-            yield _read(path)
+        yield from (("a pull secret", config) for config in self._secret_configs or [])
+        for path in docker_files() if self._default_files is None else self._default_files:
+            yield path, _read(path)
 
     def _lookup(self, host: str) -> Credential | None:
-        for config in self._configs():
+        for where, config in self._configs():
             found = from_config(config, host) if config is not None else None
             if found is not None:
-                return found
+                return replace(found, source=f"{where} (its {found.source})" if found.source else where)
         if self._ecr and ".dkr.ecr." in host and host.endswith(".amazonaws.com"):
             return ecr_credential(host)
         return None
 
 
-def _default_files() -> list[str]:
+def docker_files() -> list[str]:
+    """The files docker, podman and skopeo read, in their order."""
     files = []
     if os.environ.get("REGISTRY_AUTH_FILE"):
         files.append(os.environ["REGISTRY_AUTH_FILE"])
@@ -135,9 +146,10 @@ def _helper(name: str, host: str) -> Credential | None:
     if done.returncode != 0:
         return None
     data = json.loads(done.stdout or "{}")
+    source = f"credential helper docker-credential-{name}"
     if data.get("Username") == "<token>":
-        return Credential("<token>", data.get("Secret", ""), identity_token=True)
-    return Credential(data.get("Username", ""), data.get("Secret", "")) if data.get("Secret") else None
+        return Credential("<token>", data.get("Secret", ""), identity_token=True, source=source)
+    return Credential(data.get("Username", ""), data.get("Secret", ""), source=source) if data.get("Secret") else None
 
 
 def ecr_credential(host: str) -> Credential | None:
@@ -154,32 +166,4 @@ def ecr_credential(host: str) -> Credential | None:
         return None
     token = answer["authorizationData"][0]["authorizationToken"]
     user, _, password = base64.b64decode(token).decode().partition(":")
-    return Credential(user, password)
-
-
-def read_pull_secrets(names: list[str], kubeconfig: str | None, context: str | None) -> list[dict]:
-    """The docker configs held by Kubernetes pull secrets `namespace/name`."""
-    if not names:
-        return []
-    import kubernetes  # dr depends on it; imported only when a plan names pull secrets
-
-    configuration = kubernetes.client.Configuration()
-    try:
-        load_into(configuration, resolve(kubeconfig, context))  # kubectl's rules, else in-cluster
-    except KubeconfigError as exc:
-        raise ValueError(f"pull secrets: {exc}") from None
-    api = kubernetes.client.CoreV1Api(kubernetes.client.ApiClient(configuration))
-    configs = []
-    for name in names:
-        namespace, _, secret = name.partition("/")
-        try:
-            data = api.read_namespaced_secret(secret, namespace).data or {}
-        except kubernetes.client.ApiException as exc:
-            raise ValueError(f"pull secret {name}: HTTP {exc.status} {exc.reason}") from None
-        if ".dockerconfigjson" in data:
-            configs.append(json.loads(base64.b64decode(data[".dockerconfigjson"])))
-        elif ".dockercfg" in data:
-            configs.append({"auths": json.loads(base64.b64decode(data[".dockercfg"]))})
-        else:
-            raise ValueError(f"pull secret {name} holds neither .dockerconfigjson nor .dockercfg")
-    return configs
+    return Credential(user, password, source="ECR (an ecr:GetAuthorizationToken token)")
