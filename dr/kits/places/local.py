@@ -24,9 +24,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from dr.exporters.checkpoints.formats.dcp_metadata import check_relative_path
-from dr.exporters.checkpoints.formats.tree import FileStat, LocalTree
-from dr.exporters.checkpoints.places.contract import (PermanentPlaceError, Place, PlaceError, PlaceMissing,
+from dr.kits.places.files import check_relative_path
+from dr.kits.places.files import FileStat, LocalTree
+from dr.kits.places.contract import (PermanentPlaceError, Place, PlaceError, PlaceMissing,
                                                         SourceChanged, TransientPlaceError, Upload)
 
 PARTIAL = ".dr-partial-"
