@@ -11,4 +11,5 @@ The one storage contract of dr's kit: checkpoints and their copies, MLflow weigh
 - s3.py           S3Place: a bucket prefix on one endpoint; listing, reads, small puts.
 - s3writing.py    S3 objects written by parts: resumable multipart uploads, server-side copies.
 - retrying.py     RetryingPlace: transient failures retried, outside every place.
+- streaming.py    whole files written from a stream of known size, and a Reader as a file.
 """

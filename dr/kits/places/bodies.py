@@ -1,12 +1,14 @@
 """Read-only, seekable raw files over bytes held elsewhere: request bodies sent without a copy.
 
-In the kit: S3 writers send a part straight from a pooled buffer (body_of), and the checkpoint
-formats read an object's byte ranges through a SeekableReader subclass (RangeFile).
+In the kit: S3 writers send a part straight from a pooled buffer (body_of), the checkpoint
+formats read an object's byte ranges through a SeekableReader subclass (RangeFile), and
+readers of the place contract fill a caller's buffer from a stream (fill).
 """
 
 from __future__ import annotations
 
 import io
+from typing import Callable
 
 
 class SeekableReader(io.RawIOBase):
@@ -51,3 +53,15 @@ def body_of(view: memoryview):
     """What a request sends: the whole buffer itself, or a file over the used part of it."""
     whole = view.obj
     return whole if isinstance(whole, (bytes, bytearray)) and len(whole) == len(view) else ViewBody(view)
+
+
+def fill(view: memoryview, readinto: Callable[[memoryview], int]) -> int:
+    """Fill `view` by calls of `readinto` (which may return less than asked); fewer bytes only
+    where the stream ends: what the place contract's Reader.readinto promises."""
+    got = 0
+    while got < len(view):
+        n = readinto(view[got:])
+        if not n:
+            break
+        got += n
+    return got
