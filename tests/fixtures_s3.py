@@ -16,7 +16,7 @@ import uuid
 import boto3
 import pytest
 
-from dr.repository.stores.s3_clients import new_client
+from dr.kits.s3.clients import new_client
 from tests.servers import moto_server
 
 

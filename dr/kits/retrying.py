@@ -56,3 +56,45 @@ def policy(attempts: int, base_delay: float, max_delay: float, *,
     return Retrying(stop=stop_after_attempt(attempts), wait=_AskedOrBackoff(base_delay, max_delay),
                     retry=retry_if_exception_type(retry_on), sleep=sleep, reraise=True,
                     **({"before_sleep": before_sleep} if before_sleep else {}))
+
+
+class ResumingReads:
+    """readinto() for a stream that may break: the broken stream is dropped, a new one opened
+    where the last read ended (`_open_stream`, which knows `_offset`), and the failed read
+    repeated, under the owner's retry policy. Shared by store streams and place readers,
+    each naming its own transient error."""
+
+    _stream = None
+    _offset = 0
+    _transient: type[BaseException] = Transient  # the owner's own transient error
+
+    def _retrying(self) -> Retrying:
+        raise NotImplementedError
+
+    def _open_stream(self):
+        raise NotImplementedError
+
+    def readinto(self, buffer) -> int:
+        for attempt in self._retrying():
+            with attempt:
+                if self._stream is None:
+                    self._stream = self._open_stream()
+                try:
+                    got = self._stream.readinto(buffer)
+                except self._transient:
+                    self._drop()
+                    raise
+        self._offset += got
+        return got
+
+    def _drop(self) -> None:
+        stream, self._stream = self._stream, None
+        try:
+            stream.close()
+        except Exception:  # a broken stream may fail to close too; the read error is what counts
+            pass
+
+    def _close_stream(self) -> None:
+        if self._stream is not None:
+            stream, self._stream = self._stream, None
+            stream.close()

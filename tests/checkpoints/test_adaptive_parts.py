@@ -13,7 +13,7 @@ import warnings
 import pytest
 
 from dr.exporters.checkpoints.options import CheckpointsOptions
-from dr.exporters.checkpoints.transfer.transferring import MAX_PARTS, part_size_for
+from dr.kits.places.parts import MAX_PARTS, part_size_for
 from tests.checkpoints.test_exporter_helpers import upload_tree
 from tests.cli.planfiles import local_target, write_plan
 from tests.faults.running import backup_verify_restore

@@ -17,7 +17,7 @@ from dr.exporters.checkpoints.formats.completeness import (
     assess_settled,
     candidate_listing,
 )
-from dr.exporters.checkpoints.formats.tree import LocalTree
+from dr.kits.places.files import LocalTree
 from tests.checkpoints.conftest import DCP_VARIANTS, age_files
 from tests.checkpoints.writers import STAGES, Trainer, save_dcp, save_dcp_dying, truncate
 

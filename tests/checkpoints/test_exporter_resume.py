@@ -28,7 +28,7 @@ from tests.servers import moto_server
 
 CHILD = """
 import json, sys, time
-from dr.exporters.checkpoints.{module} import {writer} as _cls
+from dr.kits.{module} import {writer} as _cls
 from tests.checkpoints.test_exporter_helpers import NullSink, make_exporter
 
 write = _cls.write

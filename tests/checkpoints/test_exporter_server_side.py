@@ -17,7 +17,7 @@ from collections import Counter
 
 import pytest
 
-from dr.exporters.checkpoints.places import s3writing
+from dr.kits.places import s3writing
 from dr.exporters.checkpoints.copies.layout import MANIFEST
 from tests.checkpoints.test_exporter_helpers import (Repo, bucket_files, make_exporter, save_steps, upload_tree)
 from tests.checkpoints.writers import VERSIONS, Trainer, save_dcp

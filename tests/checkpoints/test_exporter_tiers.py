@@ -8,7 +8,7 @@ from pathlib import Path
 from dr.exporters.checkpoints.options import Milestone, Tier
 from dr.exporters.checkpoints.scanning import Checkpoint
 from dr.exporters.checkpoints.copies.tiers import Held, is_milestone, select, to_prune
-from dr.exporters.checkpoints.formats.tree import FileStat
+from dr.kits.places.files import FileStat
 from tests.checkpoints.test_exporter_helpers import Repo, files_of, make_exporter, save_steps
 from tests.checkpoints.writers import Trainer
 

@@ -17,10 +17,10 @@ import random
 import pytest
 from botocore.exceptions import ClientError
 
-from dr.exporters.checkpoints.places import s3writing
-from dr.exporters.checkpoints.places.local import LocalPlace
-from dr.exporters.checkpoints.places.retrying import RetryingPlace
-from dr.exporters.checkpoints.places.s3 import S3Place
+from dr.kits.places import s3writing
+from dr.kits.places.local import LocalPlace
+from dr.kits.places.retrying import RetryingPlace
+from dr.kits.places.s3 import S3Place
 from dr.exporters.checkpoints.transfer.transferring import FileJob, Transfer
 from tests.checkpoints.test_exporter_helpers import bucket_files
 from tests.fixtures_s3 import s3_client

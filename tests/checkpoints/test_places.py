@@ -7,8 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from dr.exporters.checkpoints.places.local import LocalPlace
-from dr.exporters.checkpoints.places.s3 import S3Place
+from dr.kits.places.local import LocalPlace
+from dr.kits.places.s3 import S3Place
 from tests.fixtures_s3 import s3_client
 
 
@@ -68,8 +68,8 @@ def test_s3_reads_go_straight_into_the_buffer_and_a_body_cut_midway_is_transient
     RetryingPlace), never a crash or a short read taken as the end."""
     import os
 
-    from dr.exporters.checkpoints.places.contract import TransientPlaceError
-    from dr.exporters.checkpoints.places.s3 import S3Reader
+    from dr.kits.places.contract import TransientPlaceError
+    from dr.kits.places.s3 import S3Reader
     from tests.harness.faultproxy import FaultProxy
 
     bucket = s3_bucket()

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from safetensors.torch import save_file
 
 from dr.exporters.checkpoints.formats.contents import read_contents
-from dr.exporters.checkpoints.formats.tree import LocalTree
+from dr.kits.places.files import LocalTree
 from dr.exporters.checkpoints.resuming import DEFAULT_REQUIRES, judge, version_field
 from tests.checkpoints.test_exporter_helpers import Repo, make_exporter
 from tests.checkpoints.writers import VERSIONS, Trainer, save_dcp

@@ -15,7 +15,7 @@ import torch
 from torch.distributed.checkpoint import HuggingFaceStorageWriter
 
 from dr.exporters.checkpoints.formats.completeness import Candidate, MarkerRule, Completeness, assess_settled
-from dr.exporters.checkpoints.formats.tree import FileStat, LocalTree
+from dr.kits.places.files import FileStat, LocalTree
 from tests.checkpoints.writers import Trainer, _quiet_save, truncate
 
 

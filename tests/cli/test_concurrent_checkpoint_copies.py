@@ -15,7 +15,7 @@ from torch.distributed.checkpoint import FileSystemReader
 
 from dr.cli.exitcodes import Exit
 from dr.exporters.checkpoints.copies.locking import copy_lock
-from dr.exporters.checkpoints.places.local import LocalPlace
+from dr.kits.places.local import LocalPlace
 from dr.repository.locks import read_locks
 from tests.checkpoints.test_exporter_helpers import assert_same_state, load_state, save_steps
 from tests.cli.planfiles import local_target, write_plan

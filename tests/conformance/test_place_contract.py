@@ -21,15 +21,15 @@ import botocore.exceptions
 import pytest
 import urllib3.exceptions
 
-from dr.exporters.checkpoints.places.conformance import check_place
-from dr.exporters.checkpoints.places.contract import PermanentPlaceError, TransientPlaceError
-from dr.exporters.checkpoints.places.local import LocalPlace
-from dr.exporters.checkpoints.places.retrying import RetryingPlace
-from dr.exporters.checkpoints.places.s3 import S3Place
+from dr.kits.places.conformance import check_place
+from dr.kits.places.contract import PermanentPlaceError, TransientPlaceError
+from dr.kits.places.local import LocalPlace
+from dr.kits.places.retrying import RetryingPlace
+from dr.kits.places.s3 import S3Place
 from dr.exporters.checkpoints.transfer.transferring import FileJob, Transfer
 from dr.repository.stores.s3 import S3Store
-from dr.repository.stores import s3_lean
-from dr.repository.stores.s3_clients import is_transient
+from dr.kits.s3 import lean as s3_lean
+from dr.kits.s3.clients import is_transient
 
 
 class _Raw:

@@ -1,4 +1,4 @@
-"""The lean S3 client (dr/repository/stores/s3_lean.py): when it is chosen, that it signs
+"""The lean S3 client (dr/kits/s3/lean.py): when it is chosen, that it signs
 exactly as botocore does, sends what botocore sends, and hands over to botocore when it must.
 
 The store contract suite (test_store_contract.py) runs every S3 clause on it already: its
@@ -17,9 +17,9 @@ from botocore.credentials import Credentials
 
 from dr.repository.stores.base import StoreError, TransientStoreError
 from dr.repository.stores.s3 import S3Store
-from dr.repository.stores.s3_clients import new_client
-from dr.repository.stores.s3_lean import LeanS3Client
-from dr.repository.stores.s3_signing import EMPTY_SHA256, canonical_query, quote_path, sign, static_setup
+from dr.kits.s3.clients import new_client
+from dr.kits.s3.lean import LeanS3Client
+from dr.kits.s3.signing import EMPTY_SHA256, canonical_query, quote_path, sign, static_setup
 from tests.harness.fakes3 import FakeS3, error_xml
 
 KEYS = {"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"}

@@ -26,9 +26,9 @@ from dr.repository.stores.local import LocalStore
 from dr.repository.stores.opening import open_store
 from dr.repository.stores.retrying import RetryingStore
 from dr.repository.stores.s3 import S3Store, from_url
-from dr.repository.stores.s3_clients import new_client
-from dr.repository.stores.s3_lean import LeanS3Client
-from dr.repository.stores.s3_signing import static_setup
+from dr.kits.s3.clients import new_client
+from dr.kits.s3.lean import LeanS3Client
+from dr.kits.s3.signing import static_setup
 from tests.fixtures_s3 import s3_client
 from tests.harness.fakes3 import FakeS3, error_xml
 

@@ -13,12 +13,12 @@ import os
 import botocore.exceptions
 import pytest
 
-from dr.exporters.checkpoints.places.contract import TransientPlaceError
-from dr.exporters.checkpoints.places.s3 import S3Place
+from dr.kits.places.contract import TransientPlaceError
+from dr.kits.places.s3 import S3Place
 from dr.repository.stores.base import ObjectMissing, TransientStoreError
 from dr.repository.stores.retrying import RetryingStore
 from dr.repository.stores.s3 import S3Store
-from dr.repository.stores.s3_clients import is_transient
+from dr.kits.s3.clients import is_transient
 from tests.fixtures_s3 import s3_client
 
 

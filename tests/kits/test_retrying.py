@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dr.exporters.checkpoints.places.contract import TransientPlaceError
+from dr.kits.places.contract import TransientPlaceError
 from dr.kits.oci.errors import TemporaryError
 from dr.exporters.kubernetes.requesting import TemporaryFailure
 from dr.kits.retrying import Transient, policy

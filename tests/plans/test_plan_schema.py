@@ -92,7 +92,7 @@ VALIDATE_OFFLINE = """
 import json, sys
 from dr.cli.main import main
 code = main(["plan", "validate", *sys.argv[1:], "--json"])
-touched = sorted(m for m in sys.modules if m.startswith(("dr.repository.stores.s3", "boto", "requests", "urllib3",
+touched = sorted(m for m in sys.modules if m.startswith(("dr.repository.stores.s3", "dr.kits.s3", "boto", "requests", "urllib3",
                                                           "kubernetes", "hvac", "mlflow")))
 print(json.dumps({"code": code, "touched": touched}))
 """

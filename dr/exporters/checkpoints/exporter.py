@@ -31,9 +31,9 @@ from dr.exporters.checkpoints.checking import verify_recorded
 from dr.exporters.checkpoints.deploying import run_needs
 from dr.exporters.checkpoints.exporting import KIND, ExportRun
 from dr.exporters.checkpoints.options import CheckpointsOptions, Tier
-from dr.exporters.checkpoints.places.contract import Place
+from dr.kits.places.contract import Place
 from dr.exporters.checkpoints.places.opening import open_place
-from dr.exporters.checkpoints.places.s3 import Sessions
+from dr.kits.places.s3 import Sessions
 from dr.exporters.checkpoints.restoring import REMAP_KEYS, restore_copies
 from dr.exporters.checkpoints.scanning import ListedTree
 from dr.exporters.checkpoints.sharding import Executor, make_executor

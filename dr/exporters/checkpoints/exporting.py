@@ -26,8 +26,8 @@ from dr.exporters.checkpoints.copies.copying import copy_checkpoint
 from dr.exporters.checkpoints.copies.inventory import Inventory, old_uploads, stray_files, take_inventory
 from dr.exporters.checkpoints.copies.locking import copy_lock
 from dr.exporters.checkpoints.options import Tier
-from dr.exporters.checkpoints.places.contract import Place
-from dr.exporters.checkpoints.places.contract import SourceChanged
+from dr.kits.places.contract import Place
+from dr.kits.places.contract import SourceChanged
 from dr.exporters.checkpoints.resuming import RESUMABLE, RELEASE, Resumability, of_checkpoint
 from dr.exporters.checkpoints.scanning import Checkpoint, Scan, scan
 from dr.exporters.checkpoints.sharding.coordinating import shardable, sharded_copy

@@ -21,7 +21,7 @@ a field path, not half-way through a backup.
     max_buffer_mib: the memory budget for file bytes in flight (default 144)
     part_size_mib: unset (default): chosen per file, one PUT up to half of max_buffer_mib
                   (at most 96 MiB), larger files in 16 MiB parts
-                  (transfer/transferring.py, part_size_for); a number fixes the part size
+                  (dr/kits/places/parts.py, part_size_for); a number fixes the part size
     resume:       {role, requires, parts, runs}: what a checkpoint must hold for its run to
                   continue from it (resuming.py; docs/readiness.md, check 1)
     shards:       {count, executor, min_bytes, parallelism, retries, kubernetes}: one copy's

@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 from dr.exporters.checkpoints.copies.layout import Layout
 from dr.exporters.checkpoints.exporting import KIND
 from dr.exporters.checkpoints.options import PlaceSpec
-from dr.exporters.checkpoints.places.contract import Place
+from dr.kits.places.contract import Place
 from dr.exporters.checkpoints.transfer.transferring import DigestMismatch, FileJob, Transfer, hash_file
 from dr.exporters.checkpoints.formats.tree import parent_of
 from dr.exporters.checkpoints.copies.verifying import check_copy

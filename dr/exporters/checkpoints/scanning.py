@@ -26,9 +26,10 @@ from typing import Callable, Iterable, Iterator
 
 from dr.exporters.checkpoints.formats.completeness import Candidate, MarkerRule, assess
 from dr.exporters.checkpoints.formats.discovery import DIR_KINDS, discover
-from dr.exporters.checkpoints.places.contract import Place
-from dr.exporters.checkpoints.places.contract import Upload
-from dr.exporters.checkpoints.formats.tree import FileStat, parent_of
+from dr.kits.places.contract import Place
+from dr.kits.places.contract import Upload
+from dr.exporters.checkpoints.formats.tree import parent_of
+from dr.kits.places.files import FileStat
 
 
 @dataclass

@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Callable
 
 from dr.exporters.checkpoints.formats.tree import parent_of
-from dr.exporters.checkpoints.places.contract import PermanentPlaceError, Place
-from dr.exporters.checkpoints.places.local import LocalPlace
-from dr.exporters.checkpoints.places.retrying import RetryingPlace
+from dr.kits.places.contract import PermanentPlaceError, Place
+from dr.kits.places.local import LocalPlace
+from dr.kits.places.retrying import RetryingPlace
 from dr.exporters.checkpoints.transfer.transferring import FileJob, Transfer
 
 STAGING = ".dr-staging-"

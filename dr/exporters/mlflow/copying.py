@@ -107,17 +107,17 @@ def copy_one(x: "MlflowExporter", registry: "ModelRegistry", v: dict, where: str
             continue
         with source.open(path) as stream:
             hashing = _Hashing(stream)
-            target.put(dest, hashing)
-        if hashing.size != size:
-            raise CopyFailed(f"{path}: read {hashing.size} bytes, listed {size} (changed while copied)")
+            read = target.put(dest, hashing, size)
+        if read != size:
+            raise CopyFailed(f"{path}: read {read} bytes, listed {size} (changed while copied)")
         files.append({"path": path, "size": size, "sha256": hashing.sha.hexdigest()})
         copied += size
     manifest = {"format": FORMAT, "version": 1, "model": v["name"], "model_version": int(v["version"]),
                 "source": redact(where), "files": files}
     body = canonical(manifest)
     sha = hashlib.sha256(body).hexdigest()
-    target.put(f"{rel}/{MANIFEST}", io.BytesIO(body))
-    target.put(f"{rel}/{MARKER}", io.BytesIO(sha.encode()))  # last: the copy is complete
+    target.put_bytes(f"{rel}/{MANIFEST}", body)
+    target.put_bytes(f"{rel}/{MARKER}", sha.encode())  # last: the copy is complete
     return manifest, sha, copied
 
 

@@ -24,7 +24,7 @@ from typing import BinaryIO, Callable, Iterator, TypeVar
 
 from tenacity import Retrying
 
-from dr.kits.retrying import policy
+from dr.kits.retrying import ResumingReads, policy
 from dr.repository.stores.base import ObjectExists, Store, StoreError, TransientStoreError
 
 T = TypeVar("T")
@@ -85,49 +85,10 @@ class RetryingStore(Store):
         self.inner.close()
 
 
-class ResumingReads:
-    """readinto() for a stream that may break: the broken stream is dropped, a new one opened
-    where the last read ended (`_open_stream`, which knows `_offset`), and the failed read
-    repeated, under the owner's retry policy. Shared by store streams and place readers."""
-
-    _stream = None
-    _offset = 0
-    _transient: type[BaseException] = TransientStoreError
-
-    def _retrying(self) -> Retrying:
-        raise NotImplementedError
-
-    def _open_stream(self):
-        raise NotImplementedError
-
-    def readinto(self, buffer) -> int:
-        for attempt in self._retrying():
-            with attempt:
-                if self._stream is None:
-                    self._stream = self._open_stream()
-                try:
-                    got = self._stream.readinto(buffer)
-                except self._transient:
-                    self._drop()
-                    raise
-        self._offset += got
-        return got
-
-    def _drop(self) -> None:
-        stream, self._stream = self._stream, None
-        try:
-            stream.close()
-        except Exception:  # a broken stream may fail to close too; the read error is what counts
-            pass
-
-    def _close_stream(self) -> None:
-        if self._stream is not None:
-            stream, self._stream = self._stream, None
-            stream.close()
-
-
 class _ResumingStream(ResumingReads, io.RawIOBase):
     """A store object's stream that survives breaks: see the module docstring (open)."""
+
+    _transient = TransientStoreError
 
     def __init__(self, store: RetryingStore, key: str) -> None:
         self._store, self._key = store, key

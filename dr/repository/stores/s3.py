@@ -16,14 +16,14 @@ Why it looks the way it does:
   was corrupted on the way (MD5 is what every S3-compatible server verifies; SHA-256 is the
   stronger AWS one and also satisfies Object Lock's "checksum required" rule). GETs ask for
   the stored checksum back, and botocore verifies it.
-- The client is configured, and its errors classified, in s3_clients.py, shared with the
+- The client is configured, and its errors classified, in dr/kits/s3/clients.py, shared with the
   checkpoint places: botocore's own retries are off; retries live in RetryingStore, where
   they are bounded, visible and the same for every store.
 - Without s3:ListBucket permission S3 answers 403, not 404, for a missing key; that stays a
   StoreError (exists() cannot tell "missing" from "forbidden" then, and must not guess).
 - Error messages name the bucket and key, the S3 error code and HTTP status, never
-  credentials (which this module never reads; botocore or s3_signing resolves them).
-- The hot requests (put, get, head, list, delete) go through the lean client (s3_lean.py)
+  credentials (which this module never reads; botocore or dr.kits.s3.signing resolves them).
+- The hot requests (put, get, head, list, delete) go through the lean client (dr/kits/s3/lean.py)
   when the credentials are static keys in the environment: importing botocore and building
   its client cost more than an unchanged backup's own work. Object Lock calls, and puts with
   retention, always go through botocore (`_botocore()`), built on first need.
@@ -48,7 +48,7 @@ from dr.repository.stores.base import (
     TransientStoreError,
     check_key,
 )
-from dr.repository.stores.s3_clients import (
+from dr.kits.s3.clients import (
     describe,
     error_code,
     http_status,
@@ -57,8 +57,8 @@ from dr.repository.stores.s3_clients import (
     new_client,
     safe_url,
 )
-from dr.repository.stores.s3_lean import LeanS3Client
-from dr.repository.stores.s3_signing import static_setup
+from dr.kits.s3.lean import LeanS3Client
+from dr.kits.s3.signing import static_setup
 
 
 @dataclass(frozen=True)
@@ -298,7 +298,7 @@ class _Body(io.RawIOBase):
 
 
 def _new_client(region: str | None, endpoint_url: str | None, profile: str | None):
-    """The lean client when the setup is static (s3_signing.static_setup), else botocore's."""
+    """The lean client when the setup is static (signing.static_setup), else botocore's."""
 
     def botocore_client():
         import boto3  # slow to import: only when botocore is what the store needs

@@ -26,10 +26,10 @@ from typing import Callable
 
 from dr.exporters.checkpoints.copies.layout import (CopyError, CopyState, Layout, build_manifest, canonical,
                                                completed_files, journal_entry, marker_bytes, read_copy, utc)
-from dr.exporters.checkpoints.places.contract import Place
+from dr.kits.places.contract import Place
 from dr.exporters.checkpoints.scanning import Checkpoint
 from dr.exporters.checkpoints.transfer.transferring import FileJob, Transfer
-from dr.exporters.checkpoints.formats.tree import FileStat
+from dr.kits.places.files import FileStat
 
 
 @dataclass

@@ -20,10 +20,10 @@ import time
 from dataclasses import dataclass, field
 
 from dr.exporters.checkpoints.copies.layout import MARKER, CopyState, Layout, layout_of_marker, read_copy
-from dr.exporters.checkpoints.places.contract import Place
-from dr.exporters.checkpoints.places.contract import Upload
+from dr.kits.places.contract import Place
+from dr.kits.places.contract import Upload
 from dr.exporters.checkpoints.copies.tiers import Held
-from dr.exporters.checkpoints.formats.tree import FileStat
+from dr.kits.places.files import FileStat
 
 
 @dataclass

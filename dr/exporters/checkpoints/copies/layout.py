@@ -27,8 +27,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from dr.exporters.checkpoints.places.contract import Place
-from dr.exporters.checkpoints.formats.tree import FileStat, parent_of
+from dr.kits.places.contract import Place
+from dr.exporters.checkpoints.formats.tree import parent_of
+from dr.kits.places.files import FileStat
 
 FORMAT = "dr-checkpoint-copy"
 VERSION = 1

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from typing import Iterator
 
-from dr.exporters.checkpoints.places.contract import Place
+from dr.kits.places.contract import Place
 from dr.repository.locks import Lock, LockSpace
 from dr.repository.stores.base import ObjectMissing
 

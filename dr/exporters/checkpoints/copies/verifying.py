@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from dr.exporters.checkpoints.copies.layout import CopyState, Layout, read_copy
-from dr.exporters.checkpoints.places.contract import Place
+from dr.kits.places.contract import Place
 from dr.exporters.checkpoints.transfer.transferring import hash_file
 
 

@@ -46,7 +46,8 @@ from dr.exporters.checkpoints.formats.discovery import (
     discover,
 )
 from dr.exporters.checkpoints.formats.single_file import check_safetensors, check_torch_zip
-from dr.exporters.checkpoints.formats.tree import FileStat, FileTree, listing, parent_of
+from dr.exporters.checkpoints.formats.tree import FileTree, listing, parent_of
+from dr.kits.places.files import FileStat
 
 __all__ = [
     "MarkerRule", "Completeness", "Candidate", "discover", "candidate_listing", "assess", "assess_settled",

@@ -31,7 +31,8 @@ from dr.exporters.checkpoints.formats.dcp_metadata import DcpIndex
 from dr.exporters.checkpoints.formats.discovery import DIR_KINDS, SAFETENSORS, ST_INDEX, TORCH_SAVE
 from dr.exporters.checkpoints.formats.saved_pickle import SavedPickleError, data_pickle, is_tensor, leaves, load_inert, value
 from dr.exporters.checkpoints.formats.single_file import SAFETENSORS_MAX_HEADER
-from dr.exporters.checkpoints.formats.tree import FileStat, FileTree, RangeFile
+from dr.exporters.checkpoints.formats.tree import FileTree, RangeFile
+from dr.kits.places.files import FileStat
 
 MAX_VALUE_BYTES = 1 << 20  # a version field's value, or a JSON sidecar, larger than this is not read
 Wanted = Callable[[tuple[str, ...]], bool]

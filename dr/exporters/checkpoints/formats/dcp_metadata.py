@@ -18,6 +18,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from dr.kits.places import files
 from dr.exporters.checkpoints.formats.dcp_pickle import (
     BytesStorageMetadata,
     DcpMetadataError,
@@ -122,12 +123,12 @@ def parse_safetensors_index(data: bytes, max_bytes: int = DEFAULT_MAX_METADATA_B
 
 def check_relative_path(path: Any) -> str:
     """A referenced file must stay inside the checkpoint directory: an untrusted index must
-    not make us stat or read `/etc/...` or `../other-run/...`."""
-    if not isinstance(path, str) or not path or path.startswith("/") or "\\" in path or "\0" in path:
-        raise DcpMetadataError(f"storage file path {path!r} is not a relative path")
-    if any(part in ("", ".", "..") for part in path.split("/")):
-        raise DcpMetadataError(f"storage file path {path!r} leaves the checkpoint directory")
-    return path
+    not make us stat or read `/etc/...` or `../other-run/...` (the kit's check, in this
+    module's error)."""
+    try:
+        return files.check_relative_path(path)
+    except files.UnsafePath as exc:
+        raise DcpMetadataError(f"storage file {exc}") from None
 
 
 def _check_length(data: bytes, max_bytes: int) -> None:

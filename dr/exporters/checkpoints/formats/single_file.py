@@ -13,7 +13,8 @@ import json
 import struct
 import zipfile
 
-from dr.exporters.checkpoints.formats.tree import FileStat, FileTree, RangeFile
+from dr.exporters.checkpoints.formats.tree import FileTree, RangeFile
+from dr.kits.places.files import FileStat
 
 #: safetensors refuses headers over 100 MB; so do we, before reading one.
 SAFETENSORS_MAX_HEADER = 100_000_000

@@ -11,10 +11,10 @@ import os
 from urllib.parse import urlsplit
 
 from dr.exporters.checkpoints.options import PlaceSpec
-from dr.exporters.checkpoints.places.contract import Place
-from dr.exporters.checkpoints.places.local import LocalPlace
-from dr.exporters.checkpoints.places.retrying import RetryingPlace
-from dr.exporters.checkpoints.places.s3 import S3Place, Sessions
+from dr.kits.places.contract import Place
+from dr.kits.places.local import LocalPlace
+from dr.kits.places.retrying import RetryingPlace
+from dr.kits.places.s3 import S3Place, Sessions
 
 
 def open_place(location: PlaceSpec | dict, base_dir: str = ".", sessions: Sessions | None = None) -> Place:

@@ -25,7 +25,7 @@ from typing import Callable
 
 from dr.exporters.checkpoints.copies.copying import CopyResult, CopyStats, copy_files, publish_copy
 from dr.exporters.checkpoints.copies.layout import CopyError, Layout, completed_files, read_copy
-from dr.exporters.checkpoints.places.contract import Place
+from dr.kits.places.contract import Place
 from dr.exporters.checkpoints.scanning import Checkpoint
 from dr.exporters.checkpoints.sharding.executors import Executor, ShardJob
 from dr.exporters.checkpoints.sharding.tasks import (RESULT_FORMAT, ShardFile, digest, result_key, shard_keys,

@@ -21,8 +21,9 @@ from typing import Callable
 
 from dr.exporters.checkpoints.copies.copying import CopyStats, copy_files
 from dr.exporters.checkpoints.copies.layout import Layout, completed_files
-from dr.exporters.checkpoints.formats.tree import FileStat, parent_of
-from dr.exporters.checkpoints.places.contract import Place, SourceChanged
+from dr.exporters.checkpoints.formats.tree import parent_of
+from dr.kits.places.files import FileStat
+from dr.kits.places.contract import Place, SourceChanged
 from dr.exporters.checkpoints.places.opening import open_place
 from dr.exporters.checkpoints.scanning import Checkpoint
 from dr.exporters.checkpoints.sharding.executors import INDEX_ENV

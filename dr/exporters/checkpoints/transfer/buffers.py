@@ -8,7 +8,7 @@ set of buffers (readinto), hashed and uploaded from it, then returned: resident 
 pool (max_buffer) plus interpreter and library overhead, whatever is copied.
 
 Buffers are anonymous memory maps, not heap objects: parts now vary in size with the file
-(transfer/transferring.py, part_size_for), so buffers are also dropped, and a dropped map goes
+(dr/kits/places/parts.py, part_size_for), so buffers are also dropped, and a dropped map goes
 back to the system at once, where a freed heap block of the same size may not.
 """
 
@@ -18,7 +18,6 @@ import mmap
 import threading
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 
-from dr.exporters.checkpoints.formats.tree import SeekableReader
 
 
 class BufferPool:
@@ -65,27 +64,6 @@ class BufferPool:
             while self._kept > max(room, 0) and self._free[size]:
                 self._free[size].pop()
                 self._kept -= size
-
-
-class ViewBody(SeekableReader):
-    """A seekable, read-only file over a memoryview: the body of a request whose bytes are
-    only part of a pooled buffer (a file's last part), sent without copying them first."""
-
-    def __init__(self, view: memoryview) -> None:
-        super().__init__(len(view))
-        self._view = view
-
-    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
-        n = min(len(buffer), len(self._view) - self._pos)
-        buffer[:n] = self._view[self._pos:self._pos + n]
-        self._pos += n
-        return n
-
-
-def body_of(view: memoryview):
-    """What a request sends: the whole buffer itself, or a file over the used part of it."""
-    whole = view.obj
-    return whole if isinstance(whole, (bytes, bytearray)) and len(whole) == len(view) else ViewBody(view)
 
 
 class Parts:

@@ -11,7 +11,7 @@ Change detection: every listing remembers each object's ETag; reads and streams 
 object send If-Match, so an object replaced after it was judged complete fails the read
 (SourceChanged) instead of mixing two checkpoints' bytes.
 
-Every request is made once: the client is the repository's (dr/repository/stores/s3_clients.py,
+Every request is made once: the client is the kit's (dr/kits/s3/clients.py,
 botocore retries off), and its failures are mapped to the place contract's errors by the same
 rules the repository's store uses (transient: throttling, 5xx, timeouts, connection resets,
 also mid-body). Retries are RetryingPlace's; a copier's requests are all idempotent (a part
@@ -28,17 +28,17 @@ import zlib
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Iterator
 
-from dr.exporters.checkpoints.formats.dcp_metadata import check_relative_path
-from dr.exporters.checkpoints.formats.tree import FileStat
-from dr.exporters.checkpoints.places.contract import (PermanentPlaceError, Place, PlaceError, PlaceMissing,
+from dr.kits.places.files import check_relative_path
+from dr.kits.places.files import FileStat
+from dr.kits.places.contract import (PermanentPlaceError, Place, PlaceError, PlaceMissing,
                                                         SourceChanged, TransientPlaceError, Upload)
-from dr.repository.stores.s3_clients import (TRANSIENT_CODES, describe, error_code, is_missing, is_transient,
+from dr.kits.s3.clients import (TRANSIENT_CODES, describe, error_code, is_missing, is_transient,
                                              new_client)
 
 if TYPE_CHECKING:
     import boto3
 
-    from dr.exporters.checkpoints.places.s3writing import S3Writer
+    from dr.kits.places.s3writing import S3Writer
 
 READ_SLICE = 1 << 20  # bytes per socket read into a caller's buffer
 COPY_OBJECT_LIMIT = 5 << 30  # S3's largest CopyObject; above it, UploadPartCopy
@@ -270,7 +270,7 @@ class S3Place(Place):
         return parts
 
     def writer(self, path: str, size: int, part_size: int) -> "S3Writer":
-        from dr.exporters.checkpoints.places.s3writing import S3Writer
+        from dr.kits.places.s3writing import S3Writer
 
         return S3Writer(self, path, size, part_size)
 

@@ -4,7 +4,7 @@ Importable, so that whoever writes a new kind of place runs exactly what dr's ow
 (kopia's blobtesting.VerifyStorage is the model). Plain functions that raise AssertionError;
 no test framework needed:
 
-    from dr.exporters.checkpoints.places.conformance import check_place
+    from dr.kits.places.conformance import check_place
     check_place(MyPlace(...))                     # an empty place, writable
     check_place(MyPlace(...), faults=MyFaults())  # and the transient/permanent split
 
@@ -25,9 +25,9 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
-from dr.exporters.checkpoints.places.contract import (PermanentPlaceError, Place, PlaceMissing, SourceChanged,
+from dr.kits.places.contract import (PermanentPlaceError, Place, PlaceMissing, SourceChanged,
                                                         TransientPlaceError)
-from dr.exporters.checkpoints.places.retrying import RetryingPlace
+from dr.kits.places.retrying import RetryingPlace
 
 PART = 5 << 20  # S3's smallest part but the last
 
@@ -244,6 +244,6 @@ def _b64sha(data: bytes) -> str:
 
 
 def _crc(data) -> str:
-    from dr.exporters.checkpoints.places.s3 import crc32_b64
+    from dr.kits.places.s3 import crc32_b64
 
     return crc32_b64(data)

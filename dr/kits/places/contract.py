@@ -1,8 +1,8 @@
-"""The place contract: what the checkpoint exporter needs from where checkpoints and copies live.
+"""The place contract: what dr needs from where files live (the kit's one storage contract).
 
 A place is a root (a directory, an S3 prefix on one endpoint) holding files at '/'-separated
-relative paths. The copier, the completeness checks, verification and restore work through
-this contract only, so a new kind of place is one class that passes the conformance suite
+relative paths. The checkpoint exporter (its copier, completeness checks, verification and
+restore) and the MLflow exporter's weight copies work through this contract only, so a new kind of place is one class that passes the conformance suite
 (conformance.py, importable: `check_place(place)`). Modelled on the repository's store
 contract (dr/repository/stores/base.py) and kopia's blob storage. Retries are a wrapper
 (retrying.py), never code inside a place.
@@ -59,7 +59,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Iterator, Protocol
 
-from dr.exporters.checkpoints.formats.tree import FileStat
+from dr.kits.places.files import FileStat
 from dr.kits.retrying import Transient
 
 

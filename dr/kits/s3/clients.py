@@ -1,9 +1,9 @@
 """How dr makes S3 clients and reads their errors: one configuration for every S3 user.
 
-Two kinds of code talk to S3: the repository's S3Store (s3.py) and the checkpoint exporter's
-places (dr/exporters/checkpoints/places/s3.py). They share this module so that both make
-the same requests and judge failures the same way. (Exporters may import the repository,
-never the reverse, so it lives here.)
+Two kinds of code talk to S3: the repository's S3Store (dr/repository/stores/s3.py) and the
+kit's S3 places (dr/kits/places/s3.py: checkpoints, their copies, MLflow weight copies). They
+share this module so that both make the same requests and judge failures the same way; it is
+in the kit, under both, so neither imports the other.
 
 Why the configuration is what it is:
 - botocore's own retries are off (total_max_attempts=1 is exactly one HTTP request;
@@ -23,7 +23,7 @@ The error split (is_transient) is what both wrappers retry on: throttling (a thr
 or HTTP 429), timeouts, any 5xx but 501 NotImplemented (which says a feature is missing, not
 that the server is unwell), and connection failures anywhere in a request: while connecting,
 sending the body, waiting for the answer or reading its body (an error body included).
-The lean client's errors (s3_lean.py) are judged by the same rules. botocore is imported
+The lean client's errors (lean.py) are judged by the same rules. botocore is imported
 only to build a client: an exception of its types cannot exist before it was loaded, so
 judging one without botocore loaded means it is not botocore's (the lean path never loads it).
 """
@@ -34,7 +34,7 @@ import sys
 from urllib.parse import urlsplit, urlunsplit
 
 # the timeouts are the lean client's too: both clients wait alike
-from dr.repository.stores.s3_lean import CONNECT_TIMEOUT, READ_TIMEOUT, LeanResponseError, LeanTransportError
+from dr.kits.s3.lean import CONNECT_TIMEOUT, READ_TIMEOUT, LeanResponseError, LeanTransportError
 
 TRANSIENT_CODES = frozenset({
     "SlowDown", "Throttling", "ThrottlingException", "RequestThrottled", "TooManyRequests",

@@ -24,9 +24,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from dr.exporters.checkpoints.formats.dcp_metadata import check_relative_path
-from dr.exporters.checkpoints.formats.tree import FileStat, LocalTree
-from dr.exporters.checkpoints.places.contract import (PermanentPlaceError, Place, PlaceError, PlaceMissing,
+from dr.kits.places.bodies import fill
+from dr.kits.places.files import check_relative_path
+from dr.kits.places.files import FileStat, LocalTree
+from dr.kits.places.contract import (PermanentPlaceError, Place, PlaceError, PlaceMissing,
                                                         SourceChanged, TransientPlaceError, Upload)
 
 PARTIAL = ".dr-partial-"
@@ -179,14 +180,8 @@ class LocalReader:
                 raise
 
     def readinto(self, view: memoryview) -> int:
-        got = 0
         with local_errors(self._where):
-            while got < len(view):
-                n = self._f.readinto(view[got:])
-                if not n:
-                    break
-                got += n
-        return got
+            return fill(view, self._f.readinto)
 
     def close(self) -> None:
         """The final check: the file must still be what was listed (and what was read)."""

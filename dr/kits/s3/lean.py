@@ -7,14 +7,14 @@ unchanged backup"). The repository store makes only six kinds of request (put, g
 list, delete of one object; no multipart, no copies), so this client makes them itself, signed
 with SigV4, over http.client keep-alive connections.
 
-When it is used (s3_signing.static_setup): static keys in the environment, a known region,
+When it is used (signing.static_setup): static keys in the environment, a known region,
 nothing in the environment or config file that would make botocore route or sign differently.
 Otherwise, and for everything else the store does (Object Lock, versions), botocore is used,
 built on first need. A server that answers with a redirect or a region error (what botocore
 would have followed or corrected itself) switches this client to botocore for good, and the
 request is repeated there. DR_S3_CLIENT=botocore switches it off.
 
-It makes the same requests the botocore client is configured to make (s3_clients.py): one
+It makes the same requests the botocore client is configured to make (clients.py): one
 HTTP request per call (retries are RetryingStore's), path-style addressing, the checksums
 S3Store passes and no others, ChecksumMode on gets (a returned SHA-256 is checked against the
 body at its end), the same timeouts. Its errors carry what S3Store's error mapping reads: S3's
@@ -32,9 +32,9 @@ import threading
 from typing import Callable, Iterator
 from urllib.parse import unquote_plus, urlsplit
 
-from dr.repository.stores.s3_signing import EMPTY_SHA256, StaticSetup, quote_path, sign
+from dr.kits.s3.signing import EMPTY_SHA256, StaticSetup, quote_path, sign
 
-CONNECT_TIMEOUT = 10  # seconds (s3_clients configures botocore with these too)
+CONNECT_TIMEOUT = 10  # seconds (clients.py configures botocore with these too)
 READ_TIMEOUT = 60  # seconds without a byte
 MAX_IDLE = 32  # kept-alive connections (the botocore client's pool size)
 # Answers botocore would have followed to another region or endpoint itself.
@@ -251,7 +251,7 @@ def _dropped(conn: http.client.HTTPConnection) -> bool:
 
 
 def _query_string(query: dict[str, str]) -> str:
-    from dr.repository.stores.s3_signing import canonical_query
+    from dr.kits.s3.signing import canonical_query
 
     return canonical_query(query)
 

@@ -26,10 +26,9 @@ from typing import Any, Callable, Iterator, TypeVar
 
 from tenacity import Retrying
 
-from dr.exporters.checkpoints.formats.tree import FileStat
-from dr.exporters.checkpoints.places.contract import Place, Reader, TransientPlaceError, Upload, Writer
-from dr.kits.retrying import policy
-from dr.repository.stores.retrying import ResumingReads
+from dr.kits.places.files import FileStat
+from dr.kits.places.contract import Place, Reader, TransientPlaceError, Upload, Writer
+from dr.kits.retrying import ResumingReads, policy
 
 T = TypeVar("T")
 

@@ -1,6 +1,6 @@
 """Static S3 credentials, and signing a request with them (AWS Signature Version 4).
 
-For the lean S3 client (s3_lean.py). `static_setup` decides whether this process's S3 setup is
+For the lean S3 client (lean.py). `static_setup` decides whether this process's S3 setup is
 one the lean client reproduces exactly what botocore would do with it: keys in the environment
 (botocore's first credential provider when no profile is named), a known region, and nothing
 that changes where or how requests go (a profile, an endpoint or FIPS/dual-stack setting, a

@@ -24,11 +24,11 @@ import threading
 from concurrent.futures import Executor
 from typing import Callable, TypeVar
 
-from dr.exporters.checkpoints.places.contract import PermanentPlaceError, Place, PlaceMissing, SourceChanged, Upload
-from dr.exporters.checkpoints.places.retrying import call, unwrapped
-from dr.exporters.checkpoints.places.s3 import COPY_OBJECT_LIMIT, S3Place, s3_errors
-from dr.exporters.checkpoints.transfer.buffers import body_of
-from dr.repository.stores.s3_clients import error_code
+from dr.kits.places.contract import PermanentPlaceError, Place, PlaceMissing, SourceChanged, Upload
+from dr.kits.places.retrying import call, unwrapped
+from dr.kits.places.s3 import COPY_OBJECT_LIMIT, S3Place, s3_errors
+from dr.kits.places.bodies import body_of
+from dr.kits.s3.clients import error_code
 
 T = TypeVar("T")
 
