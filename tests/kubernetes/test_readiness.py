@@ -102,7 +102,7 @@ def test_every_readiness_code_has_a_runbook_listed_in_the_index(code):
     assert all(len(body.split()) >= 20 for body in bodies)
     assert "dr audit --plan PLAN --readiness" in text
     assert f"({code}.md)" in (ROOT / "runbooks" / "README.md").read_text()
-    assert f"`{code}`" in (ROOT / "docs" / "kubernetes.md").read_text()
+    assert f"`{code}`" in (ROOT / "docs" / "exporters" / "kubernetes.md").read_text()
 
 
 def test_past_the_limit_per_code_the_rest_are_folded_into_one_finding(monkeypatch):
