@@ -28,7 +28,9 @@ def _doc_plans(tmp_path) -> list[str]:
 
     recipient = generate_identity()[1]
     found = []
-    for doc in ["README.md"] + [os.path.join("docs", n) for n in sorted(os.listdir(os.path.join(ROOT, "docs")))]:
+    pages = [os.path.join("docs", n) for n in sorted(os.listdir(os.path.join(ROOT, "docs"))) if n.endswith(".md")]
+    pages += [os.path.join("docs", "exporters", n) for n in sorted(os.listdir(os.path.join(ROOT, "docs", "exporters")))]
+    for doc in ["README.md"] + pages:
         with open(os.path.join(ROOT, doc), encoding="utf-8") as handle:
             blocks = re.findall(r"```yaml\n(.*?)```", handle.read(), flags=re.S)
         for i, block in enumerate(b for b in blocks if re.search(r"^version:", b, re.M)
