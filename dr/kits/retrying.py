@@ -34,6 +34,16 @@ class Transient(Exception):
     retry_after: float | None = None
 
 
+def retry_after(headers, cap: float = 60.0) -> float | None:
+    """The seconds a Retry-After header asks for (at most `cap`); None when there is none, or
+    when it is an HTTP date (the backoff applies then)."""
+    value = (headers or {}).get("Retry-After")
+    try:
+        return min(float(value), cap) if value not in (None, "") else None
+    except ValueError:
+        return None
+
+
 class _AskedOrBackoff:
     """The wait: what the failed call's error asks (retry_after), else jittered backoff."""
 

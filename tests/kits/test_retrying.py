@@ -7,7 +7,7 @@ import pytest
 from dr.kits.places.contract import TransientPlaceError
 from dr.kits.oci.errors import TemporaryError
 from dr.exporters.kubernetes.requesting import TemporaryFailure
-from dr.kits.retrying import Transient, policy
+from dr.kits.retrying import Transient, policy, retry_after
 from dr.repository.stores.base import TransientStoreError
 
 
@@ -63,3 +63,11 @@ def test_retry_on_narrows_to_one_layers_errors():
     assert other.calls == 1
     with pytest.raises(ValueError, match="at least 1"):
         policy(0, 0.1, 1.0)
+
+
+@pytest.mark.parametrize("headers, cap, seconds", [
+    ({"Retry-After": "7"}, 60.0, 7.0), ({"Retry-After": "2.5"}, 60.0, 2.5), ({"Retry-After": "900"}, 120.0, 120.0),
+    ({"Retry-After": "Wed, 21 Oct 2026 07:28:00 GMT"}, 60.0, None), ({"Retry-After": ""}, 60.0, None), ({}, 60.0, None),
+    (None, 60.0, None)])
+def test_retry_after_is_read_in_seconds_capped_and_a_date_falls_back_to_the_backoff(headers, cap, seconds):
+    assert retry_after(headers, cap) == seconds

@@ -2,7 +2,8 @@
 ChartError, the helm exporter's error for any chart source. (OCI registries are reached through
 the kit's registry client instead: dr.exporters.helm.oci.)
 
-Authentication follows the server's challenge (HTTP 401 `WWW-Authenticate`):
+Authentication follows the server's challenge (HTTP 401 `WWW-Authenticate`), answered the way the
+kit's registry client answers it (dr.kits.oci.challenges):
 - `Bearer realm=...,service=...`: a token from the realm for the request's scope, asked with
   the host's login (basic auth) when `auth_file` has one, else anonymously; tokens are kept per
   host and scope.
@@ -16,13 +17,13 @@ generic CA settings (dr.kits.tls); `tls_verify: false` wins over REQUESTS_CA_BUN
 
 from __future__ import annotations
 
-import re
 from urllib.parse import urlsplit
 
 import requests
 import requests.adapters
 
 from dr.exporters.helm.logins import refused, repository_logins
+from dr.kits.oci.challenges import Challenge, TokenError, ask_token
 from dr.kits.oci.credentials import Credentials
 from dr.kits.tls import PinnedTLS, verify_setting
 from dr.model.redaction import redact
@@ -86,11 +87,10 @@ class Transport:
     def _answer_challenge(self, response: requests.Response, method: str, url: str, host: str, scope: str,
                           headers: dict, kwargs: dict) -> requests.Response:
         """Retry once with what the 401's challenge asks for; a second 401 is a refusal."""
-        challenge = response.headers.get("WWW-Authenticate", "")
-        scheme = challenge.split(" ", 1)[0].lower()
-        if scheme == "bearer":  # none yet, or expired: a new one
+        challenge = Challenge.parse(response.headers.get("WWW-Authenticate", ""))
+        if challenge.scheme == "bearer":  # none yet, or expired: a new one
             self._tokens[(host, scope)] = self._token(challenge, scope, host)
-        elif scheme == "basic" and host not in self._basic and self._login(host) is not None:
+        elif challenge.scheme == "basic" and host not in self._basic and self._login(host) is not None:
             self._basic.add(host)
         else:
             raise ChartError(f"{redact(url)}: {self._refused(host)}")
@@ -112,24 +112,13 @@ class Transport:
     def get(self, url: str, **kwargs) -> bytes:
         return self.request("GET", url, **kwargs).content
 
-    def _token(self, challenge: str, scope: str, host: str) -> str:
-        """A token from the challenge's realm, asked with the host's login when there is one."""
-        params = dict(re.findall(r'(\w+)="([^"]*)"', challenge))
-        realm = params.get("realm", "")
-        query = {k: v for k, v in (("service", params.get("service")), ("scope", scope or params.get("scope")))
-                 if v}
-        login = self._login(host)
+    def _token(self, challenge: Challenge, scope: str, host: str) -> str:
+        """A token from the challenge's realm (the kit's one way of asking), with the host's login
+        when there is one."""
         try:
-            answer = self.session.get(realm, params=query, timeout=self.timeout,
-                                      auth=(login.username, login.password) if login else None)
-        except requests.RequestException as exc:
-            raise ChartError(f"token server {redact(realm)}: cannot connect ({exc.__class__.__name__})") from None
-        if answer.status_code in (401, 403):
-            raise ChartError(f"token server {redact(realm)}: {self._refused(host)}")
-        if answer.status_code != 200:
-            raise ChartError(f"token server {redact(realm)}: HTTP {answer.status_code}")
-        try:
-            body = answer.json()
-        except ValueError:
-            raise ChartError(f"token server {redact(realm)}: the answer is not JSON") from None
-        return str(body.get("token") or body.get("access_token") or "")
+            return ask_token(self.session, challenge, [scope], self._login(host), self.timeout)
+        except TokenError as exc:
+            realm = redact(challenge.realm)
+            if exc.refused:
+                raise ChartError(f"token server {realm}: {self._refused(host)}") from None
+            raise ChartError(f"token server {realm}: {exc.reason}") from None

@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator
 import urllib3.exceptions
 from kubernetes.dynamic.exceptions import DynamicApiError
 
-from dr.kits.retrying import Transient, policy
+from dr.kits.retrying import Transient, policy, retry_after
 
 MAX_RETRY_AFTER = 120.0
 _TEMPORARY = {429, 500, 502, 503, 504}
@@ -42,14 +42,6 @@ class RequestTimeout(KubeError):
     pass
 
 
-def _retry_after(headers: Any) -> float | None:
-    value = (headers or {}).get("Retry-After")
-    try:
-        return min(float(value), MAX_RETRY_AFTER) if value is not None else None
-    except ValueError:
-        return None  # an HTTP date: fall back to exponential backoff
-
-
 def _translate(exc: DynamicApiError, what: str) -> KubeError:
     try:
         status = json.loads(exc.body or "{}")
@@ -58,7 +50,7 @@ def _translate(exc: DynamicApiError, what: str) -> KubeError:
     message = status.get("message") or (exc.body or "")[:300] or str(exc.reason)
     cls = TemporaryFailure if exc.status in _TEMPORARY else KubeError
     return cls(exc.status, status.get("reason") or str(exc.reason), f"{what}: {exc.status} {message}",
-               _retry_after(exc.headers))
+               retry_after(exc.headers, MAX_RETRY_AFTER))
 
 
 class Api:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -28,11 +27,12 @@ from urllib.parse import urljoin
 
 import requests
 
+from dr.kits.oci.challenges import TEMPORARY_STATUS, Challenge, TokenError, ask_token
 from dr.kits.oci.credentials import Credential
 from dr.kits.oci.errors import DigestMismatch, NotFound, RegistryError, TemporaryError, Unauthorized
 from dr.kits.oci.streams import READ_SIZE, HashingReader, Piece
 from dr.kits.tls import PinnedTLS
-from dr.kits.retrying import policy
+from dr.kits.retrying import policy, retry_after
 
 MAX_BACKOFF = 30.0  # seconds: the longest wait between two attempts unless Retry-After asks more
 
@@ -41,13 +41,11 @@ INDEX_TYPES = ("application/vnd.oci.image.index.v1+json",
 MANIFEST_TYPES = ("application/vnd.oci.image.manifest.v1+json",
                   "application/vnd.docker.distribution.manifest.v2+json")
 ACCEPT = ", ".join(INDEX_TYPES + MANIFEST_TYPES)
-TEMPORARY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 # Manifests, indexes and list pages are held whole; blobs never are (they stream). 4 MiB is the
 # limit ORAS and Pulp apply to such metadata, and what the distribution spec asks registries to
 # accept at least: a larger answer is refused, so a hostile or broken registry cannot make dr
 # hold an unbounded body.
 METADATA_LIMIT = 4 << 20
-_CHALLENGE = re.compile(r'(\w+)="([^"]*)"')
 
 
 @dataclass(frozen=True)
@@ -63,11 +61,6 @@ class Manifest:
 
 def sha256(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
-def _retry_after(response: requests.Response) -> float | None:
-    value = response.headers.get("Retry-After", "")
-    return min(float(value), 60.0) if value.replace(".", "", 1).isdigit() else None
 
 
 class _Adapter(PinnedTLS, requests.adapters.HTTPAdapter):
@@ -162,48 +155,34 @@ class RegistryClient:
         detail = _error_detail(response)
         response.close()
         if status in TEMPORARY_STATUS:
-            raise TemporaryError(f"{what}{detail}", _retry_after(response))
+            raise TemporaryError(f"{what}{detail}", retry_after(response.headers))
         if status == 404:
             raise NotFound(f"{what}{detail}")
         if status in (401, 403):
             raise Unauthorized(f"{what}: the registry refused the credentials{detail}")
         raise RegistryError(f"{what}{detail}")
 
-    def _authenticate(self, challenge: str, scope: str) -> None:
-        scheme = challenge.split(" ", 1)[0].lower()
-        if scheme == "basic":
+    def _authenticate(self, header: str, scope: str) -> None:
+        challenge = Challenge.parse(header)
+        if challenge.scheme == "basic":
             if not self.credential:
                 raise Unauthorized(f"{self.base}: needs credentials (basic auth) and none were found")
             if self._basic:
                 raise Unauthorized(f"{self.base}: the registry refused the credentials")
             self._basic = True
             return
-        if scheme != "bearer":
-            raise Unauthorized(f"{self.base}: unsupported auth challenge {scheme!r}")
-        params = dict(_CHALLENGE.findall(challenge))
-        self._tokens[scope] = self._token(params, scope)
-
-    def _token(self, params: dict[str, str], scope: str) -> str:
-        query = {"service": params.get("service", "")}
-        if scope != "*":
-            query["scope"] = scope.split(" ")
-        auth = None
-        if self.credential and self.credential.identity_token:
-            query.update(grant_type="refresh_token", refresh_token=self.credential.password)
-        elif self.credential:
-            auth = (self.credential.username, self.credential.password)
-        realm = params.get("realm", "")
+        if challenge.scheme != "bearer":
+            raise Unauthorized(f"{self.base}: unsupported auth challenge {challenge.scheme!r}")
+        scopes = [] if scope == "*" else scope.split(" ")
         try:
-            answer = self.session.get(realm, params=query, auth=auth, timeout=self.timeout)
-        except (requests.ConnectionError, requests.Timeout) as exc:
-            raise TemporaryError(f"token server {realm}: connection failed ({exc.__class__.__name__})") from None
-        if answer.status_code in TEMPORARY_STATUS:
-            raise TemporaryError(f"token server {realm}: HTTP {answer.status_code}", _retry_after(answer))
-        if answer.status_code != 200:
-            raise Unauthorized(f"{self.base}: the token server {realm} refused the credentials "
-                               f"(HTTP {answer.status_code})")
-        data = answer.json()
-        return data.get("token") or data.get("access_token") or ""
+            self._tokens[scope] = ask_token(self.session, challenge, scopes, self.credential, self.timeout)
+        except TokenError as exc:
+            if exc.temporary:
+                raise TemporaryError(str(exc), exc.retry_after) from None
+            if exc.status is None:
+                raise RegistryError(f"{self.base}: {exc}") from None
+            raise Unauthorized(f"{self.base}: the token server {challenge.realm} refused the credentials "
+                               f"(HTTP {exc.status})") from None
 
     # -- the API ------------------------------------------------------------------------------
     def check(self) -> None:
