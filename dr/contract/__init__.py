@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dr.contract.capabilities import (CAPABILITIES, AuditDeclarations, Capability, CheckpointSaves, DeployNeeds,
                                       DrillComparison, OutsideCopies, Planning, RtoEstimates)
-from dr.contract.declarations import (AnyOf, CheckpointSave, CopyReport, Destination, FindingCode, NoDestination,
+from dr.contract.declarations import (AnyOf, CheckpointSave, SaveCopy, CopyReport, Destination, FindingCode, NoDestination,
                                       Ordering, OrderingRule, RemapKind, RestoreOption, RestoredContent, Rewrite,
                                       Rewriter, RpoRow, prefix_rewrite)
 from dr.contract.exporter import (DETAILS_KEPT, ArtifactSink, Content, ContentReader, Discovered, ExportContext,
@@ -38,7 +38,7 @@ __all__ = ["CONTRACT_VERSION", "SUPPORTED_VERSIONS", "AnyOf", "ArtifactSink", "C
            "IntegrityError", "NoDestination", "Ordering", "OrderingRule", "Outcome", "OutcomeStatus", "PlanDependency",
            "RemapKind", "RestoreOption", "RestoreRequest", "Rewrite", "Rewriter", "RpoRow", "CopyReport",
            "DETAILS_KEPT", "prefix_rewrite", "ApiRead", "ApiWrite", "AWS_CREDENTIALS", "CREDENTIALS_DIR", "Credential", "RunNeeds",
-           "CheckpointSave", "FindingCode", "RestoredContent", "Sizing", "Artifact", "Dependency", "Sensitivity",
+           "CheckpointSave", "SaveCopy", "FindingCode", "RestoredContent", "Sizing", "Artifact", "Dependency", "Sensitivity",
            "CAPABILITIES", "Capability", "Planning", "AuditDeclarations", "OutsideCopies", "CheckpointSaves",
            "DeployNeeds", "RtoEstimates", "DrillComparison"]
 

@@ -9,7 +9,7 @@ exporters and the core.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Union
+from typing import Any, Callable, Mapping, Union
 
 from dr.model.artifacts import Artifact
 
@@ -160,9 +160,22 @@ class CopyReport:
 
 
 @dataclass(frozen=True)
+class SaveCopy:
+    """One DR copy of a checkpoint save, for `dr drill --training` to choose from: `where` (its URL
+    or path, placed by the plan like any reference: the drill takes the first copy whose place
+    survives the drilled scenario), `remap` (the RestoreRequest.remap that restores exactly this
+    copy), `label` (for people: "tier hot")."""
+
+    where: str
+    remap: Mapping[str, str]
+    label: str = ""
+
+
+@dataclass(frozen=True)
 class CheckpointSave:
     """One checkpoint save of a training run, as the exporter measured it at its source (times in
-    seconds since the epoch). `dr advise checkpoints` computes intervals from these."""
+    seconds since the epoch). `dr advise checkpoints` computes intervals from these; `dr drill
+    --training` restores one of its `copies` and resumes the run from `<to>/<restored_path>`."""
 
     run: str
     step: int
@@ -172,6 +185,8 @@ class CheckpointSave:
     previous_finished: float | None = None
     where: str = ""  # the checkpoint's URL or path, for people
     resume: str = ""  # whether a run can continue from it ("resumable", "serves, cannot resume: ..."), if judged
+    copies: tuple[SaveCopy, ...] = ()  # its DR copies, in the order restore() prefers them
+    restored_path: str = ""  # where restore(to=FOLDER) writes it, relative to FOLDER ("": not to a folder)
 
     @property
     def duration(self) -> float:

@@ -42,6 +42,40 @@ def drill_lines(record: dict[str, Any]) -> list[str]:
     return [redact(line) for line in lines]
 
 
+def training_lines(record: dict[str, Any]) -> list[str]:
+    """A training drill's record for people: the copy, the phases (measured or why not), the
+    continuity checks and the RPO in steps, time and GPU-hours."""
+    t = record["training"]
+    lines = [f"training drill {record['id']} of plan {record['plan']}: {record['scenario']}; snapshot "
+             f"{record['snapshot']['id'][:8]} from target {record['target']}",
+             f"  result: {record['result'].upper()}: {record['summary']}",
+             f"  checkpoint: step {t['checkpoint']['step']} ({t['checkpoint']['resume'] or 'resume not judged'}); "
+             f"copy {t['copy']['why']}"]
+    if t["phases"]:
+        lines.append(f"  measured RTO of training: {show(record['rto']['total_seconds'])}"
+                     if record["rto"]["total_seconds"] else "  measured RTO of training: not complete (see phases)")
+        lines.append(f"  {'phase':<26} {'seconds':>9}  how")
+        for p in t["phases"]:
+            seconds = show(p["seconds"]) if p["measured"] else "-"
+            lines.append(f"  {p['phase']:<26} {seconds:>9}  {'' if p['measured'] else 'not measured: '}{p['how']}")
+    for c in t["checks"]:
+        state = {True: "ok", False: "FAILED", None: "not checked"}[c["ok"]]
+        lines.append(f"  check {c['check']}: {state}: {c['detail']}")
+    rpo = t["rpo"]
+    if rpo.get("measured"):
+        cost = f", {rpo['cost']} in GPU cost" if "cost" in rpo else ""
+        lines.append(f"  RPO: {rpo['steps']} steps, {show(rpo['seconds'])}, {rpo['gpu_hours']} GPU-hours "
+                     f"({rpo['gpus']} GPUs){cost}")
+    elif rpo:
+        lines.append(f"  RPO: not measured: {rpo['how']}")
+    if t.get("process"):
+        p = t["process"]
+        lines.append(f"  process: {p['stopped']} after {p['steps_after_load']} steps (exit {p['exit_code']}); "
+                     f"its output: {p['output']}")
+    lines.append(f"  recorded as {record.get('key', 'drills/' + record['id'] + '.json')}")
+    return [redact(line) for line in lines]
+
+
 def history_lines(records: list[dict[str, Any]], summary: dict[str, Any], target: str) -> list[str]:
     if not records:
         return [f"no drills recorded in target {target} yet: run dr drill --plan FILE --failed DOMAIN --to SCRATCH"]

@@ -225,6 +225,33 @@ class RtoSpec(Strict):
         return float(parse_size(self.throughput.strip().removesuffix("/s"))) if self.throughput else None
 
 
+class ResumeSpec(Strict):
+    """How `dr drill --training RUN` resumes the run from its DR copy (docs/readiness.md, "Training
+    recovery drills"). `command` is an argv (no shell); `{world_size}`, `{checkpoint}` (the
+    restored checkpoint's path), `{steps}`, `{run}` and `{step}` in it are replaced."""
+
+    command: list[str] = Field(min_length=1)
+    env: dict[str, str] = Field(default_factory=dict)
+    workdir: str | None = None  # relative to the plan's folder; default: the drill's scratch folder
+    time_limit: str = "30m"  # the resumed process is stopped after this long, whatever it did
+    steps: int = Field(default=20, ge=1)  # optimizer steps to train after the load, then stop
+    # The failed run's progress log (DR_PROGRESS_FILE of the run that failed), relative to the
+    # plan's folder: the oracle the resumed steps must repeat, and the rate before the failure.
+    failed_log: str | None = None
+    tolerance: float = Field(default=1e-6, ge=0)  # relative, for losses and learning rates
+    steady_within: float = Field(default=0.10, gt=0, lt=1)  # steady: the rate within this of the rate before
+
+    @field_validator("time_limit")
+    @classmethod
+    def _limit(cls, value: str) -> str:
+        parse_duration(value)
+        return value
+
+    @property
+    def time_limit_seconds(self) -> float:
+        return parse_duration(self.time_limit).total_seconds()
+
+
 class RunCostsSpec(Strict):
     """What a failure of the training runs `run` (a glob) costs; unset fields come from `readiness`."""
 
@@ -235,6 +262,8 @@ class RunCostsSpec(Strict):
     # The workload (namespace/name) that writes these runs' checkpoints: dr audit --readiness
     # compares their measured saves with its spot notice. Unset: a workload named like the run.
     job: str | None = Field(default=None, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-.a-z0-9]*[a-z0-9])?$")
+    # How `dr drill --training` resumes these runs from their DR copies (unset: they cannot be drilled).
+    resume: ResumeSpec | None = None
 
 
 class ReadinessSpec(Strict):

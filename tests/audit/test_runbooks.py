@@ -24,7 +24,8 @@ SECTIONS = [
 INCIDENTS = ["cluster-loss", "region-loss", "stale-backup", "registry-in-failed-domain",
              "secret-store-in-failed-domain", "incomplete-checkpoint", "partial-restore-failure",
              "vault-lost-with-cluster", "checkpoint-not-resumable", "checkpoint-unversioned",
-             "spot-save-exceeds-notice", "verify-problems", "dr-job-not-reporting", "damaged-snapshot"]
+             "spot-save-exceeds-notice", "verify-problems", "dr-job-not-reporting", "damaged-snapshot",
+             "training-resume-failed"]
 declared()  # the built-in exporters' codes (Exporter.finding_codes) have runbooks here too
 RUNBOOKS = sorted({runbook_for(code) for code in CODES} | {f"runbooks/{name}.md" for name in INCIDENTS})
 

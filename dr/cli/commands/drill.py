@@ -1,7 +1,9 @@
 """`dr drill`: audit, restore into a scratch target, verify, and record measured RPO/RTO
 (dr.drills); `--history` shows past drills and their trend.
 
-Exit 0 recovered, 3 partial, 1 failed (the record is written in every case). `--matrix` drills
+Exit 0 recovered, 3 partial, 1 failed (the record is written in every case). `--training RUN`
+resumes a training run from its DR copy instead (dr.drills.training): the same exit codes, where
+partial means the run continued but did not reach steady throughput in the steps trained. `--matrix` drills
 every protected scenario one after another (dr.drills.matrix): 0 when all recovered, 1 when
 all failed, 3 otherwise.
 """
@@ -38,6 +40,15 @@ def arguments(p: argparse.ArgumentParser) -> None:
                         "registry loss and secret-store loss where the plan has such locations), one after "
                         "another, each into its own subfolder of the scratch folder, and print the measured RPO "
                         "and RTO per scenario and phase as one table; with --history: each matrix run so far")
+    p.add_argument("--training", metavar="RUN",
+                   help="a training recovery drill: restore RUN's newest checkpoint copy that survives --failed "
+                        "into the scratch folder, run the plan's readiness.runs[].resume command there, and "
+                        "measure the RTO of training by phase and the run's continuity (docs/readiness.md)")
+    p.add_argument("--world-size", type=int, metavar="M",
+                   help="with --training: the world size to resume at ({world_size} in the resume command; "
+                        "default 1); a different one from the failed run's reshards the checkpoint")
+    p.add_argument("--steps", type=int, metavar="N",
+                   help="with --training: optimizer steps to train after the load (default: the plan's resume.steps)")
     p.add_argument("--history", action="store_true", help="show the drill history and its trend instead")
     p.add_argument("--format", choices=["text", "html"], default="text",
                    help="with --history: text (default), or an HTML page charting measured RPO and RTO per "
@@ -69,6 +80,10 @@ def run(args: argparse.Namespace, out: Output) -> int:
 
     if args.matrix:
         return _matrix(args, out)
+    if args.training:
+        return _training(args, out)
+    if args.world_size is not None or args.steps is not None:
+        raise UsageError("--world-size and --steps go with --training RUN")
     plan, registry = open_plan(args)
     if not args.failed or not args.to:
         raise UsageError("a drill needs --failed DOMAIN and --to SCRATCH (or SOURCE=DEST); "
@@ -90,11 +105,38 @@ def run(args: argparse.Namespace, out: Output) -> int:
                                progress_line(kind, step, result, steps["total"])))
     except (UnknownDomain, RestoreUsageError) as exc:
         raise UsageError(str(exc)) from None
-    for line in drill_lines(record):
+    return _recorded(args, out, record, drill_lines(record))
+
+
+def _recorded(args: argparse.Namespace, out: Output, record: dict, lines: list[str]) -> int:
+    """Print and publish one drill's record; its exit code (0 recovered, 3 partial, else 1)."""
+    for line in lines:
         out.say(line)
     out.document(record)
     publish(args, out, lambda now: drill_samples(record, now))
     return {"recovered": Exit.OK, "partial": Exit.PARTIAL}.get(record["result"], Exit.FAILURE)
+
+
+def _training(args: argparse.Namespace, out: Output) -> int:
+    from dr.drills.describing import training_lines
+    from dr.drills.training import TrainingDrillError, run_training_drill
+
+    if not args.failed or not args.to or len(args.to) != 1 or "=" in args.to[0]:
+        raise UsageError("a training drill needs --failed DOMAIN (the scenario its checkpoint copy must survive) "
+                         "and --to SCRATCH (one folder: the checkpoint is restored and the run resumed there)")
+    for flag, value in (("--world-size", args.world_size), ("--steps", args.steps)):
+        if value is not None and value < 1:
+            raise UsageError(f"{flag} must be at least 1, not {value}")
+    plan, registry = open_plan(args)
+    out.note(f"training drill: run {args.training}, world size {args.world_size or 1}")
+    try:
+        record = run_training_drill(plan, registry, args.training, world_size=args.world_size or 1,
+                                    failed=args.failed, scratch=args.to[0], steps=args.steps,
+                                    snapshot_ref=args.snapshot, target_name=args.target,
+                                    identities=identities(args, plan), lock_wait=args.lock_wait)
+    except (UnknownDomain, TrainingDrillError) as exc:
+        raise UsageError(str(exc)) from None
+    return _recorded(args, out, record, training_lines(record))
 
 
 def _matrix(args: argparse.Namespace, out: Output) -> int:

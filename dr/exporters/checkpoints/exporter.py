@@ -157,7 +157,7 @@ class CheckpointsExporter(Exporter, Planning, OutsideCopies, CheckpointSaves, De
         return verify_recorded(self, artifacts, reader, read_data)
 
     def checkpoint_saves(self, artifacts: list[Artifact]) -> list[CheckpointSave]:
-        return planning.checkpoint_saves(artifacts)
+        return planning.checkpoint_saves(artifacts, tuple(t.name for t in self.options.effective_tiers()))
 
     # -- beyond the contract ----------------------------------------------------------------
     def rpo(self, now: float | None = None) -> list[RunRPO]:

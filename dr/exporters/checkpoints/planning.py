@@ -15,10 +15,11 @@ and its RTO bytes; `dr status` asks for RPO rows. For checkpoints:
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from dr.contract import AnyOf, CheckpointSave, Destination, RpoRow, Rewriter
+from dr.contract import AnyOf, CheckpointSave, Destination, RpoRow, Rewriter, SaveCopy
 from dr.model.artifacts import Artifact
 from dr.model.durations import format_duration
 
@@ -59,10 +60,12 @@ def restore_bytes(artifacts: list[Artifact]) -> dict[str, int]:
     return {"checkpoint_download": read, "data_warmup": rest}
 
 
-def checkpoint_saves(artifacts: list[Artifact]) -> list[CheckpointSave]:
+def checkpoint_saves(artifacts: list[Artifact], tiers: tuple[str, ...] = ()) -> list[CheckpointSave]:
     """One save per (run, step), whichever tier recorded it; records made before dr measured
-    save times (no written_first) are left out."""
+    save times (no written_first) are left out. Its copies come in `tiers` order (restore's),
+    each restored alone by remap run/step/tier to `<to>/<the checkpoint's path>`."""
     saves: dict[tuple[str, int], CheckpointSave] = {}
+    copies: dict[tuple[str, int], list[tuple[int, SaveCopy]]] = {}
     for a in artifacts:
         m = a.meta
         if a.kind != COPY or not isinstance(m.get("written_first"), (int, float)) \
@@ -70,10 +73,16 @@ def checkpoint_saves(artifacts: list[Artifact]) -> list[CheckpointSave]:
             continue
         prev = m.get("previous") if isinstance(m.get("previous"), dict) else {}
         key = (str(m.get("run")), int(m["step"]))
+        tier = str(m.get("tier", ""))
+        remap = {"run": key[0], "step": str(key[1]), "tier": tier}
+        rank = tiers.index(tier) if tier in tiers else len(tiers)
+        copies.setdefault(key, []).append((rank, SaveCopy(str(m.get("copy", "")), remap, f"tier {tier}")))
         saves.setdefault(key, CheckpointSave(key[0], key[1], float(m["written_first"]), float(m["written_last"]),
                                              prev.get("step"), prev.get("written_last"),
-                                             str(a.meta.get("provides", [""])[0]), _resume(m.get("resume"))))
-    return [saves[k] for k in sorted(saves)]
+                                             str(a.meta.get("provides", [""])[0]), _resume(m.get("resume")),
+                                             restored_path=a.identity.split("/", 1)[-1]))
+    return [replace(saves[k], copies=tuple(c for _, c in sorted(copies[k], key=lambda rc: rc[0])))
+            for k in sorted(saves)]
 
 
 def _resume(judged) -> str:

@@ -1,0 +1,147 @@
+"""`dr drill --training` (issue 28): real training with PyTorch DCP on CPU (gloo, torchrun), the
+shipped example loop (examples/training/plain_pytorch.py), backed up by the checkpoints exporter
+through the CLI, then resumed from its DR copy at other world sizes.
+
+The failed runs: world size 2, a save every 10 steps, an abrupt exit after step 25 (the failure),
+their progress logs kept as the oracle. run-a saves the full training state; run-b leaves the
+optimizer out, run-c the data loader's position. A resume at world size 1 and 3 reshards run-a's
+step 20 and must repeat steps 21-25 of the failed run exactly (learning rates, sample ids) and
+within the plan's tolerance (losses: float sums in another order); run-b's resume must fail the
+loss check naming the optimizer, run-c's the data-order check naming the sampler.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dr.cli.exitcodes import Exit
+from dr.cli.main import main
+from tests.cli.planfiles import local_target, write_plan
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "training" / "plain_pytorch.py"
+STEP_SECONDS = "0.05"  # a stand-in for a real model's compute: it, not the tiny model, sets the rate
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
+
+
+def _train(root: Path, run: str, log: Path, *without: str) -> None:
+    """The failed run: world size 2, saves at 10 and 20, dies after step 25."""
+    argv = TORCHRUN + ["--nproc-per-node", "2", str(EXAMPLE), "--root", str(root / run), "--steps", "40",
+                       "--save-every", "10", "--fail-at", "25", "--step-seconds", STEP_SECONDS]
+    for part in without:
+        argv += ["--without", part]
+    env = {**os.environ, "DR_PROGRESS_FILE": str(log), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0, "the failed run was meant to die at step 25"
+    assert (root / run / "step-20" / ".metadata").is_file(), done.stderr[-2000:]
+
+
+def _resume(run: str, log: Path, steps: int = 10) -> str:
+    command = TORCHRUN + ["--nproc-per-node", "{world_size}", str(EXAMPLE), "--root", "{checkpoint}-resumed",
+                          "--steps", "40", "--resume", "{checkpoint}", "--step-seconds", STEP_SECONDS]
+    return (f"    - run: {run}\n      gpus: 8\n      gpu_cost_per_hour: 2.5\n      resume:\n"
+            f"        command: {json.dumps(command)}\n        env: {{OMP_NUM_THREADS: \"1\"}}\n"
+            f"        steps: {steps}\n        time_limit: 5m\n        failed_log: \"{log}\"\n"
+            f"        tolerance: 0.00001\n")
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("training")
+    runs = tmp / "runs"
+    logs = {run: tmp / f"{run}.progress.jsonl" for run in ("run-a", "run-b", "run-c")}
+    _train(runs, "run-a", logs["run-a"])
+    _train(runs, "run-b", logs["run-b"], "optimizer")
+    _train(runs, "run-c", logs["run-c"], "dataloader")
+    source = (f"  - name: training\n    type: checkpoints\n    rpo: 1h\n    roots: [\"{runs}\"]\n"
+              f"    dr_copy: \"{tmp / 'dr-copy'}\"\n    settle_seconds: 0\n")
+    placed = f"locations:\n  - {{name: dr-copies, domain: region-b, prefixes: [\"{tmp / 'dr-copy'}\"]}}\n"
+    readiness = "readiness:\n  runs:\n" + "".join(_resume(run, log) for run, log in logs.items())
+    plan = write_plan(tmp / "plan.yaml", local_target(tmp / "repo"), source + placed + readiness)
+    assert main(["backup", "--plan", plan, "-q"]) == Exit.OK
+    return {"plan": plan, "tmp": tmp, "logs": logs}
+
+
+def _documented_keys() -> set[str]:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "json.md").read_text()
+    row = re.search(r"^\| `dr drill --training RUN` \| (.+) \|$", text, flags=re.M)
+    return set(re.findall(r"`(\w+)`", row.group(1))) | {"schema_version"}
+
+
+def _drill(trained, capsys, run: str, *more: str) -> tuple[int, dict]:
+    capsys.readouterr()
+    code = main(["drill", "--plan", trained["plan"], "--training", run, "--failed", "cluster-a",
+                 "--to", str(trained["tmp"] / f"scratch-{run}-{'-'.join(more)}"), "--json", *more])
+    return code, json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("world_size", ["1", "3"])
+def test_a_full_training_state_resumes_resharded_and_repeats_the_failed_runs_steps(trained, capsys, world_size):
+    code, record = _drill(trained, capsys, "run-a", "--world-size", world_size)
+    t = record["training"]
+    assert t["checkpoint"]["step"] == 20 and t["checkpoint"]["resume"] == "resumable"
+    assert "survives" in t["copy"]["why"] and "region-b" in t["copy"]["why"]
+    checks = {c["check"]: c for c in t["checks"]}
+    assert all(c["ok"] is True for c in checks.values()), checks
+    assert "5 steps" in checks["lr-continues"]["detail"] and "5 steps" in checks["data-order"]["detail"]
+    phases = {p["phase"]: p for p in t["phases"]}
+    for name in ("checkpoint_download", "process_group_ready", "load_and_reshard", "first_step"):
+        assert phases[name]["measured"] is True and phases[name]["seconds"] >= 0, phases[name]
+    assert phases["requeue_and_scale_up"]["measured"] is False and phases["requeue_and_scale_up"]["how"]
+    assert all("measured" in p for p in t["phases"])
+    # the baseline is the failed run's own rate; steady is reached, or the record says why not
+    assert t["baseline"]["how"] == "the failed run's rate before the failure"
+    steady = phases["steady_throughput"]
+    assert (code, record["result"]) == ((Exit.OK, "recovered") if steady["measured"] else (Exit.PARTIAL, "partial"))
+    assert t["process"]["stopped"] == "steps reached" and t["process"]["steps_after_load"] >= 10
+    # RPO: steps 21-25 were lost; 8 GPUs for that long, at 2.5 a GPU-hour
+    rpo = t["rpo"]
+    assert rpo["measured"] and rpo["steps"] == 5 and rpo["gpus"] == 8
+    assert rpo["gpu_hours"] == pytest.approx(8 * rpo["seconds"] / 3600, abs=1e-4)
+    assert set(record) == _documented_keys()  # docs/json.md's row (the fixture plan of its own test has no run)
+    assert main(["drill", "--plan", trained["plan"], "--history", "--json"]) == Exit.OK
+    history = json.loads(capsys.readouterr().out)["drills"]
+    assert any(r["id"] == record["id"] and r["kind"] == "training" for r in history)
+
+
+def test_a_checkpoint_without_its_optimizer_fails_the_loss_check_naming_it(trained, capsys):
+    code, record = _drill(trained, capsys, "run-b", "--world-size", "2")
+    checks = {c["check"]: c for c in record["training"]["checks"]}
+    assert code == Exit.FAILURE and record["result"] == "failed"
+    assert checks["loss-repeats"]["ok"] is False and "optimizer" in checks["loss-repeats"]["state"]
+    assert "missing optimizer" in checks["loss-repeats"]["detail"]  # what the checkpoint's index said
+    assert checks["loss-repeats"]["code"] == "resume-loss-diverged"
+    # the rest came back: the step, the schedule and the data order
+    assert checks["first-step-follows"]["ok"] and checks["lr-continues"]["ok"] and checks["data-order"]["ok"]
+
+
+def test_a_checkpoint_without_its_sampler_position_fails_the_data_order_check(trained, capsys):
+    code, record = _drill(trained, capsys, "run-c", "--world-size", "3")
+    checks = {c["check"]: c for c in record["training"]["checks"]}
+    assert code == Exit.FAILURE
+    assert checks["data-order"]["ok"] is False and "sampler" in checks["data-order"]["state"]
+    assert checks["no-sample-repeated"]["ok"] is False  # the epoch started over: samples seen twice
+    assert "missing dataloader" in checks["data-order"]["detail"]
+
+
+def test_a_drill_refuses_when_every_copy_is_lost_and_says_which(trained, capsys):
+    capsys.readouterr()
+    code = main(["drill", "--plan", trained["plan"], "--training", "run-a", "--failed", "region-b",
+                 "--to", str(trained["tmp"] / "scratch-lost")])
+    err = capsys.readouterr().err
+    assert code == Exit.USAGE
+    assert "every DR copy is lost" in err and "tier" in err and "Traceback" not in err
+
+
+def test_a_run_the_plan_cannot_resume_is_named_with_the_field_to_add(trained, capsys):
+    capsys.readouterr()
+    code = main(["drill", "--plan", trained["plan"], "--training", "run-z", "--failed", "cluster-a",
+                 "--to", str(trained["tmp"] / "scratch-z")])
+    err = capsys.readouterr().err
+    assert code == Exit.USAGE and "readiness.runs" in err and "resume" in err and "run-z" in err
