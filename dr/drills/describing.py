@@ -51,6 +51,10 @@ def training_lines(record: dict[str, Any]) -> list[str]:
              f"  result: {record['result'].upper()}: {record['summary']}",
              f"  checkpoint: step {t['checkpoint']['step']} ({t['checkpoint']['resume'] or 'resume not judged'}); "
              f"copy {t['copy']['why']}"]
+    if t.get("failure"):
+        lines.append(f"  failure: {t['failure']['killed']}")
+    if t.get("incomplete"):
+        lines.append(f"  incomplete copy: {t['incomplete']}")
     if t["phases"]:
         lines.append(f"  measured RTO of training: {show(record['rto']['total_seconds'])}"
                      if record["rto"]["total_seconds"] else "  measured RTO of training: not complete (see phases)")

@@ -4,7 +4,7 @@ drills", is the normative description). Standard library only: copy this file in
 image if dr is not installed there.
 
     from dr.training.progress import Progress
-    progress = Progress()                        # a no-op when DR_PROGRESS_FILE is unset
+    progress = Progress()                        # a no-op when DR_PROGRESS_FILE is unset; logs `started`
     progress.loaded(step=start_step)             # the checkpoint is loaded (resharded)
     progress.group_ready(world_size=world)       # the process group is up
     progress.step(step, samples=seen, loss=loss, lr=lr, sample_ids=ids)   # after each optimizer step
@@ -13,7 +13,8 @@ image if dr is not installed there.
 Only one process writes (rank 0: $RANK unset or "0", or `rank=` given): a drill reads one
 stream. Each line is flushed when written, so a killed trainer's last step is on disk; lines
 are appended in one write each, under 4 KiB, so a reader never sees half a line but the last.
-`sample_ids` is kept as a digest (sha256 of the ids, in order, as decimal text joined by ","),
+Each process start logs `started` with its pid and torchrun's restart count
+($TORCHELASTIC_RESTART_COUNT), so a failure drill sees the restart. `sample_ids` is kept as a digest (sha256 of the ids, in order, as decimal text joined by ","),
 plus the ids themselves when there are at most `keep_ids` of them (the drill's repeat/skip
 check reads them).
 """
@@ -44,6 +45,7 @@ class Progress:
         rank = rank if rank is not None else int(os.environ.get("RANK", "0") or 0)
         self.keep_ids = keep_ids
         self._handle = open(path, "a", encoding="utf-8") if path and rank == 0 else None
+        self._write({"event": "started", "pid": os.getpid(), "restart": _restarts()})
 
     @property
     def active(self) -> bool:
@@ -53,7 +55,8 @@ class Progress:
         self._write({"event": "loaded", "step": int(step), **extra})
 
     def group_ready(self, world_size: int | None = None, **extra) -> None:
-        self._write({"event": "group_ready", **({"world_size": int(world_size)} if world_size else {}), **extra})
+        self._write({"event": "group_ready", **({"world_size": int(world_size)} if world_size else {}),
+                     "restart": _restarts(), **extra})
 
     def step(self, step: int, *, samples: int | None = None, loss: float | None = None, lr: float | None = None,
              sample_ids: Iterable[int] | None = None, epoch: int | None = None, **extra) -> None:
@@ -90,6 +93,11 @@ class Progress:
             return
         self._handle.write(json.dumps({**event, "t": round(time.time(), 6)}, separators=(",", ":")) + "\n")
         self._handle.flush()
+
+
+def _restarts() -> int:
+    value = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    return int(value) if value.isdigit() else 0
 
 
 def _number(value) -> float | None:

@@ -22,7 +22,8 @@ def test_the_writer_needs_nothing_but_the_standard_library(tmp_path):
             f"p = m['Progress']({str(log)!r}, rank=0); p.step(1, loss=0.5, sample_ids=[3, 1]); p.close()")
     done = subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    [event] = [json.loads(line) for line in log.read_text().splitlines()]
+    started, event = [json.loads(line) for line in log.read_text().splitlines()]
+    assert started["event"] == "started" and started["restart"] == 0 and started["pid"] > 0
     assert event["event"] == "step" and event["sample_ids_digest"] == sample_ids_digest([3, 1])
 
 
@@ -41,8 +42,8 @@ def test_only_rank_zero_writes_and_an_unset_file_is_a_no_op(tmp_path, monkeypatc
     monkeypatch.delenv("DR_PROGRESS_FILE")
     assert not Progress().active
     events = read_log(str(log)).events
-    assert [e["event"] for e in events] == ["group_ready", "loaded", "step"]
-    assert events[2]["loss"] is None and "sample_ids" not in events[2]  # 300 ids: the digest alone
+    assert [e["event"] for e in events] == ["started", "group_ready", "loaded", "step"]
+    assert events[3]["loss"] is None and "sample_ids" not in events[2]  # 300 ids: the digest alone
 
 
 def test_the_reader_counts_and_skips_what_is_not_an_event_and_waits_for_a_half_written_line(tmp_path):

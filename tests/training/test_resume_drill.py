@@ -28,6 +28,7 @@ from tests.cli.planfiles import local_target, write_plan
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "training" / "plain_pytorch.py"
 STEP_SECONDS = "0.05"  # a stand-in for a real model's compute: it, not the tiny model, sets the rate
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
+RESTARTING = TORCHRUN + ["--max-restarts", "1", "--monitor-interval", "0.1"]
 
 
 def _train(root: Path, run: str, log: Path, *without: str) -> None:
@@ -43,7 +44,7 @@ def _train(root: Path, run: str, log: Path, *without: str) -> None:
 
 
 def _resume(run: str, log: Path, steps: int = 10) -> str:
-    command = TORCHRUN + ["--nproc-per-node", "{world_size}", str(EXAMPLE), "--root", "{checkpoint}-resumed",
+    command = RESTARTING + ["--nproc-per-node", "{world_size}", str(EXAMPLE), "--root", "{checkpoint}-resumed",
                           "--steps", "40", "--resume", "{checkpoint}", "--step-seconds", STEP_SECONDS]
     return (f"    - run: {run}\n      gpus: 8\n      gpu_cost_per_hour: 2.5\n      resume:\n"
             f"        command: {json.dumps(command)}\n        env: {{OMP_NUM_THREADS: \"1\"}}\n"
@@ -100,6 +101,7 @@ def test_a_full_training_state_resumes_resharded_and_repeats_the_failed_runs_ste
     steady = phases["steady_throughput"]
     assert (code, record["result"]) == ((Exit.OK, "recovered") if steady["measured"] else (Exit.PARTIAL, "partial"))
     assert t["process"]["stopped"] == "steps reached" and t["process"]["steps_after_load"] >= 10
+    assert not _left_running(trained["tmp"]), "a trainer outlived the drill"
     # RPO: steps 21-25 were lost; 8 GPUs for that long, at 2.5 a GPU-hour
     rpo = t["rpo"]
     assert rpo["measured"] and rpo["steps"] == 5 and rpo["gpus"] == 8
@@ -145,3 +147,42 @@ def test_a_run_the_plan_cannot_resume_is_named_with_the_field_to_add(trained, ca
                  "--to", str(trained["tmp"] / "scratch-z")])
     err = capsys.readouterr().err
     assert code == Exit.USAGE and "readiness.runs" in err and "resume" in err and "run-z" in err
+
+
+def test_a_failure_drill_kills_a_rank_and_times_the_restart_chain(trained, capsys):
+    code, record = _drill(trained, capsys, "run-a", "--world-size", "2", "--kill-rank", "1", "--at-step", "24")
+    t = record["training"]
+    assert t["failure"]["killed"].startswith("rank 1 (pid ") and "SIGKILL at step 24" in t["failure"]["killed"]
+    phases = {p["phase"]: p for p in t["phases"]}
+    for name in ("failure_detection_and_restart", "process_group_ready", "load_and_reshard", "first_step"):
+        assert phases[name]["measured"] is True, phases[name]
+    assert "failure_detection" not in phases  # measured together with the restart here
+    checks = {c["check"]: c for c in t["checks"]}
+    # the restarted workers reload step 20 and repeat 21-24, which the killed run logged: the oracle
+    assert checks["loaded-step"]["ok"] and checks["first-step-follows"]["ok"]
+    assert checks["data-order"]["ok"] and checks["loss-repeats"]["ok"] and checks["lr-continues"]["ok"], checks
+    assert t["rpo"]["steps"] >= 4  # 21-24 at least: the kill lost everything after the reloaded step 20
+    assert code in (Exit.OK, Exit.PARTIAL)
+    assert not _left_running(trained["tmp"]), "a trainer outlived the drill"
+
+
+def _left_running(tmp: Path) -> list[str]:
+    """Processes whose command line names this test's folder (a trainer the drill did not stop)."""
+    left = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            line = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if str(tmp) in line and "pytest" not in line:
+            left.append(line)
+    return left
+
+
+@pytest.mark.parametrize("damage", ["missing-shard", "truncated-shard"])
+def test_an_incomplete_copy_is_refused_by_the_trainer(trained, capsys, damage):
+    code, record = _drill(trained, capsys, "run-a", "--world-size", "2", "--incomplete", damage)
+    [check] = record["training"]["checks"]
+    assert check["check"] == "refuses-incomplete" and check["ok"] is True, check
+    assert record["training"]["incomplete"].startswith(("removed ", "truncated ")) and ".distcp" in check["detail"]
+    assert code == Exit.OK and record["training"]["process"]["stopped"] == "exited"

@@ -49,6 +49,15 @@ def arguments(p: argparse.ArgumentParser) -> None:
                         "default 1); a different one from the failed run's reshards the checkpoint")
     p.add_argument("--steps", type=int, metavar="N",
                    help="with --training: optimizer steps to train after the load (default: the plan's resume.steps)")
+    p.add_argument("--kill-rank", type=int, metavar="R",
+                   help="with --training and --at-step: a failure drill: SIGKILL rank R's worker once step K is "
+                        "logged, and time the restart chain (detection and restart, rendezvous, load, first step, "
+                        "steady throughput); the resume command's launcher must restart workers (torchrun "
+                        "--max-restarts)")
+    p.add_argument("--at-step", type=int, metavar="K", help="with --kill-rank: the step after which the rank is killed")
+    p.add_argument("--incomplete", choices=["missing-shard", "truncated-shard"],
+                   help="with --training: damage the restored copy first (remove, or cut in half, its largest "
+                        "file) and pass only if the resume command refuses it")
     p.add_argument("--history", action="store_true", help="show the drill history and its trend instead")
     p.add_argument("--format", choices=["text", "html"], default="text",
                    help="with --history: text (default), or an HTML page charting measured RPO and RTO per "
@@ -82,8 +91,8 @@ def run(args: argparse.Namespace, out: Output) -> int:
         return _matrix(args, out)
     if args.training:
         return _training(args, out)
-    if args.world_size is not None or args.steps is not None:
-        raise UsageError("--world-size and --steps go with --training RUN")
+    if any(v is not None for v in (args.world_size, args.steps, args.kill_rank, args.at_step, args.incomplete)):
+        raise UsageError("--world-size, --steps, --kill-rank, --at-step and --incomplete go with --training RUN")
     plan, registry = open_plan(args)
     if not args.failed or not args.to:
         raise UsageError("a drill needs --failed DOMAIN and --to SCRATCH (or SOURCE=DEST); "
@@ -124,19 +133,38 @@ def _training(args: argparse.Namespace, out: Output) -> int:
     if not args.failed or not args.to or len(args.to) != 1 or "=" in args.to[0]:
         raise UsageError("a training drill needs --failed DOMAIN (the scenario its checkpoint copy must survive) "
                          "and --to SCRATCH (one folder: the checkpoint is restored and the run resumed there)")
-    for flag, value in (("--world-size", args.world_size), ("--steps", args.steps)):
+    for flag, value in (("--world-size", args.world_size), ("--steps", args.steps), ("--at-step", args.at_step)):
         if value is not None and value < 1:
             raise UsageError(f"{flag} must be at least 1, not {value}")
+    kill = _kill(args)
     plan, registry = open_plan(args)
     out.note(f"training drill: run {args.training}, world size {args.world_size or 1}")
     try:
         record = run_training_drill(plan, registry, args.training, world_size=args.world_size or 1,
                                     failed=args.failed, scratch=args.to[0], steps=args.steps,
                                     snapshot_ref=args.snapshot, target_name=args.target,
-                                    identities=identities(args, plan), lock_wait=args.lock_wait)
+                                    identities=identities(args, plan), lock_wait=args.lock_wait,
+                                    kill=kill, incomplete=args.incomplete)
     except (UnknownDomain, TrainingDrillError) as exc:
         raise UsageError(str(exc)) from None
     return _recorded(args, out, record, training_lines(record))
+
+
+def _kill(args: argparse.Namespace):
+    """The failure drill's kill, or None; --kill-rank and --at-step come together."""
+    from dr.drills.training.running import Kill
+
+    if (args.kill_rank is None) != (args.at_step is None):
+        raise UsageError("a failure drill needs both --kill-rank R and --at-step K")
+    if args.kill_rank is None:
+        return None
+    if args.incomplete:
+        raise UsageError("--incomplete drills a refused load; drop --kill-rank/--at-step (or --incomplete)")
+    if args.kill_rank < 0 or (args.world_size and args.kill_rank >= args.world_size) or \
+            (not args.world_size and args.kill_rank > 0):
+        raise UsageError(f"--kill-rank {args.kill_rank}: a rank between 0 and the world size minus 1 "
+                         f"({(args.world_size or 1) - 1})")
+    return Kill(args.kill_rank, args.at_step)
 
 
 def _matrix(args: argparse.Namespace, out: Output) -> int:

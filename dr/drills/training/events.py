@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 MAX_LINE = 64 << 10
 MAX_EVENTS = 1_000_000
-EVENTS = frozenset({"loaded", "group_ready", "step", "saved"})
+EVENTS = frozenset({"started", "loaded", "group_ready", "step", "saved"})
 
 
 @dataclass

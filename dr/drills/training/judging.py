@@ -74,25 +74,40 @@ class Judgement:
 
 
 def judge(*, checkpoint_step: int, started: float, download_seconds: float, resumed: ProgressLog,
-          failed: ProgressLog | None, tolerance: float, steady_within: float, missing: str = "") -> Judgement:
+          failed: ProgressLog | None, tolerance: float, steady_within: float, missing: str = "",
+          killed_at: float | None = None) -> Judgement:
+    """killed_at: a failure drill's SIGKILL; `resumed` then holds the events after it (the
+    restarted workers'), `failed` those before it, and the chain is timed from the kill."""
     after = [e for e in resumed.of("step") if e["step"] > checkpoint_step]
     out = Judgement()
     out.baseline = _baseline(failed, after)
     out.steady_at = _steady(after, out.baseline, steady_within)
-    out.phases = _phases(started, download_seconds, resumed, after, out)
+    out.phases = _phases(started, download_seconds, resumed, after, out, killed_at)
     out.checks = _checks(checkpoint_step, resumed, after, failed, tolerance, missing)
     return out
 
 
 # -- phases ---------------------------------------------------------------------------------------
-def _phases(started: float, download: float, log: ProgressLog, after: list[dict], j: Judgement) -> list[Phase]:
+def _phases(started: float, download: float, log: ProgressLog, after: list[dict], j: Judgement,
+            killed_at: float | None) -> list[Phase]:
     ready, loaded = log.first("group_ready"), log.first("loaded")
     first = after[0] if after else None
     phases = [Phase("checkpoint_download", download, True, "the restore of the DR copy into the scratch folder")]
-    marks = [("process_group_ready", ready, "process start to the group_ready event"),
+    previous = started
+    if killed_at is not None:
+        restarted = log.first("started")
+        if restarted is None:
+            phases.append(Phase("failure_detection_and_restart", None, False,
+                                "no started event after the kill: the workers were not restarted, or do not "
+                                "use the progress protocol"))
+        else:
+            phases.append(Phase("failure_detection_and_restart", max(0.0, restarted["t"] - killed_at), True,
+                                "the SIGKILL to the restarted rank 0's started event (torchrun's agent "
+                                "detects the loss, stops the other workers and starts new ones)"))
+            previous = restarted["t"]
+    marks = [("process_group_ready", ready, "process start to the group_ready event (rendezvous included)"),
              ("load_and_reshard", loaded, "to the loaded event"),
              ("first_step", first, "to the first step after the load")]
-    previous = started
     for name, event, how in marks:
         if event is None:
             phases.append(Phase(name, None, False, f"no {_event_name(name)} event in the progress log"))
@@ -106,7 +121,8 @@ def _phases(started: float, download: float, log: ProgressLog, after: list[dict]
     else:
         why = "no baseline rate" if j.baseline is None else "the rate never came within the steady margin"
         phases.append(Phase("steady_throughput", None, False, f"not reached in the steps trained: {why}"))
-    phases += [Phase(name, None, False, why) for name, why in NOT_LOCAL.items()]
+    skipped = ("failure_detection", "termination_and_cleanup") if killed_at is not None else ()
+    phases += [Phase(name, None, False, why) for name, why in NOT_LOCAL.items() if name not in skipped]
     return phases
 
 
@@ -115,7 +131,8 @@ def _event_name(phase: str) -> str:
 
 
 def total_seconds(j: Judgement, started: float, download: float) -> float | None:
-    """Measured RTO of training: the download plus process start to steady throughput."""
+    """Measured RTO of training: the download plus process start (a failure drill: the kill) to
+    steady throughput."""
     return None if j.steady_at is None else download + (j.steady_at - started)
 
 

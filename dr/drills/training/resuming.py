@@ -29,8 +29,8 @@ from dr.contract.capabilities import overrides
 from dr.contract.registry import Registry
 from dr.drills.history import write_record
 from dr.drills.training.events import ProgressLog, read_log
-from dr.drills.training.judging import Judgement, judge, total_seconds
-from dr.drills.training.running import Resumed, run_resumed
+from dr.drills.training.judging import Check, Judgement, judge, total_seconds
+from dr.drills.training.running import Kill, Resumed, run_resumed
 from dr.model.plans import Plan, ResumeSpec, RunCostsSpec
 from dr.model.recovery.scenarios import Scenario
 from dr.repository.catalogs import read_catalog
@@ -50,7 +50,11 @@ class TrainingDrillError(Exception):
 def run_training_drill(plan: Plan, registry: Registry, run: str, *, world_size: int, failed: list[str],
                        scratch: str, steps: int | None = None, snapshot_ref: str = "latest",
                        target_name: str | None = None, identities: list[pyrage.x25519.Identity] | None = None,
-                       lock_wait: float = 0.0) -> dict[str, Any]:
+                       lock_wait: float = 0.0, kill: Kill | None = None, incomplete: str | None = None
+                       ) -> dict[str, Any]:
+    """kill: a failure drill (SIGKILL one rank at a step, time the restart chain); incomplete:
+    damage the restored copy first ("missing-shard", "truncated-shard"), and the drill passes
+    only when the resume command refuses it."""
     costs, spec = resume_spec(plan, run)
     scenario = scenarios_for(plan, failed)[0]
     target = choose_audited_target(plan, [scenario], target_name)
@@ -60,18 +64,16 @@ def run_training_drill(plan: Plan, registry: Registry, run: str, *, world_size: 
     folder = os.path.abspath(scratch)
     restored, download, outcomes = _restore(plan, registry, source, snapshot.id, copy, save, folder, identities,
                                             target.name)
-    resumed = judgement = None
-    if restored:
+    resumed = judgement = damage = None
+    rpo: dict[str, Any] = {}
+    if restored and incomplete:
+        damage = damage_copy(restored, incomplete)
         resumed = _resume(plan, spec, run, save, restored, world_size, steps or spec.steps, folder)
-        oracle = read_log(_in_plan(plan, spec.failed_log)) if spec.failed_log else None
-        judgement = judge(checkpoint_step=save.step, started=resumed.started, download_seconds=download,
-                          resumed=resumed.log, failed=oracle, tolerance=spec.tolerance,
-                          steady_within=spec.steady_within, missing=_missing(save.resume))
-        rpo = _rpo(plan, costs, save, oracle)
-    else:
-        rpo = {}
+    elif restored:
+        resumed = _resume(plan, spec, run, save, restored, world_size, steps or spec.steps, folder, kill)
+        judgement, rpo = _judged(plan, costs, spec, save, resumed, download, kill)
     record = _record(plan, run, world_size, scenario, target.name, snapshot, save, copy, survival, outcomes,
-                     download, resumed, judgement, rpo, started)
+                     download, resumed, judgement, rpo, started, kill, damage)
     repo = open_target(plan, target)
     repo.open()
     with Lock(repo, exclusive=False, command=f"dr drill --training {run}").acquire(lock_wait):
@@ -157,8 +159,56 @@ def _restore(plan: Plan, registry: Registry, source: str, snapshot_id: str, copy
     return (restored if ok else None), seconds, outcomes
 
 
+def _judged(plan: Plan, costs: RunCostsSpec, spec: ResumeSpec, save: CheckpointSave, resumed: Resumed,
+            download: float, kill: Kill | None) -> tuple[Judgement, dict[str, Any]]:
+    """A resume drill is judged against the plan's failed_log; a failure drill against its own
+    steps before the kill, which the restarted workers repeat."""
+    if kill is None:
+        oracle = read_log(_in_plan(plan, spec.failed_log)) if spec.failed_log else None
+        judgement = judge(checkpoint_step=save.step, started=resumed.started, download_seconds=download,
+                          resumed=resumed.log, failed=oracle, tolerance=spec.tolerance,
+                          steady_within=spec.steady_within, missing=_missing(save.resume))
+        return judgement, _rpo(plan, costs, save, oracle)
+    cut = resumed.killed_at or resumed.ended
+    events = resumed.log.events
+    # the restarted workers' events begin at rank 0's new `started`; a step the old rank 0 still
+    # finished after the kill belongs to the old run
+    split = next((i for i, e in enumerate(events) if e["event"] == "started" and e["t"] >= cut), len(events))
+    before = ProgressLog(resumed.log.path, events[:split], resumed.log.malformed)
+    after = ProgressLog(resumed.log.path, events[split:])
+    reloaded = after.first("loaded")
+    step = reloaded["step"] if reloaded else save.step
+    judgement = judge(checkpoint_step=step, started=cut, download_seconds=download, resumed=after, failed=before,
+                      tolerance=spec.tolerance, steady_within=spec.steady_within, missing=_missing(save.resume),
+                      killed_at=cut)
+    lost = [e for e in before.of("step") if e["step"] > step]
+    rpo = {"measured": True, "steps": len({e["step"] for e in lost}),
+           "seconds": round(max(0.0, cut - lost[0]["t"]) if lost else 0.0, 3),
+           "how": f"the steps after the reloaded step {step} that the kill lost (the restarted workers repeat them)"}
+    gpus = costs.gpus or plan.spec.readiness.gpus
+    rpo.update(gpus=gpus, gpu_hours=round(gpus * rpo["seconds"] / 3600, 4))
+    return judgement, rpo
+
+
+def damage_copy(checkpoint: str, how: str) -> str:
+    """Make the restored copy incomplete the way a crashed save leaves one; what was done. The
+    largest file stands for a data shard whatever the format (DCP's .distcp, a safetensors file)."""
+    files = [os.path.join(d, f) for d, _, names in os.walk(checkpoint) for f in names] \
+        if os.path.isdir(checkpoint) else [checkpoint]
+    if not files:
+        raise TrainingDrillError(f"{checkpoint}: the restored checkpoint holds no file to damage")
+    largest = max(files, key=os.path.getsize)
+    shown = os.path.relpath(largest, os.path.dirname(checkpoint))
+    if how == "missing-shard":
+        os.unlink(largest)
+        return f"removed {shown}"
+    size = os.path.getsize(largest)
+    os.truncate(largest, size // 2)
+    return f"truncated {shown} from {size} to {size // 2} bytes"
+
+
 def _resume(plan: Plan, spec: ResumeSpec, run: str, save: CheckpointSave, checkpoint: str, world_size: int,
-            steps: int, folder: str) -> Resumed:
+            steps: int, folder: str, kill: Kill | None = None) -> Resumed:
     values = {"world_size": str(world_size), "checkpoint": checkpoint, "steps": str(steps), "run": run,
               "step": str(save.step)}
     argv = [_fill(arg, values) for arg in spec.command]
@@ -169,7 +219,7 @@ def _resume(plan: Plan, spec: ResumeSpec, run: str, save: CheckpointSave, checkp
            "DR_RESUME_CHECKPOINT": checkpoint, "DR_WORLD_SIZE": str(world_size), "DR_RESUME_STEP": str(save.step)}
     cwd = _in_plan(plan, spec.workdir) if spec.workdir else folder
     return run_resumed(argv, cwd=cwd, env=env, progress=progress, output=os.path.join(folder, "resume.log"),
-                       steps=steps, time_limit=spec.time_limit_seconds)
+                       steps=steps, time_limit=spec.time_limit_seconds, kill=kill)
 
 
 def _fill(text: str, values: dict[str, str]) -> str:
@@ -201,11 +251,17 @@ def _rpo(plan: Plan, costs: RunCostsSpec, save: CheckpointSave, failed: Progress
 
 def _record(plan: Plan, run: str, world_size: int, scenario: Scenario, target: str, snapshot, save: CheckpointSave,
             copy: SaveCopy, survival: str, outcomes: list[dict], download: float, resumed: Resumed | None,
-            judgement: Judgement | None, rpo: dict, started: datetime) -> dict[str, Any]:
+            judgement: Judgement | None, rpo: dict, started: datetime, kill: Kill | None,
+            damage: str | None) -> dict[str, Any]:
     phases = [p.to_json() for p in judgement.phases] if judgement else []
     checks = [c.to_json() for c in judgement.checks] if judgement else []
-    total = total_seconds(judgement, resumed.started, download) if judgement and resumed else None
-    result, summary = _result(resumed, judgement, outcomes)
+    if damage is not None and resumed is not None:
+        checks = [refusal(resumed, damage).to_json()]
+    total = None
+    if judgement and resumed:
+        total = total_seconds(judgement, resumed.killed_at, 0.0) if kill else \
+            total_seconds(judgement, resumed.started, download)
+    result, summary = _result(resumed, judgement, outcomes, checks)
     training = {"run": run, "world_size": world_size, "checkpoint": {"step": save.step, "where": save.where,
                                                                       "resume": save.resume},
                 "copy": {"where": copy.where, "label": copy.label, "why": survival},
@@ -217,6 +273,10 @@ def _record(plan: Plan, run: str, world_size: int, scenario: Scenario, target: s
         training["process"] = {"stopped": resumed.stopped, "exit_code": resumed.exit_code,
                                "steps_after_load": resumed.steps_after_load, "output": resumed.output,
                                "malformed_progress_lines": resumed.log.malformed}
+    if kill is not None:
+        training["failure"] = {"rank": kill.rank, "at_step": kill.at_step, "killed": kill.what}
+    if damage is not None:
+        training["incomplete"] = damage
     return {
         "format": FORMAT, "version": VERSION, "kind": "training", "id": new_restore_id(started), "plan": plan.name,
         "plan_file": plan.path, "host": socket.gethostname(), "started": utc(started), "finished": utc(),
@@ -237,17 +297,36 @@ def _record(plan: Plan, run: str, world_size: int, scenario: Scenario, target: s
     }
 
 
-def _result(resumed: Resumed | None, judgement: Judgement | None, outcomes: list[dict]) -> tuple[str, str]:
-    if resumed is None or judgement is None:
+def refusal(resumed: Resumed, damage: str) -> Check:
+    """An incomplete copy must be refused: the process exits without training a step."""
+    trained = resumed.log.of("step")
+    if trained:
+        return Check("refuses-incomplete", False, f"{damage}, and the resume command trained {len(trained)} "
+                                                  "steps from it anyway", "the trainer's completeness check",
+                     "resume-accepted-incomplete")
+    if resumed.stopped != "exited" or resumed.exit_code == 0:
+        return Check("refuses-incomplete", False, f"{damage}; the resume command did not fail "
+                                                  f"({resumed.stopped}, exit {resumed.exit_code})",
+                     "the trainer's completeness check", "resume-accepted-incomplete")
+    return Check("refuses-incomplete", True, f"{damage}; the resume command refused it (exit {resumed.exit_code}, "
+                                             "no step trained)")
+
+
+def _result(resumed: Resumed | None, judgement: Judgement | None, outcomes: list[dict],
+            checks: list[dict]) -> tuple[str, str]:
+    if resumed is None:
         why = "; ".join(f"{o['item']}: {o['reason']}" for o in outcomes if o["status"] in ("failed", "conflict"))
         return "failed", f"the DR copy was not restored{': ' + why if why else ''}"
-    broken = [c for c in judgement.checks if c.ok is False]
+    broken = [c for c in checks if c["ok"] is False]
     if broken:
-        return "failed", "; ".join(f"{c.name}: {c.detail} (what did not come back: {c.state})" for c in broken)
-    unchecked = sum(1 for c in judgement.checks if c.ok is None)
+        return "failed", "; ".join(f"{c['check']}: {c['detail']} (what did not come back: {c['state']})"
+                                   for c in broken)
+    if judgement is None:  # the incomplete-copy drill, passed
+        return "recovered", checks[0]["detail"]
+    unchecked = sum(1 for c in checks if c["ok"] is None)
     steady = judgement.steady_at is not None
-    summary = (f"resumed at step {judgement.checks[1].detail.rsplit(' ', 1)[-1]}, "
-               f"{sum(1 for c in judgement.checks if c.ok)} continuity checks passed"
+    first = next((c["detail"].rsplit(" ", 1)[-1] for c in checks if c["check"] == "first-step-follows"), "?")
+    summary = (f"resumed at step {first}, {sum(1 for c in checks if c['ok'])} continuity checks passed"
                + (f", {unchecked} not checked" if unchecked else "")
                + ("" if steady else "; steady throughput not reached"))
     return ("recovered" if steady else "partial"), summary
