@@ -1,7 +1,8 @@
 """The demo's training runs: real PyTorch DCP checkpoints of a tiny model, and the check that a
 restored one loads with tensors equal to what was saved.
 
-run-a saves the full training state (model, optimizer, LR scheduler, step, RNG state, data
+run-a saves the full training state (with `--with-training`, run-a is trained for real instead:
+the shipped loop, dr.training.examples.plain_pytorch, under torchrun, and it fails after step 25) (model, optimizer, LR scheduler, step, RNG state, data
 position and version fields), so its checkpoints are "resumable"; run-b saves the weights alone,
 as a careless trainer does, so its are "serves, cannot resume". A tiny model saves in
 milliseconds, so the files are then dated as a real run's would be (a save every hour, each
@@ -13,6 +14,8 @@ torch is imported lazily: it comes with the `demo` extra; without it the demo sk
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 import warnings
 
@@ -27,9 +30,10 @@ def torch_available() -> bool:
     return True
 
 
-def save_run(root: str, steps: tuple[int, ...] = (100, 200)) -> dict:
-    """Save root/run-a/step-N (full state) and root/run-b/step-N (weights) with
-    torch.distributed.checkpoint; return run-a's last state."""
+def save_run(root: str, steps: tuple[int, ...] = (100, 200), full: bool = True) -> dict:
+    """Save root/run-a/step-N (full state; not when `full` is False: a trained run-a stands
+    there) and root/run-b/step-N (weights) with torch.distributed.checkpoint; return run-a's
+    last state."""
     import torch
 
     torch.manual_seed(0)
@@ -50,9 +54,31 @@ def save_run(root: str, steps: tuple[int, ...] = (100, 200)) -> dict:
                  "versions": {"git_sha": "5e1f0c2", "image_digest": "sha256:" + "7d" * 32,
                               "config_hash": "train-cfg-3", "data_version": "corpus-2026-11"}}
         ended = time.time() - (len(steps) - n) * EVERY_SECONDS
-        _save(state, f"{root}/run-a/step-{step}", ended)
+        if full:
+            _save(state, f"{root}/run-a/step-{step}", ended)
         _save({"model": state["model"]}, f"{root}/run-b/step-{step}", ended)
     return state
+
+
+TRAINED_SAVES, TRAINED_FAILS_AT = (10, 20), 25
+
+
+def train_run(root: str, progress_log: str) -> None:
+    """run-a trained for real (`dr demo --with-training`): the shipped DCP loop under torchrun at
+    world size 2, a save every 10 steps, killed by its failure after step 25; its progress log
+    is what the training drills compare with. The saves are then dated an hour apart, as above."""
+    from dr.training.examples import plain_pytorch
+
+    argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+            plain_pytorch.__file__, "--root", f"{root}/run-a", "--steps", "40", "--save-every", "10",
+            "--fail-at", str(TRAINED_FAILS_AT), "--step-seconds", "0.05"]
+    done = subprocess.run(argv, env={**os.environ, "DR_PROGRESS_FILE": progress_log, "OMP_NUM_THREADS": "1"},
+                          capture_output=True, text=True, timeout=600)
+    last = f"{root}/run-a/step-{TRAINED_SAVES[-1]}"
+    if not os.path.isfile(f"{last}/.metadata"):
+        raise RuntimeError(f"the demo's training run saved no {last}: {done.stderr[-600:]}")
+    for n, step in enumerate(TRAINED_SAVES):
+        _date(f"{root}/run-a/step-{step}", time.time() - (len(TRAINED_SAVES) - n) * EVERY_SECONDS)
 
 
 def _save(state: dict, path: str, ended: float) -> None:
@@ -61,6 +87,11 @@ def _save(state: dict, path: str, ended: float) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # one process, no process group: DCP warns, and works
         dcp.save(state, checkpoint_id=path)
+    _date(path, ended)
+
+
+def _date(path: str, ended: float) -> None:
+    """The files of a save dated as a real one: written over SAVE_SECONDS, ending at `ended`."""
     names = sorted(os.listdir(path), key=lambda name: name == ".metadata")  # the index last, as DCP writes it
     for i, name in enumerate(names):
         t = ended if name == ".metadata" else ended - SAVE_SECONDS + i

@@ -76,8 +76,13 @@ CHECKPOINTS_SOURCE = """\
     roots: ["{root}/platform/checkpoints"]
     dr_copy: "{root}/dr-site/checkpoints"
     settle_seconds: 0
-readiness: {{mtbf_hours: 24, gpus: 8, gpu_cost_per_hour: 2.5}}
+readiness: {{mtbf_hours: 24, gpus: 8, gpu_cost_per_hour: 2.5{runs}}}
 """
+
+# With --with-training: how `dr drill --training run-a` resumes the trained run (docs/readiness.md,
+# section 7): the shipped loop under torchrun at the drill's world size, from the restored copy.
+TRAINING_RUNS = """, runs: [{{run: run-a, resume: {{command: {command}, env: {{OMP_NUM_THREADS: "1"}}, steps: 10,
+  time_limit: 5m, failed_log: "{log}", tolerance: 0.00001}}}}]"""
 
 # The cluster's images, copied by digest to the DR registry: the trainer's (found in the
 # Deployment the kubernetes source backs up) and dr's own (listed). The in-cluster registry's

@@ -12,32 +12,35 @@ came back equals what went in.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+import sys
 from typing import Callable
 from urllib.parse import urlsplit
 
 from dr.demo import mlflow as demo_mlflow
-from dr.demo.checkpoints import loads_equal, save_run, torch_available
+from dr.demo.checkpoints import TRAINED_SAVES, loads_equal, save_run, torch_available, train_run
 from dr.demo.narrating import Narrator
-from dr.demo.stand_ins import CHECKPOINTS_SOURCE, build_stand_ins
+from dr.demo.stand_ins import CHECKPOINTS_SOURCE, TRAINING_RUNS, build_stand_ins
 from dr.demo.vault import VaultStandIn, read_back
 
 # dr's exit codes as the walkthrough reads them: it drives `main` as any script does, by the
 # documented table (README, "Exit codes"; dr.cli.exitcodes, which the CLI's layer keeps).
 # tests/cli/test_demo.py holds them equal to that table.
-OK, FAILURE, BLOCKERS = 0, 1, 4
+OK, FAILURE, PARTIAL, BLOCKERS = 0, 1, 3, 4
 
 
 def run_demo(directory: str, out: Narrator, kubeconfig: str | None, main: Callable[[list[str]], int],
              registries: tuple[str, str] | None = None, vault: VaultStandIn | None = None,
-             mlflow: tuple[str, str] | None = None) -> int:
+             mlflow: tuple[str, str] | None = None, training: bool = False) -> int:
     """Build the stand-ins and run the real commands through `main`, dr's own entry point
     (passed in: the demo is one of the commands main dispatches to, so it does not import it).
     `registries`: where the in-cluster registry is reached, and a DR registry to mirror into;
     `vault`: an OpenBao to back up and a fresh one to restore into (dr.demo.vault);
-    `mlflow`: an MLflow server to fill with a small registry, and an empty one to restore it into."""
+    `mlflow`: an MLflow server to fill with a small registry, and an empty one to restore it into;
+    `training`: run-a trained for real and resumed from its DR copy at world sizes 1 and 3."""
     root = os.path.abspath(directory)
     if os.path.exists(root):
         shutil.rmtree(root)
@@ -56,7 +59,14 @@ def run_demo(directory: str, out: Narrator, kubeconfig: str | None, main: Callab
     if not mlflow:
         out.note("the MLflow model-registry part was left out (it needs two MLflow servers, ~850 MB of "
                  "MLflow): run ./scripts/demo --with-mlflow to include it")
-    saved = _training_run(root, plan_path, out)
+    try:
+        saved, trained = _training_run(root, plan_path, out, training)
+    except (OSError, RuntimeError, subprocess.SubprocessError) as error:
+        out.error(f"the demo's training run failed: {error}")
+        return FAILURE
+    if not training:
+        out.note("the training recovery drills were left out (they train a tiny model with torchrun, about "
+                 "30 s): run ./scripts/demo --with-training to include them")
     steps = [
         ("Back up every source (the repository is created on first use)", ["backup"]),
         ("Back up again: nothing changed, so no data is uploaded", ["backup"]),
@@ -75,25 +85,35 @@ def run_demo(directory: str, out: Narrator, kubeconfig: str | None, main: Callab
     if mlflow:
         steps.append(("Restore the model registry into the empty second MLflow server, version numbers kept",
                       ["restore", "--source", demo_mlflow.SOURCE_NAME, "--to", mlflow[1]]))
-    if saved:
+    if saved or trained:
         steps.append(("How often should the training runs checkpoint? (from the saves the backup measured)",
                       ["advise", "checkpoints"]))
         steps.append(("Restore the newest complete checkpoint where a trainer will look",
                       ["restore", "--source", "training", "--to", f"{root}/restored/checkpoints"]))
+    for world_size in ("1", "3") if trained else ():
+        steps.append((f"Resume run-a (it failed at world size 2, after step 25) from its DR copy at world size "
+                      f"{world_size}: the RTO of training by phase, its continuity against the failed run, and "
+                      "the RPO in GPU-hours",
+                      ["drill", "--training", "run-a", "--world-size", world_size, "--failed", "cluster-a",
+                       "--to", f"{root}/drills/training-{world_size}"]))
     if kubeconfig and registries:
         steps.append(("Restore the whole plan after losing cluster-a: every source in dependency order, the "
                       "image copies checked before the workloads, which now run the DR copies by digest",
-                      _whole_plan_restore(root, identity_path, saved is not None, vault, mlflow)))
+                      _whole_plan_restore(root, identity_path, saved is not None or trained, vault, mlflow)))
     elif kubeconfig:
         steps.append(("Restore the cluster's objects into the empty recovery cluster, in dependency order",
                       ["restore", "--source", "cluster-a-config", "--to", "recovery", "--identity", identity_path]))
     for title, argv in steps:
-        whole_plan = vault is not None and "--failed" in argv
+        whole_plan = vault is not None and "--failed" in argv and "--training" not in argv
         code = _step_with(main, title, argv, plan_path, out, vault.whole_plan_environment() if whole_plan else {})
+        if code == PARTIAL and "--training" in argv:
+            out.note("the resumed run continued, but did not reach the failed run's throughput in its 10 steps "
+                     "(a loaded machine): the drill says so, and the demo goes on")
+            continue
         if code != OK:
             out.error(f"demo step failed with exit code {code}")
             return code
-    compared = _compare(root, out, saved)
+    compared = _compare(root, out, saved, trained)
     if compared == OK and vault and not read_back(vault, out):
         compared = FAILURE
     if compared == OK and kubeconfig and registries:
@@ -174,15 +194,29 @@ def _same_champions(mlflow: tuple[str, str], out: Narrator) -> int:
     return OK
 
 
-def _training_run(root: str, plan_path: str, out: Narrator) -> dict | None:
-    """Real DCP checkpoints of a tiny model, and a `checkpoints` source in the plan (needs torch)."""
+def _training_run(root: str, plan_path: str, out: Narrator, training: bool) -> tuple[dict | None, bool]:
+    """Real DCP checkpoints of a tiny model, and a `checkpoints` source in the plan (needs torch);
+    with `training`, run-a trained for real by torchrun. (run-a's last saved state when the demo
+    saved it itself, whether run-a was trained.)"""
     if not torch_available():
         out.note("torch is not installed: the demo skips its training checkpoints (pip install '.[demo]')")
-        return None
-    saved = save_run(f"{root}/platform/checkpoints")
+        return None, False
+    checkpoints = f"{root}/platform/checkpoints"
+    runs = ""
+    if training:
+        log = f"{root}/platform/run-a.progress.jsonl"
+        out.say("\n# Training run-a for real at world size 2 (torchrun, DCP); it fails after step 25")
+        train_run(checkpoints, log)
+        from dr.training.examples import plain_pytorch
+
+        command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--max-restarts", "1",
+                   "--nproc-per-node", "{world_size}", plain_pytorch.__file__, "--root", "{checkpoint}-resumed",
+                   "--steps", "40", "--resume", "{checkpoint}", "--step-seconds", "0.05"]
+        runs = TRAINING_RUNS.format(command=json.dumps(command), log=log)
+    saved = save_run(checkpoints, full=not training)
     with open(plan_path, "a", encoding="utf-8") as handle:
-        handle.write(CHECKPOINTS_SOURCE.format(root=root))
-    return saved
+        handle.write(CHECKPOINTS_SOURCE.format(root=root, runs=runs))
+    return (None if training else saved), training
 
 
 def _step(main, title: str, argv: list[str], plan_path: str, out: Narrator) -> int:
@@ -219,9 +253,12 @@ def _audit(main, root: str, plan_path: str, out: Narrator, registries: tuple[str
     return OK
 
 
-def _compare(root: str, out: Narrator, saved: dict | None = None) -> int:
+def _compare(root: str, out: Narrator, saved: dict | None = None, trained: bool = False) -> int:
     pairs = [(f"{root}/platform/config", f"{root}/restored/files/config"),
              (f"{root}/platform/secrets", f"{root}/restored/files/secrets")]
+    if trained:  # the trained run's newest save, restored where the trainer looks
+        step = f"run-a/step-{TRAINED_SAVES[-1]}"
+        pairs.append((f"{root}/platform/checkpoints/{step}", f"{root}/restored/checkpoints/{step}"))
     for original, restored in pairs:
         difference = _tree_difference(original, restored)
         if difference:

@@ -43,10 +43,14 @@ def _series(records: list[dict[str, Any]], value) -> dict[str, Any]:
 
 
 def trend(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """RTO and RPO over the drills (all scenarios together), and how often they recovered."""
+    """RTO and RPO over the restore drills (all scenarios together), and how often they recovered.
+    Training drills (`kind: training`) measure another RTO, the training's: they are counted
+    apart, in `training_drills`, and left out of the series."""
+    trainings = [r for r in records if r.get("kind") == "training"]
+    records = [r for r in records if r.get("kind") != "training"]
     results: dict[str, int] = {}
     for record in records:
         results[record.get("result", "?")] = results.get(record.get("result", "?"), 0) + 1
-    return {"drills": len(records), "results": results,
+    return {"drills": len(records), "results": results, "training_drills": len(trainings),
             "rto_seconds": _series(records, lambda r: (r.get("rto") or {}).get("total_seconds")),
             "rpo_seconds": _series(records, lambda r: r.get("rpo_seconds"))}

@@ -16,7 +16,13 @@ from dr.model.redaction import redact
 from dr.planner.estimating import show
 
 PHASES = ("audit", "plan", "restore", "verify")
-COLOURS = {"audit": "#4e79a7", "plan": "#b07aa1", "restore": "#f28e2b", "verify": "#59a14f", "rpo": "#4e79a7"}
+# a training drill's phases (dr drill --training, docs/readiness.md section 7), in the order they happen
+TRAINING_PHASES = ("checkpoint_download", "failure_detection_and_restart", "process_group_ready",
+                   "load_and_reshard", "first_step", "steady_throughput")
+COLOURS = {"audit": "#4e79a7", "plan": "#b07aa1", "restore": "#f28e2b", "verify": "#59a14f", "rpo": "#4e79a7",
+           "checkpoint_download": "#f28e2b", "failure_detection_and_restart": "#e15759",
+           "process_group_ready": "#b07aa1", "load_and_reshard": "#4e79a7", "first_step": "#76b7b2",
+           "steady_throughput": "#59a14f"}
 OBJECTIVE_COLOUR = "#d62728"
 OFF_SCALE = 5.0  # an objective more than this many times the tallest drill is named, not drawn
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 760, 280, 72, 24, 28, 56
@@ -37,16 +43,27 @@ class Bar:
 
 def render_history_html(plan: str, target: str, records: list[dict[str, Any]],
                         rto: Objective | None, rpo: Objective | None) -> str:
+    restores = [r for r in records if r.get("kind") != "training"]
+    trainings = [r for r in records if r.get("kind") == "training"]
     rto_bars = [Bar(_when(r), _title(r), [(p, float(r["rto"]["phases"].get(p, 0.0))) for p in PHASES])
-                for r in records]
-    rpo_bars = [Bar(_when(r), _title(r), [("rpo", float(r["rpo_seconds"]))]) for r in records]
+                for r in restores]
+    rpo_bars = [Bar(_when(r), _title(r), [("rpo", float(r["rpo_seconds"]))]) for r in restores]
     body = [f"<h1>Drills of plan {text(plan)} in target {text(target)}</h1>",
             f"<p>{len(records)} drill(s), oldest first. The dashed red line is the plan's tightest objective.</p>",
             "<h2>Measured RTO per phase</h2>", legend(PHASES),
             chart("measured RTO per phase", rto_bars, rto, "rto"),
             "<h2>Measured RPO (age of the data restored)</h2>",
-            chart("measured RPO", rpo_bars, rpo, "rpo"),
-            "<h2>The drills</h2>", _table(records)]
+            chart("measured RPO", rpo_bars, rpo, "rpo")]
+    if trainings:
+        training_bars = [Bar(_when(r), _title(r), [(p, float(r["rto"]["phases"].get(p) or 0.0))
+                                                    for p in TRAINING_PHASES]) for r in trainings]
+        body += ["<h2>Measured RTO of training per phase (dr drill --training)</h2>",
+                 "<p>From the checkpoint's download (a failure drill: from the kill) to steady throughput; "
+                 "a phase a drill could not measure is left out of its bar, and the table says which.</p>",
+                 legend(TRAINING_PHASES), chart("measured RTO of training per phase", training_bars, rto, "rto")]
+    body += ["<h2>The drills</h2>", _table(restores)]
+    if trainings:
+        body += ["<h2>The training drills</h2>", _training_table(trainings)]
     return page(f"dr drill history: {plan}", body)
 
 
@@ -152,4 +169,19 @@ def _table(records: list[dict[str, Any]]) -> str:
         rows.append(f"<tr><td>{text(r['started'][:19].replace('T', ' '))}</td><td>{text(r['scenario'])}</td>"
                     f"<td>{text(r['result'])}</td><td>{text(seconds_text(r['rpo_seconds']))}</td>"
                     f"<td>{text(seconds_text(r['rto']['total_seconds']))}</td>{phases}</tr>")
+    return "\n".join(rows + ["</table>"])
+
+
+def _training_table(records: list[dict[str, Any]]) -> str:
+    rows = ["<table><tr><th>started</th><th>scenario</th><th>result</th><th>RTO of training</th>"
+            + "".join(f"<th>{p}</th>" for p in TRAINING_PHASES) + "<th>RPO</th></tr>"]
+    for r in records:
+        measured = {p["phase"]: p for p in r["training"]["phases"]}
+        phases = "".join(f"<td>{text(seconds_text(measured[p]['seconds']) if p in measured and measured[p]['measured'] else 'not measured')}</td>"
+                         for p in TRAINING_PHASES)
+        rpo = r["training"].get("rpo") or {}
+        lost = f"{rpo['steps']} steps, {rpo.get('gpu_hours', 0)} GPU-hours" if rpo.get("measured") else "not measured"
+        rows.append(f"<tr><td>{text(r['started'][:19].replace('T', ' '))}</td><td>{text(r['scenario'])}</td>"
+                    f"<td>{text(r['result'])}</td><td>{text(seconds_text(r['rto']['total_seconds']))}</td>{phases}"
+                    f"<td>{text(lost)}</td></tr>")
     return "\n".join(rows + ["</table>"])

@@ -16,6 +16,7 @@ def test_demo_backs_up_verifies_and_restores(tmp_path, capsys):
     assert "no problems found" in out
     assert "identical to the originals" in out
     assert "MLflow model-registry part was left out" in err and "./scripts/demo --with-mlflow" in err
+    assert "training recovery drills were left out" in err and "./scripts/demo --with-training" in err
     # readiness: run-a saves the full training state, run-b the weights alone (docs/readiness.md)
     assert "  newest   step 200: resumable" in out
     assert "run-b/step-200: serves, cannot resume: missing optimizer" in out
@@ -23,6 +24,21 @@ def test_demo_backs_up_verifies_and_restores(tmp_path, capsys):
     assert "AGE-SECRET-KEY" not in out
     assert "dr-image-in-failed-domain" in out and "it found the planted blocker" in out
     assert (tmp_path / "demo" / "audit.html").read_text().count("<svg") >= 1
+
+
+def test_demo_with_training_resumes_the_failed_run_at_world_sizes_1_and_3(tmp_path, capsys):
+    """Issue 28's "done when": run-a trained for real (torchrun, DCP) until it fails, backed up, and
+    resumed from its DR copy at world sizes 1 and 3, both passing their continuity checks."""
+    assert main(["demo", "--dir", str(tmp_path / "demo"), "--with-training"]) == 0
+    out, err = capsys.readouterr()
+    assert "training drills were left out" not in err
+    for world_size in ("1", "3"):
+        drill = out.split(f"training run-a at world size {world_size};", 1)[1].split("recorded as", 1)[0]
+        assert re.search(r"result: (RECOVERED|PARTIAL): resumed at step 21, 6 continuity checks passed", drill), drill
+        for check in ("lr-continues", "data-order", "loss-repeats"):
+            assert f"check {check}: ok:" in drill
+        assert re.search(r"load_and_reshard +\d", drill) and "RPO: 5 steps, 1h" in drill and "GPU-hours" in drill
+    assert "identical to the originals" in out
 
 
 def test_demo_with_the_stand_in_cluster_restores_it_and_audits_its_image(tmp_path, capsys):

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # The demo's training runs make real PyTorch DCP checkpoints: torch comes with `.[demo]`, and the
 # demo says what it left out when torch is absent (dr/demo/checkpoints.py: torch_available).
-EXTRA_FILES = {"dr/demo/checkpoints.py": "demo"}
+EXTRA_FILES = {"dr/demo/checkpoints.py": "demo", "dr/training/examples/plain_pytorch.py": "demo"}
 
 
 def _name(requirement: str) -> str:

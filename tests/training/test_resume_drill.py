@@ -1,5 +1,5 @@
 """`dr drill --training` (issue 28): real training with PyTorch DCP on CPU (gloo, torchrun), the
-shipped example loop (examples/training/plain_pytorch.py), backed up by the checkpoints exporter
+shipped example loop (dr/training/examples/plain_pytorch.py), backed up by the checkpoints exporter
 through the CLI, then resumed from its DR copy at other world sizes.
 
 The failed runs: world size 2, a save every 10 steps, an abrupt exit after step 25 (the failure),
@@ -23,9 +23,10 @@ import pytest
 
 from dr.cli.exitcodes import Exit
 from dr.cli.main import main
+from dr.training.examples import plain_pytorch
 from tests.cli.planfiles import local_target, write_plan
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "training" / "plain_pytorch.py"
+EXAMPLE = Path(plain_pytorch.__file__)
 STEP_SECONDS = "0.05"  # a stand-in for a real model's compute: it, not the tiny model, sets the rate
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone"]
 RESTARTING = TORCHRUN + ["--max-restarts", "1", "--monitor-interval", "0.1"]
@@ -108,8 +109,14 @@ def test_a_full_training_state_resumes_resharded_and_repeats_the_failed_runs_ste
     assert rpo["gpu_hours"] == pytest.approx(8 * rpo["seconds"] / 3600, abs=1e-4)
     assert set(record) == _documented_keys()  # docs/json.md's row (the fixture plan of its own test has no run)
     assert main(["drill", "--plan", trained["plan"], "--history", "--json"]) == Exit.OK
-    history = json.loads(capsys.readouterr().out)["drills"]
-    assert any(r["id"] == record["id"] and r["kind"] == "training" for r in history)
+    shown = json.loads(capsys.readouterr().out)
+    assert any(r["id"] == record["id"] and r["kind"] == "training" for r in shown["drills"])
+    assert shown["trend"]["training_drills"] >= 1 and shown["trend"]["drills"] == 0  # not mixed into the restores'
+    page = trained["tmp"] / f"history-{world_size}.html"
+    assert main(["drill", "--plan", trained["plan"], "--history", "--format", "html", "--out", str(page)]) == Exit.OK
+    html = page.read_text()
+    assert "Measured RTO of training per phase" in html and 'aria-label="measured RTO of training per phase"' in html
+    assert "load_and_reshard" in html and "at world size " + world_size in html
 
 
 def test_a_checkpoint_without_its_optimizer_fails_the_loss_check_naming_it(trained, capsys):

@@ -33,6 +33,9 @@ def arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--with-mlflow", action="store_true", help="include the model-registry part: back up a small "
                    "registry in the MLflow server --mlflow and restore it into --mlflow-restore "
                    "(./scripts/demo --with-mlflow installs MLflow and starts both)")
+    p.add_argument("--with-training", action="store_true", help="include the training recovery drills: train "
+                   "run-a for real (torchrun, world size 2, DCP) until it fails, back it up, and resume it from its "
+                   "DR copy at world sizes 1 and 3 with dr drill --training (needs torch: the demo extra)")
     p.add_argument("--mlflow", metavar="URL", help="an empty MLflow server (a service in region-a, beside cluster-a) that "
                    "the demo fills with a small model registry")
     p.add_argument("--mlflow-restore", metavar="URL", help="an empty MLflow server that the demo restores the "
@@ -53,7 +56,7 @@ def run(args: argparse.Namespace, out: Output) -> int:
                   "(./scripts/demo --with-mlflow starts them)")
         return Exit.USAGE
     mlflow = (args.mlflow, args.mlflow_restore) if args.mlflow else None
-    return run_demo(args.dir, out, args.kubeconfig, args.main, registries, vault, mlflow)
+    return run_demo(args.dir, out, args.kubeconfig, args.main, registries, vault, mlflow, args.with_training)
 
 
 DEMO = CommandSpec("demo", help_of("demo"), arguments, run)
