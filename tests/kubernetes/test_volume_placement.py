@@ -110,3 +110,16 @@ def test_statefulset_templates_make_one_claim_per_replica_and_name_their_workloa
     detail = found["data-qdrant-1"].dependency().detail
     assert "PersistentVolumeClaim ml/data-qdrant-1, mounted by StatefulSet ml/qdrant" in detail, detail
     assert "no dr source backs up this volume's data" in detail
+
+
+def test_a_managed_api_host_placed_only_by_its_region_leaves_in_cluster_claims_placed_nowhere():
+    """An EKS API host names its region: without a location for it, the region rule would place
+    Rook Ceph's claims in eu-central-1 and a lost cluster would seem to keep them."""
+    classes = [_class("rook-ceph-block", "rook-ceph.rbd.csi.ceph.com")]
+    regional = ["*.eu-central-1.amazonaws.com", "eu-central-1-*.googleapis.com"]
+    only_region = VolumeData(API, hosts=regional).claims([_claim("db", "rook-ceph-block")], [], classes)
+    assert only_region[0].reference == "volume:///ml/db", only_region
+    assert "only by its region eu-central-1" in only_region[0].why
+    located = VolumeData(API, hosts=regional + [API.split("//")[1].lower()]).claims(
+        [_claim("db", "rook-ceph-block")], [], classes)
+    assert located[0].reference == f"{API}/api/v1/namespaces/ml/persistentvolumeclaims/db"

@@ -68,7 +68,8 @@ class Export:
         self.services: list[Batch] = []
         self.readiness = ReadinessCheck(self.options.readiness)
         # where each claim's data lives (volumedata.py): listed and written once every list finished
-        self.volumes = volumedata.VolumeData(api.server, [r.rule() for r in self.options.placement_rules])
+        self.volumes = volumedata.VolumeData(api.server, [r.rule() for r in self.options.placement_rules],
+                                             context.hosts)
         self.stop = threading.Event()
         self.selection: Selection | None = None
         self.written = 0

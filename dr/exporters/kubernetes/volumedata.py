@@ -17,6 +17,11 @@ content is the same facts as JSON):
                    nothing says yet (an unbound claim of a WaitForFirstConsumer class): the audit
                    reports an unknown location, and the detail names the provisioner
 
+A managed cluster's API host names its region (EKS, AKS): with no plan location for it, the
+region rule would place in-cluster claims in the region, and a lost cluster would seem to keep
+them. So when the plan's hosts (ExportContext.hosts) hold no pattern for the API host but its
+region's, in-cluster claims are recorded placed nowhere instead, the detail saying why.
+
 The detail names the claim, the workload that mounts it, the class, the provisioner and the
 rule's reason. A source that copies the volume's data (a `volumes` source) provides the same
 reference, and the audit then counts on its copy.
@@ -29,6 +34,7 @@ zone is what the bound volume says (spec.nodeAffinity, topology labels), else th
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import threading
@@ -38,7 +44,8 @@ from typing import Iterable, Iterator
 from dr.contract import FindingCode
 from dr.exporters.kubernetes.provisioners import CLUSTER, REGION, ProvisionerRule, rule_for
 from dr.model.artifacts import Dependency
-from dr.model.regions import zone_region
+from dr.model.locations import host_of
+from dr.model.regions import host_region, region_host_patterns, zone_region
 
 KIND = "kubernetes-volumes"
 # what the backup lists once every list finished (path, what): claims, volumes, classes
@@ -97,9 +104,10 @@ class Claim:
 class VolumeData:
     """Observes the workloads from the listing threads; claims() once every list finished."""
 
-    def __init__(self, api_url: str, plan_rules: Iterable[ProvisionerRule] = ()):
+    def __init__(self, api_url: str, plan_rules: Iterable[ProvisionerRule] = (), hosts: Iterable[str] = ()):
         self.api_url = api_url.rstrip("/")
         self.plan_rules = tuple(plan_rules)
+        self.region_only = _region_only(self.api_url, tuple(hosts))
         self._lock = threading.Lock()
         self._mounts: dict[tuple[str, str], str] = {}  # (ns, claim) -> "Kind ns/name"
         self._templates: list[tuple[str, str, int, dict]] = []  # (ns, workload, replicas, template)
@@ -161,6 +169,11 @@ class VolumeData:
                                        f"and no volume is bound")
             return Claim(namespace, claim, workload, class_name, provisioner, "", "", why,
                          f"volume:///{namespace}/{claim}")
+        if rule.where == CLUSTER and self.region_only:
+            return Claim(namespace, claim, workload, class_name, provisioner, "", "",
+                         f"{rule.why}; but the plan places the cluster's API server {host_of(self.api_url)} only by "
+                         f"its region {self.region_only}: declare it as a location (kind kubernetes-api) in the "
+                         f"cluster's domain", f"volume:///{namespace}/{claim}")
         if rule.where == CLUSTER:
             return Claim(namespace, claim, workload, class_name, provisioner, CLUSTER, "", rule.why,
                          f"{self.api_url}/api/v1/namespaces/{namespace}/persistentvolumeclaims/{claim}")
@@ -184,6 +197,17 @@ def by_namespace(claims: list[Claim]) -> Iterator[tuple[str, list[Claim]]]:
     for claim in claims:
         grouped.setdefault(claim.namespace, []).append(claim)
     yield from sorted(grouped.items())
+
+
+def _region_only(api_url: str, hosts: tuple[str, ...]) -> str:
+    """The API host's region when the plan's hosts place it by that region's patterns alone, else ''."""
+    host = host_of(api_url)
+    region = host_region(host) if host and hosts else None
+    if not region:
+        return ""
+    regional = set(region_host_patterns(region))
+    placed = any(fnmatch.fnmatchcase(host, p.lower()) for p in hosts if p not in regional)
+    return "" if placed else region
 
 
 def _replace_workload(claim: Claim, who: str) -> Claim:
