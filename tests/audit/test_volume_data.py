@@ -197,4 +197,5 @@ def test_a_bad_placement_rule_is_a_plan_error_naming_the_file_and_field(dr, caps
     err = capsys.readouterr()
     text = err.out + err.err
     assert code != Exit.OK, text
-    assert plan in text and "placement_rules" in text and "where" in text, text
+    assert plan in text and "sources[0].placement_rules[0].where" in text, text
+    assert "'cluster', 'zone' or 'region'" in text, text

@@ -242,11 +242,16 @@ class Export:
 
     def _write_volumes(self) -> None:
         """One kubernetes-volumes artifact per namespace with claims: where each claim's data lives."""
-        listed = [self._list_all(path, what) for path, what in volumedata.LISTS]
+        namespaces = [ns for ns in self.selection.namespaces if self.selection.wants_namespace(ns)]
+        claim_lists = ([(f"/api/v1/namespaces/{ns}/persistentvolumeclaims", f"persistentvolumeclaims in {ns}")
+                        for ns in namespaces] if self.selection.namespaces else [volumedata.CLAIMS])
+        listed = [self._list_all(path, what) for path, what in [*claim_lists, *volumedata.LISTS]]
         if any(items is None for items in listed):
             return
-        pvcs = [p for p in listed[0] if self.selection.wants_namespace((p.get("metadata") or {}).get("namespace"))]
-        for namespace, claims in volumedata.by_namespace(self.volumes.claims(pvcs, listed[1], listed[2])):
+        *claim_items, pvs, classes = listed
+        pvcs = [p for items in claim_items for p in items
+                if self.selection.wants_namespace((p.get("metadata") or {}).get("namespace"))]
+        for namespace, claims in volumedata.by_namespace(self.volumes.claims(pvcs, pvs, classes)):
             if not self.selection.wants_namespace(namespace):
                 continue
             data, token = volumedata.content(claims)

@@ -48,9 +48,10 @@ from dr.model.locations import host_of
 from dr.model.regions import host_region, region_host_patterns, zone_region
 
 KIND = "kubernetes-volumes"
-# what the backup lists once every list finished (path, what): claims, volumes, classes
-LISTS = (("/api/v1/persistentvolumeclaims", "persistentvolumeclaims"),
-         ("/api/v1/persistentvolumes", "persistentvolumes"),
+# what the backup lists once every list finished (path, what): the claims (per namespace when
+# the plan names namespaces, as its grants are), then the volumes and the classes
+CLAIMS = ("/api/v1/persistentvolumeclaims", "persistentvolumeclaims")
+LISTS = (("/api/v1/persistentvolumes", "persistentvolumes"),
          ("/apis/storage.k8s.io/v1/storageclasses", "storageclasses"))
 DEPENDENCY_KIND = "volume-data"
 VOLUME_DATA_LOST = FindingCode(
