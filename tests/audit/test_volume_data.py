@@ -17,6 +17,7 @@ the PersistentVolume the EBS CSI driver creates (node affinity on topology.ebs.c
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -199,3 +200,16 @@ def test_a_bad_placement_rule_is_a_plan_error_naming_the_file_and_field(dr, caps
     assert code != Exit.OK, text
     assert plan in text and "sources[0].placement_rules[0].where" in text, text
     assert "'cluster', 'zone' or 'region'" in text, text
+
+
+def test_the_restore_plan_gives_the_audits_verdicts(audited, dr, capsys, tmp_path):  # noqa: F811
+    """One engine, one answer: losing cluster-a, the cluster step needs the Rook Ceph claim's data
+    (a blocker, refused without --force) and not the EBS disk, which outlives the cluster."""
+    _, _, api = audited
+    capsys.readouterr()
+    dr(["restore", "--plan", str(tmp_path / "plan.yaml"), "--failed", "cluster-a", "--dry-run", "--json"])
+    [step] = [s for s in json.loads(capsys.readouterr().out)["steps"] if s["name"] == "cluster"]
+    needs = {n["reference"]: n for n in step["needs"] if n["kind"] == "volume-data"}
+    assert needs[f"{api}/api/v1/namespaces/ml/persistentvolumeclaims/storage-qdrant-0"]["verdict"] == "blocker"
+    assert needs["volume://eu-central-1a/ml/postgres-data"]["verdict"] == "ok", needs
+    assert needs["volume:///ml/legacy-data"]["verdict"] == "unknown", needs
