@@ -123,3 +123,17 @@ def test_a_managed_api_host_placed_only_by_its_region_leaves_in_cluster_claims_p
     located = VolumeData(API, hosts=regional + [API.split("//")[1].lower()]).claims(
         [_claim("db", "rook-ceph-block")], [], classes)
     assert located[0].reference == f"{API}/api/v1/namespaces/ml/persistentvolumeclaims/db"
+
+
+def test_a_claim_is_named_with_its_most_lasting_workload():
+    volumes = VolumeData(API)
+    mounting = {"spec": {"containers": [{"name": "w", "image": "nginx"}],
+                         "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "uploads"}}]}}
+    pod = {"metadata": {"name": "web-5d9c-x2", "namespace": "ml"}, **mounting}
+    replicaset = {"metadata": {"name": "web-5d9c", "namespace": "ml"}, "spec": {"template": mounting}}
+    deployment = {"metadata": {"name": "web", "namespace": "ml"}, "spec": {"template": mounting}}
+    for key, kind, obj in ((("", "pods"), "Pod", pod), (("apps", "deployments"), "Deployment", deployment),
+                           (("apps", "replicasets"), "ReplicaSet", replicaset)):
+        volumes.observe(SimpleNamespace(key=key, kind=kind), obj)
+    [claim] = volumes.claims([_claim("uploads", "x")], [], [])
+    assert claim.workload == "Deployment ml/web"

@@ -78,6 +78,11 @@ TEMPLATES: dict[tuple[str, str], tuple[str, ...]] = {
 }
 
 
+# A claim mounted by several objects is named with its most lasting owner: the Deployment rather
+# than its ReplicaSet or a Pod it made, the CronJob rather than a Job (others rank 2).
+_RANK = {"Pod": 0, "ReplicaSet": 1, "Job": 1, "CronJob": 3}
+
+
 @dataclass(frozen=True)
 class Claim:
     """One claim's facts, as the artifact's content holds them."""
@@ -128,7 +133,9 @@ class VolumeData:
                      if isinstance(t, dict) and rtype.key == ("apps", "statefulsets")]
         with self._lock:
             for key, value in mounts.items():
-                self._mounts.setdefault(key, value)
+                known = self._mounts.get(key)
+                if known is None or _RANK.get(rtype.kind, 2) > _RANK.get(known.split(" ", 1)[0], 2):
+                    self._mounts[key] = value
             self._templates += templates
 
     def claims(self, pvcs: list[dict], pvs: list[dict], classes: list[dict]) -> list[Claim]:
@@ -148,8 +155,8 @@ class VolumeData:
             prefix = (template.get("metadata") or {}).get("name", "")
             for ordinal in range(max(replicas, 1)):
                 key = (namespace, f"{prefix}-{workload}-{ordinal}")
-                if key in found:
-                    found[key] = _replace_workload(found[key], who)
+                if key in found:  # the StatefulSet, not the pod it made
+                    found[key] = Claim(**{**asdict(found[key]), "workload": who})
                 else:
                     found[key] = self._claim(key, template.get("spec") or {}, None, by_class, default, who)
         return [found[key] for key in sorted(found)]
@@ -209,10 +216,6 @@ def _region_only(api_url: str, hosts: tuple[str, ...]) -> str:
     regional = set(region_host_patterns(region))
     placed = any(fnmatch.fnmatchcase(host, p.lower()) for p in hosts if p not in regional)
     return "" if placed else region
-
-
-def _replace_workload(claim: Claim, who: str) -> Claim:
-    return claim if claim.workload else Claim(**{**asdict(claim), "workload": who})
 
 
 def _at(obj: dict, path: tuple[str, ...]) -> dict:
