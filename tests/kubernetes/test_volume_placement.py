@@ -137,3 +137,12 @@ def test_a_claim_is_named_with_its_most_lasting_workload():
         volumes.observe(SimpleNamespace(key=key, kind=kind), obj)
     [claim] = volumes.claims([_claim("uploads", "x")], [], [])
     assert claim.workload == "Deployment ml/web"
+
+
+def test_a_generic_ephemeral_volumes_claim_is_scratch_space_not_state():
+    scratch = _claim("trainer-0-scratch", "rook-ceph-block")
+    scratch["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "Pod", "name": "trainer-0",
+                                               "uid": "0b5c", "controller": True, "blockOwnerDeletion": True}]
+    found = _claims([scratch, _claim("data", "rook-ceph-block")],
+                    classes=[_class("rook-ceph-block", "rook-ceph.rbd.csi.ceph.com")])
+    assert sorted(found) == ["data"]

@@ -22,6 +22,9 @@ region rule would place in-cluster claims in the region, and a lost cluster woul
 them. So when the plan's hosts (ExportContext.hosts) hold no pattern for the API host but its
 region's, in-cluster claims are recorded placed nowhere instead, the detail saying why.
 
+A generic ephemeral volume's claim (owned by its Pod, deleted with it) is scratch space, not
+state: it records nothing.
+
 The detail names the claim, the workload that mounts it, the class, the provisioner and the
 rule's reason. A source that copies the volume's data (a `volumes` source) provides the same
 reference, and the audit then counts on its copy.
@@ -147,6 +150,8 @@ class VolumeData:
         found: dict[tuple[str, str], Claim] = {}
         for pvc in pvcs:
             meta, spec = pvc.get("metadata") or {}, pvc.get("spec") or {}
+            if _ephemeral(meta):
+                continue
             key = (meta.get("namespace") or "", meta.get("name", ""))
             found[key] = self._claim(key, spec, by_pv.get(spec.get("volumeName")), by_class, default,
                                      self._mounts.get(key, ""))
@@ -216,6 +221,12 @@ def _region_only(api_url: str, hosts: tuple[str, ...]) -> str:
     regional = set(region_host_patterns(region))
     placed = any(fnmatch.fnmatchcase(host, p.lower()) for p in hosts if p not in regional)
     return "" if placed else region
+
+
+def _ephemeral(meta: dict) -> bool:
+    """A generic ephemeral volume's claim: owned by its Pod and deleted with it, scratch space, not state."""
+    return any(isinstance(ref, dict) and ref.get("kind") == "Pod" and ref.get("controller")
+               for ref in meta.get("ownerReferences") or [])
 
 
 def _at(obj: dict, path: tuple[str, ...]) -> dict:
