@@ -73,3 +73,10 @@ def test_a_refused_list_of_volumes_is_a_warning_and_the_backup_goes_on(pipeline,
     assert "the audit cannot judge it" in warning["message"]
     assert not _volumes(backup), "no claim is recorded from a partial view"
     assert backup.identities(), "the objects are still backed up"
+
+
+def test_a_restore_skips_the_volume_facts_saying_why(pipeline):
+    backup = pipeline.backup(namespaces=["ml"])
+    outcomes = pipeline.restore([a for a in backup.artifacts if a.kind == "kubernetes-volumes"], dry_run=True)
+    assert [(o.item, o.status.value) for o in outcomes] == [("volumes/ml", "skipped")], outcomes
+    assert "not their data" in outcomes[0].reason

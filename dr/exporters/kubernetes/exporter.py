@@ -21,7 +21,7 @@ from dr.exporters.kubernetes.planning import REMAP_KINDS, RESTORE_OPTIONS
 from dr.exporters.kubernetes.requesting import Api
 from dr.exporters.kubernetes.restoring import Restore
 from dr.exporters.kubernetes.sealedsecrets import KEY_MISSING
-from dr.exporters.kubernetes.volumedata import DEPENDENCY_KIND as VOLUME_DATA, VOLUME_DATA_LOST
+from dr.exporters.kubernetes.volumedata import DEPENDENCY_KIND as VOLUME_DATA, KIND as VOLUMES_KIND, VOLUME_DATA_LOST
 
 PLAN_CONFIGMAP = "dr-plan"  # dr.deploy.objects.PLAN_CONFIGMAP (tests/cli/test_plan_in_snapshot.py holds them equal)
 from dr.model.artifacts import Artifact
@@ -114,7 +114,8 @@ class _Recorder:
         """The artifact, and each object it holds with its resourceVersion (per-object coverage;
         objects only scanned are not held by design and named by the backup's finding)."""
         meta = meta or {}
-        detail = f"{meta.get('objects')} objects" if kind in (KIND, SCANNED_KIND) else str(meta.get("status", ""))
+        detail = (f"{meta.get('objects')} objects" if kind in (KIND, SCANNED_KIND)
+                  else f"{meta.get('claims')} claims" if kind == VOLUMES_KIND else str(meta.get("status", "")))
         self.discovered.append(Discovered(kind, identity, detail))
         kind_name = meta.get("kind", "object")
         self.discovered += [Discovered(MEMBER_KIND, member, kind_name, version)
