@@ -101,7 +101,8 @@ class Claim:
     reference: str
 
     def dependency(self) -> Dependency:
-        mounted = f", mounted by {self.workload}" if self.workload else ", mounted by no workload the backup holds"
+        mounted = (f", mounted by {self.workload}" if self.workload
+                   else ", mounted by no pod template the backup lists (a custom resource's, or none)")
         placed = {CLUSTER: "in the cluster"}.get(self.where, f"in {self.where} {self.at}" if self.where else "placed nowhere")
         detail = (f"PersistentVolumeClaim {self.namespace}/{self.name}{mounted}: storage class "
                   f"{self.storage_class or '(none)'}, provisioner {self.provisioner or '(none)'}, {placed} "
@@ -169,7 +170,7 @@ class VolumeData:
     def _claim(self, key: tuple[str, str], spec: dict, pv: dict | None, classes: dict[str, dict],
                default: str | None, workload: str) -> Claim:
         name = spec.get("storageClassName")
-        class_name = default if name is None else name  # "" asks for no class at all
+        class_name = (default or "") if name is None else name  # "" asks for no class at all
         if pv is not None and not class_name:
             class_name = (pv.get("spec") or {}).get("storageClassName") or ""
         sc = classes.get(class_name) or {}
