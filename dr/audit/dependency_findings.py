@@ -121,7 +121,7 @@ class DependencyJudge:
                     and use.kind not in FACT_KINDS and not self._left_to_backup(use):
                 message = (f"nothing in the plan places {use.kind} '{redacted(use.reference)}' "
                            f"(host '{placement.host or '-'}'), so the audit cannot tell whether a "
-                           f"restore of {_sources(use)} can still reach it")
+                           f"restore of {_sources(use)} can still reach it{_recorded(use)}")
                 findings.append(self._finding(Judged(use, Judgement(UNKNOWN, placement)), None, "unknown-location",
                                               BLOCKER if self.strict else WARNING, message))
         for need in self.any_needs:
@@ -177,7 +177,8 @@ class DependencyJudge:
         why = f"; {item.note}" if item.note else ""
         return (f"{use.kind} '{redacted(use.reference)}' is in {self.placements.path(placement.domain)} "
                 f"(by {self.placements.how(placement)}), which is lost when {scenario.label}; "
-                f"{use.count} reference(s) from {_sources(use)} need it and no surviving copy exists{why}")
+                f"{use.count} reference(s) from {_sources(use)} need it and no surviving copy exists{why}"
+                f"{_recorded(use)}")
 
     def _remap_message(self, item: Judged, scenario: Scenario) -> str:
         use, placement = item.use, item.placement
@@ -208,6 +209,12 @@ def count_verdicts(judged: list[Judged]) -> dict[Verdict, int]:
     for item in judged:
         counts[item.verdict] += 1
     return counts
+
+
+def _recorded(use: DependencyUse) -> str:
+    """Where the dependency was first recorded, for people (an object and field; a claim, its
+    workload and provisioner), when its exporter said."""
+    return f"; first recorded at {use.detail}" if use.detail else ""
 
 
 def _sources(use: DependencyUse) -> str:

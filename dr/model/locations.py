@@ -2,8 +2,10 @@
 
 A reference (a URL, an image name, an s3:// URL, a git remote, a bare host, an ARN) is placed
 by, in order: the plan's explicit locations (longest matching prefix or host pattern wins), then
-the cloud region it names when the plan has that region's domain (dr.model.regions: an ARN, a
-regional endpoint host), then the plan's placement rules (first match wins). A reference
+the cloud zone its host is when the plan has that zone's domain (`volume://eu-central-1a/...`),
+then the cloud region it names when the plan has that region's domain (dr.model.regions: an ARN,
+a regional endpoint host, a host that is a region or a zone of it), then the plan's placement
+rules (first match wins). A reference
 nothing places is "unknown".
 """
 
@@ -14,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from dr.model.regions import region_host_patterns, region_of, service_reference_host
+from dr.model.regions import region_host_patterns, region_of, service_reference_host, zone_region
 
 _SCP_LIKE = re.compile(r"^(?:[\w.-]+@)?(?P<host>[\w.-]+):(?!//)(?P<path>.*)$")
 
@@ -123,11 +125,13 @@ class Placement:
 
 @dataclass
 class Placer:
-    """regions: cloud region name (eu-central-1) -> the plan's domain of that region."""
+    """regions: cloud region name (eu-central-1) -> the plan's domain of that region; zones:
+    cloud zone name (eu-central-1a) -> the plan's domain of that zone."""
 
     locations: list[Location] = field(default_factory=list)
     rules: list[PlacementRule] = field(default_factory=list)
     regions: dict[str, str] = field(default_factory=dict)
+    zones: dict[str, str] = field(default_factory=dict)
 
     def host_patterns(self) -> list[str]:
         """Every host glob that places something: locations' hosts, their prefixes' hosts and
@@ -145,10 +149,18 @@ class Placer:
         if scored:
             _, loc = max(scored, key=lambda s: s[0])
             return Placement(reference, host, loc.domain, location=loc.name)
-        region = region_of(reference, host) if self.regions else None
+        if host in self.zones:
+            return Placement(reference, host, self.zones[host], rule=f"zone {host}")
+        region = self._region(reference, host) if self.regions else None
         if region in self.regions:
             return Placement(reference, host, self.regions[region], rule=f"region {region}")
         for rule in self.rules:
             if rule.matches(host):
                 return Placement(reference, host, rule.domain, rule=rule.match)
         return Placement(reference, host, None)
+
+    def _region(self, reference: str, host: str) -> str | None:
+        """The region a reference names; a host that is a region's or a zone's name is in it."""
+        if host in self.regions:
+            return host
+        return region_of(reference, host) or zone_region(host)

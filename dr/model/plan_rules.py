@@ -66,18 +66,21 @@ def _all_domain_names(spec: PlanSpec) -> Iterator[str]:
 
 
 def _domain_regions(spec: PlanSpec) -> Iterator[Finding]:
-    """`region` names the cloud region of a region domain, once: a reference naming it is placed there."""
-    seen: dict[str, str] = {}
-    for domain in all_domains(spec.failure_domains):
-        if domain.region and domain.kind != "region":
-            yield (f"failure_domains: {domain.name}.region", f"region '{domain.region}' on a domain of kind "
-                   f"{domain.kind}", "region only on a domain of kind region (its cloud region's name)")
-        elif domain.kind == "region":
-            cloud = domain.region or domain.name
-            if cloud in seen:
-                yield (f"failure_domains: {domain.name}.region", f"cloud region '{cloud}' also the region of "
-                       f"domain {seen[cloud]}", "each cloud region in one domain")
-            seen.setdefault(cloud, domain.name)
+    """`region` names the cloud region of a region domain, and `zone` the cloud zone of a zone
+    domain, each once: a reference naming it (a volume in the zone) is placed there."""
+    for kind in ("region", "zone"):
+        seen: dict[str, str] = {}
+        for domain in all_domains(spec.failure_domains):
+            named = getattr(domain, kind)
+            if named and domain.kind != kind:
+                yield (f"failure_domains: {domain.name}.{kind}", f"{kind} '{named}' on a domain of kind "
+                       f"{domain.kind}", f"{kind} only on a domain of kind {kind} (its cloud {kind}'s name)")
+            elif domain.kind == kind:
+                cloud = named or domain.name
+                if cloud in seen:
+                    yield (f"failure_domains: {domain.name}.{kind}", f"cloud {kind} '{cloud}' also the {kind} of "
+                           f"domain {seen[cloud]}", f"each cloud {kind} in one domain")
+                seen.setdefault(cloud, domain.name)
 
 
 def _domain_references(spec: PlanSpec) -> Iterator[Finding]:

@@ -36,6 +36,9 @@ class DomainSpec(Strict):
     # The cloud region this domain is (eu-central-1, europe-west4, westeurope), for a domain of
     # kind region; without it, the domain's name. References naming the region are placed here.
     region: Name | None = None
+    # The cloud zone this domain is (eu-central-1a, or the zone ID's name your cloud's volumes
+    # give), for a domain of kind zone; without it, the domain's name. Volumes in it are placed here.
+    zone: Name | None = None
     children: list["DomainSpec"] = Field(default_factory=list)
 
 
@@ -324,6 +327,7 @@ class Plan:
             [loc.to_location() for loc in spec.locations],
             [PlacementRule(r.match, r.domain, r.reason) for r in spec.placement_rules],
             cloud_regions(spec.failure_domains),
+            cloud_zones(spec.failure_domains),
         )
 
     @property
@@ -363,6 +367,15 @@ def cloud_regions(specs: list[DomainSpec]) -> dict[str, str]:
     for spec in all_domains(specs):
         if spec.kind == "region":
             found.setdefault(spec.region or spec.name, spec.name)
+    return found
+
+
+def cloud_zones(specs: list[DomainSpec]) -> dict[str, str]:
+    """Cloud zone -> the domain of kind zone that is it (its `zone`, else its name); first wins."""
+    found: dict[str, str] = {}
+    for spec in all_domains(specs):
+        if spec.kind == "zone":
+            found.setdefault(spec.zone or spec.name, spec.name)
     return found
 
 

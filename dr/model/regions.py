@@ -15,6 +15,9 @@ or the domain's own name for a domain of kind region), and the placer puts the r
                 and resource names projects/P/locations/<region>/... (`global` is no region)
   Azure hosts   <name>.<region>.azmk8s.io (AKS API servers); *.vault.azure.net and *.blob.core.windows.net name no region (the vault or
                 account is in one, but its name does not say which): placed by the plan only
+  zone names   a cloud zone (eu-central-1a, europe-west4-b, westeurope-1) is in its region
+                (zone_region): a reference naming a zone the plan has no domain for is placed
+                in the zone's region
   aws:<service>:<region>
                 what the kubernetes scan recorded for an External Secrets store before it wrote
                 the endpoint host (aws:SecretsManager:eu-central-1)
@@ -95,6 +98,22 @@ def _gcp_region(labels: list[str]) -> str | None:
 def _legacy_s3(label: str) -> str:
     """s3-eu-west-1 (the old dash form of S3's regional host) -> eu-west-1."""
     return label[3:] if label.startswith("s3-") else ""
+
+
+_AWS_ZONE = re.compile(r"^((?:us-gov|us-iso[a-z]?|[a-z]{2})-[a-z]+-\d{1,2})[a-z]$")
+_GCP_ZONE = re.compile(r"^([a-z]+-[a-z]+\d{1,2})-[a-z]$")
+_AZURE_ZONE = re.compile(r"^([a-z]{4,}\d?)-[1-3]$")  # Azure has zones 1 to 3
+
+
+def zone_region(name: str) -> str | None:
+    """The cloud region of a zone name: eu-central-1a (AWS) -> eu-central-1, europe-west4-b (GCP)
+    -> europe-west4, westeurope-1 (Azure, as topology.kubernetes.io/zone writes it) -> westeurope;
+    None for anything else (an AWS zone ID such as use1-az1 names no region)."""
+    for pattern in (_AWS_ZONE, _GCP_ZONE, _AZURE_ZONE):
+        match = pattern.match(name.lower())
+        if match:
+            return match.group(1)
+    return None
 
 
 def region_host_patterns(region: str) -> list[str]:

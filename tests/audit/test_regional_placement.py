@@ -97,3 +97,15 @@ def test_a_region_field_is_only_for_region_domains_and_names_each_cloud_region_o
     text = str(refused.value)
     assert "region 'eu-west-1' on a domain of kind provider" in text
     assert "cloud region 'eu-west-1' also the region of domain eu-west-1" in text
+
+
+def test_a_zone_field_is_only_for_zone_domains_and_names_each_cloud_zone_once(world):
+    domains = _domains({"name": "frankfurt", "kind": "region", "region": "eu-central-1", "children": [
+        {"name": "fra-a", "kind": "zone", "zone": "eu-central-1a"},
+        {"name": "fra-a2", "kind": "zone", "zone": "eu-central-1a"}]})
+    domains[0]["zone"] = "eu-central-1b"
+    with pytest.raises(PlanError) as refused:
+        load_plan(world.plan_path(failure_domains=domains))
+    text = str(refused.value)
+    assert "zone 'eu-central-1b' on a domain of kind provider" in text, text
+    assert "cloud zone 'eu-central-1a' also the zone of domain fra-a" in text, text

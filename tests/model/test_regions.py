@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dr.model.locations import Location, Placer, PlacementRule, host_of
-from dr.model.regions import host_region, region_of
+from dr.model.regions import host_region, region_of, zone_region
 
 REGIONS = {"eu-central-1": "frankfurt", "us-east-1": "us-east-1", "europe-west4": "gcp-nl", "westeurope": "azure-nl"}
 
@@ -78,3 +78,28 @@ def test_the_scanner_is_told_the_hosts_of_every_region_the_plan_has():
 def test_host_region_ignores_labels_that_only_look_like_regions():
     assert host_region("eu-central-1.example.com") is None  # not an AWS host
     assert host_region("us-central1.example.com") is None
+
+
+@pytest.mark.parametrize("zone, region", [
+    ("eu-central-1a", "eu-central-1"), ("us-gov-west-1b", "us-gov-west-1"), ("europe-west4-b", "europe-west4"),
+    ("westeurope-1", "westeurope"), ("use1-az1", None), ("eu-central-1", None), ("rack-7", None),
+])
+def test_a_zone_name_is_in_its_region(zone, region):
+    assert zone_region(zone) == region
+
+
+def test_a_volume_in_a_zone_is_placed_in_the_zones_domain_else_its_regions():
+    """`volume://<zone>/...` (the kubernetes exporter's claims on zonal disks): the zone's domain when
+    the plan has one (by its `zone`, default its name), else the region's; a region's own name too."""
+    placer = Placer(regions=REGIONS, zones={"eu-central-1a": "fra-a", "europe-west4-b": "nl-b"})
+    placed = placer.place("volume://eu-central-1a/ml/data")
+    assert (placed.domain, placed.rule) == ("fra-a", "zone eu-central-1a")
+    assert placer.place("volume://eu-central-1b/ml/data").domain == "frankfurt"  # no zone domain: the region
+    assert placer.place("volume://europe-west4-b/ml/data").domain == "nl-b"
+    assert placer.place("volume://eu-central-1/ml/files").domain == "frankfurt"  # a regional file system
+    assert placer.place("volume://ap-south-1a/ml/data").domain is None  # a region the plan does not have
+    assert placer.place("volume:///ml/data").domain is None
+    # a location still comes first
+    first = Placer([Location("array", "dc", prefixes=["volume://eu-central-1a/"])], regions=REGIONS,
+                   zones={"eu-central-1a": "fra-a"})
+    assert first.place("volume://eu-central-1a/ml/data").domain == "dc"

@@ -81,7 +81,7 @@ def test_unknown_key_deep_in_the_domain_tree(plan_file, registry):
     assert plan_file.problems(registry) == [
         Problem(plan_file.path, "failure_domains[0].children[0].children[0].kind", MISSING, REQUIRED, line - 1),
         Problem(plan_file.path, "failure_domains[0].children[0].children[0].knid", "unknown key 'knid'",
-                "did you mean 'kind'? valid keys here: children, description, kind, name, region", line),
+                "did you mean 'kind'? valid keys here: children, description, kind, name, region, zone", line),
     ]
 
 

@@ -9,6 +9,7 @@ The package's modules, in the order a backup meets them:
   batches        one artifact in the making    helm_releases, kueue   first-class kinds
   exporting      the parallel export           ordering     restore order as data with reasons
   remapping      namespace/class/registry maps applying     one object: create, compare, replace
+  provisioners   where volume data lives, why  volumedata   one volume-data dependency per claim
   restoring      levels, parallel restore      exporter     the contract's class
 
 Artifact granularity (the choice, and why)
@@ -34,6 +35,8 @@ objects as JSON Lines, one cleaned object per line, in the API version the serve
     snapshot brings back itself.
   * Helm releases additionally get a decoded, secret-class `helm-release` artifact per release
     revision (helm_releases.py).
+  * Each namespace with claims gets a `kubernetes-volumes` artifact: where every claim's data
+    lives, as `volume-data` dependencies (volumedata.py); a restore skips it.
 
 Restore
 -------

@@ -15,6 +15,7 @@ from dr.contract import CREDENTIALS_DIR, ApiRead, Credential, RunNeeds
 from dr.exporters.kubernetes.options import DEFAULT_WORKLOAD_KINDS, KubernetesOptions
 from dr.exporters.kubernetes.selecting import CONFIGURATION
 
+VOLUMES_WHY = "where each claim's volume data lives (the claims and their PersistentVolumes)"
 IN_CLUSTER_API = "https://kubernetes.default.svc:443"
 # Built-in kinds a plan may name in workload_kinds: Kind -> (group, plural, namespaced). The
 # export resolves any served kind at run time; a renderer only knows these.
@@ -54,6 +55,9 @@ def run_needs(options: KubernetesOptions, base_dir: str, source: str) -> RunNeed
     for (group, namespaced), plurals in sorted(scoped.items()):
         needs.api_reads.append(ApiRead(group, tuple(sorted(plurals)), namespaces if namespaced else (),
                                        "configuration and workloads the export lists"))
+    # where each claim's data lives (volumedata.py): the claims, and the volumes they are bound to
+    needs.api_reads += [ApiRead("", ("persistentvolumeclaims",), namespaces, VOLUMES_WHY),
+                        ApiRead("", ("persistentvolumes",), (), VOLUMES_WHY)]
     needs.api_reads += _custom_reads(options, needs.notes)
     _connection(options, base_dir, source, needs)
     return needs

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from types import MappingProxyType
 from typing import Iterator
 
 from dr.contract import (ArtifactSink, AuditDeclarations, ContentReader, DeployNeeds, Destination, Discovered,
@@ -20,6 +21,7 @@ from dr.exporters.kubernetes.planning import REMAP_KINDS, RESTORE_OPTIONS
 from dr.exporters.kubernetes.requesting import Api
 from dr.exporters.kubernetes.restoring import Restore
 from dr.exporters.kubernetes.sealedsecrets import KEY_MISSING
+from dr.exporters.kubernetes.volumedata import DEPENDENCY_KIND as VOLUME_DATA, KIND as VOLUMES_KIND, VOLUME_DATA_LOST
 
 PLAN_CONFIGMAP = "dr-plan"  # dr.deploy.objects.PLAN_CONFIGMAP (tests/cli/test_plan_in_snapshot.py holds them equal)
 from dr.model.artifacts import Artifact
@@ -36,7 +38,9 @@ class KubernetesExporter(Exporter, Planning, AuditDeclarations, DeployNeeds, Dri
     restore_options = RESTORE_OPTIONS
     checked_kinds = frozenset(CLASSES)  # the backup's class-missing finding reports them
     ordering = Ordering(frozenset({"cluster-objects"}))
-    finding_codes = (KEY_MISSING,)  # its backup finding sealed-secret-unopenable is this blocker
+    # its backup finding sealed-secret-unopenable is KEY_MISSING; a claim's lost data is VOLUME_DATA_LOST
+    finding_codes = (KEY_MISSING, VOLUME_DATA_LOST)
+    lost_kind_codes = MappingProxyType({VOLUME_DATA: VOLUME_DATA_LOST.code})
 
     def destinations(self, artifacts: list[Artifact], rewrite: Rewriter) -> list[Destination]:
         """None by default: restoring into the cluster it came from is never assumed."""
@@ -110,7 +114,8 @@ class _Recorder:
         """The artifact, and each object it holds with its resourceVersion (per-object coverage;
         objects only scanned are not held by design and named by the backup's finding)."""
         meta = meta or {}
-        detail = f"{meta.get('objects')} objects" if kind in (KIND, SCANNED_KIND) else str(meta.get("status", ""))
+        detail = (f"{meta.get('objects')} objects" if kind in (KIND, SCANNED_KIND)
+                  else f"{meta.get('claims')} claims" if kind == VOLUMES_KIND else str(meta.get("status", "")))
         self.discovered.append(Discovered(kind, identity, detail))
         kind_name = meta.get("kind", "object")
         self.discovered += [Discovered(MEMBER_KIND, member, kind_name, version)

@@ -37,6 +37,7 @@ from dr.exporters.kubernetes.sealedsecrets import SealedSecretsCheck
 from dr.exporters.kubernetes.servicestate import SERVICES, ServiceState
 from dr.exporters.kubernetes.resources import ResourceType
 from dr.exporters.kubernetes.selecting import CRD_KEY, Selection, select
+from dr.exporters.kubernetes import volumedata
 from dr.model.artifacts import Sensitivity
 
 
@@ -66,6 +67,9 @@ class Export:
         self.service_state = ServiceState()
         self.services: list[Batch] = []
         self.readiness = ReadinessCheck(self.options.readiness)
+        # where each claim's data lives (volumedata.py): listed and written once every list finished
+        self.volumes = volumedata.VolumeData(api.server, [r.rule() for r in self.options.placement_rules],
+                                             context.hosts)
         self.stop = threading.Event()
         self.selection: Selection | None = None
         self.written = 0
@@ -88,6 +92,7 @@ class Export:
         try:
             self._run_parallel(lister, units)
             self._write_services()
+            self._write_volumes()
         finally:
             for batch in self.services:
                 batch.close()
@@ -126,7 +131,7 @@ class Export:
         return UnitLister(self.api, self.options, wants_namespace=wants, keep_owner=keep_owner,
                           fingerprint=_fingerprint(self.options, kinds),
                           observers=[self.references.observe, self.readiness.observe, self.sealed.observe,
-                                     self.service_state.observe],
+                                     self.service_state.observe, self.volumes.observe],
                           emit=emit, stop=self.stop, hosts=self.context.hosts,
                           scanned=lambda found: self.references.want(wanted_classes(found)))
 
@@ -234,6 +239,39 @@ class Export:
             batch = self.services.pop(0)
             batch.dependencies.update(dict.fromkeys(self.service_state.dependencies(batch.namespace)))
             self._write_batch(batch)
+
+    def _write_volumes(self) -> None:
+        """One kubernetes-volumes artifact per namespace with claims: where each claim's data lives."""
+        namespaces = [ns for ns in self.selection.namespaces if self.selection.wants_namespace(ns)]
+        claim_lists = ([(f"/api/v1/namespaces/{ns}/persistentvolumeclaims", f"persistentvolumeclaims in {ns}")
+                        for ns in namespaces] if self.selection.namespaces else [volumedata.CLAIMS])
+        listed = [self._list_all(path, what) for path, what in [*claim_lists, *volumedata.LISTS]]
+        if any(items is None for items in listed):
+            return
+        *claim_items, pvs, classes = listed
+        pvcs = [p for items in claim_items for p in items
+                if self.selection.wants_namespace((p.get("metadata") or {}).get("namespace"))]
+        for namespace, claims in volumedata.by_namespace(self.volumes.claims(pvcs, pvs, classes)):
+            if not self.selection.wants_namespace(namespace):
+                continue
+            data, token = volumedata.content(claims)
+            self.sink.write(volumedata.KIND, namespace, data, sensitivity=Sensitivity.INTERNAL,
+                            dependencies=[c.dependency() for c in claims],
+                            meta={"namespace": namespace, "claims": len(claims)}, change_token=token)
+
+    def _list_all(self, path: str, what: str) -> list[dict] | None:
+        """Every item of a cluster-wide list; None (and a warning naming it) when it is refused."""
+        try:
+            return [item for page in self.api.pages(path, what=what, limit=self.options.page_size,
+                                                    timeout=self.options.list_timeout_seconds)
+                    for item in page.get("items") or []]
+        except KubeError as exc:
+            if isinstance(exc, RequestTimeout) or exc.status in (0, 410):
+                raise
+            self.context.finding("warning", "kubernetes-volumes-unlisted",
+                                 f"listing {what} failed ({exc}): where the claims' volume data lives is not "
+                                 f"recorded, so the audit cannot judge it", type=what, status=exc.status)
+            return None
 
     def _write_helm(self, item: HelmItem) -> None:
         summary = item.summary

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from dr.contract import ExporterOptions
+from dr.exporters.kubernetes.provisioners import ProvisionerRule
 
 DEFAULT_EXCLUDED_NAMESPACES = ["kube-system", "kube-public", "kube-node-lease"]
 # What most users expect a cluster backup to hold besides configuration: the workloads. Pods
@@ -43,6 +44,25 @@ class ReadinessOptions(ExporterOptions):
         return {**DEFAULT_SPOT_NOTICE, **notice}
 
 
+class PlacementRuleOptions(ExporterOptions):
+    """Where the data of a provisioner's volumes lives (provisioners.py), read before the built-in table."""
+
+    provisioner: str = Field(min_length=1, description="a glob on the StorageClass's provisioner")
+    where: Literal["cluster", "zone", "region"] = Field(description=(
+        "cluster: on the cluster's own nodes; zone: in the zone the bound volume names; region: in its region"))
+    reason: str = Field(min_length=1, description="why the data lives there, for people (findings quote it)")
+
+    @field_validator("provisioner", "reason")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value.strip()
+
+    def rule(self) -> ProvisionerRule:
+        return ProvisionerRule(self.provisioner, self.where, self.reason)
+
+
 class KubernetesOptions(ExporterOptions):
     kubeconfig: str | None = Field(None, description="kubeconfig path (relative: the plan's folder); "
                                    "default: $KUBECONFIG or ~/.kube/config, else the in-cluster account")
@@ -70,6 +90,9 @@ class KubernetesOptions(ExporterOptions):
     readiness: ReadinessOptions = Field(default_factory=ReadinessOptions, description=(
         "go-live checks on the listed objects (PDBs, serving high availability, spot capacity), "
         "recorded as readiness findings"))
+    placement_rules: list[PlacementRuleOptions] = Field(default_factory=list, description=(
+        "where the volumes of a provisioner keep their data, read before the built-in table "
+        "(`{provisioner: GLOB, where: cluster|zone|region, reason: TEXT}`, first match wins)"))
     crd_wait_seconds: float = Field(120.0, gt=0, description=(
         "restore: how long to wait for a restored CRD to be Established and served"))
 

@@ -64,6 +64,12 @@ class Api:
         self._retrying = lambda: policy(attempts, 0.5, backoff_max, retry_on=TemporaryFailure,
                                         before_sleep=lambda s: log(f"retrying after {s.outcome.exception()}"))
 
+    @property
+    def server(self) -> str:
+        """The API server's URL, as the kubeconfig names it (where the cluster's objects live)."""
+        configuration = getattr(getattr(self.dynamic, "client", None), "configuration", None)
+        return str(getattr(configuration, "host", "") or "")
+
     def call(self, fn: Callable[[], Any], *, what: str) -> Any:
         """Run one client call with the retry policy; its errors become the typed ones above."""
         for attempt in self._retrying():

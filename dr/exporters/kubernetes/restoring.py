@@ -21,6 +21,7 @@ from dr.contract import ContentReader, Outcome, OutcomeStatus, RestoreRequest
 from dr.exporters.kubernetes import helm_releases
 from dr.exporters.kubernetes.admission import DELAYS, final_reason, retried_reason
 from dr.exporters.kubernetes.applying import Applier
+from dr.exporters.kubernetes import volumedata
 from dr.exporters.kubernetes.batches import KIND, SCANNED_KIND
 from dr.exporters.kubernetes.discovering import served_plurals
 from dr.exporters.kubernetes.ordering import CRDS, Level, TypeInfo, levels
@@ -268,6 +269,10 @@ def _not_restored(artifact: Artifact) -> Outcome:
         return Outcome(f"scanned/{artifact.identity}", OutcomeStatus.SKIPPED,
                        "listed for its dependencies only (workload_kinds left this kind out): "
                        "the snapshot holds no objects of it")
+    if artifact.kind == volumedata.KIND:
+        return Outcome(f"volumes/{artifact.identity}", OutcomeStatus.SKIPPED,
+                       "where the claims' volume data lives, for the audit: the snapshot holds the claims' "
+                       "objects, not their data")
     if artifact.kind == helm_releases.KIND:
         return Outcome(f"helm-release/{artifact.identity}", OutcomeStatus.SKIPPED,
                        f"a decoded view for reading and the audit; the release comes back with its Secret "
