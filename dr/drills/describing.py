@@ -60,8 +60,13 @@ def training_lines(record: dict[str, Any]) -> list[str]:
                      if record["rto"]["total_seconds"] else "  measured RTO of training: not complete (see phases)")
         lines.append(f"  {'phase':<26} {'seconds':>9}  how")
         for p in t["phases"]:
-            seconds = show(p["seconds"]) if p["measured"] else "-"
-            lines.append(f"  {p['phase']:<26} {seconds:>9}  {'' if p['measured'] else 'not measured: '}{p['how']}")
+            seconds = show(p["seconds"]) if p["measured"] else \
+                (f"~{show(p['estimated_seconds'])}" if "estimated_seconds" in p else "-")
+            how = p["how"] if p["measured"] else \
+                (f"estimated: {p['estimate_basis']}" if "estimate_basis" in p else f"not measured: {p['how']}")
+            lines.append(f"  {p['phase']:<26} {seconds:>9}  {how}")
+        if t.get("rto_with_estimates_seconds") and t["rto_with_estimates_seconds"] != record["rto"]["total_seconds"]:
+            lines.append(f"  with the plan's estimates of the rest: {show(t['rto_with_estimates_seconds'])}")
     for c in t["checks"]:
         state = {True: "ok", False: "FAILED", None: "not checked"}[c["ok"]]
         lines.append(f"  check {c['check']}: {state}: {c['detail']}")

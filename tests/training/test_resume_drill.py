@@ -65,6 +65,7 @@ def trained(tmp_path_factory):
               f"    dr_copy: \"{tmp / 'dr-copy'}\"\n    settle_seconds: 0\n")
     placed = f"locations:\n  - {{name: dr-copies, domain: region-b, prefixes: [\"{tmp / 'dr-copy'}\"]}}\n"
     readiness = "readiness:\n  runs:\n" + "".join(_resume(run, log) for run, log in logs.items())
+    readiness += "restore:\n  rto: {requeue: 2m, image_bytes: 2GiB, throughput: 100MiB/s}\n"
     plan = write_plan(tmp / "plan.yaml", local_target(tmp / "repo"), source + placed + readiness)
     assert main(["backup", "--plan", plan, "-q"]) == Exit.OK
     return {"plan": plan, "tmp": tmp, "logs": logs}
@@ -96,6 +97,12 @@ def test_a_full_training_state_resumes_resharded_and_repeats_the_failed_runs_ste
     for name in ("checkpoint_download", "process_group_ready", "load_and_reshard", "first_step"):
         assert phases[name]["measured"] is True and phases[name]["seconds"] >= 0, phases[name]
     assert phases["requeue_and_scale_up"]["measured"] is False and phases["requeue_and_scale_up"]["how"]
+    # what a local drill cannot see comes from the plan's restore.rto, labelled an estimate
+    assert phases["requeue_and_scale_up"]["estimated_seconds"] == 120.0
+    assert phases["image_warmup"]["estimated_seconds"] == pytest.approx(2048 / 100)
+    assert "estimate" in phases["image_warmup"]["estimate_basis"] and "estimated_seconds" not in phases["failure_detection"]
+    if record["rto"]["total_seconds"]:
+        assert t["rto_with_estimates_seconds"] == pytest.approx(record["rto"]["total_seconds"] + 120 + 20.48, abs=0.01)
     assert all("measured" in p for p in t["phases"])
     # the baseline is the failed run's own rate; steady is reached, or the record says why not
     assert t["baseline"]["how"] == "the failed run's rate before the failure"

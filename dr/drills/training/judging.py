@@ -48,10 +48,24 @@ class Phase:
     seconds: float | None
     measured: bool
     how: str
+    estimate: tuple[float, str] | None = None  # (seconds, basis) for a phase not measured
 
     def to_json(self) -> dict:
-        return {"phase": self.name, "seconds": None if self.seconds is None else round(self.seconds, 3),
-                "measured": self.measured, "how": self.how}
+        out = {"phase": self.name, "seconds": None if self.seconds is None else round(self.seconds, 3),
+               "measured": self.measured, "how": self.how}
+        if self.estimate is not None:
+            out.update(estimated_seconds=round(self.estimate[0], 3), estimate_basis=self.estimate[1])
+        return out
+
+
+def add_estimates(phases: list[Phase], estimates: dict[str, tuple[float, str]]) -> float:
+    """Attach the plan's estimates to the phases not measured; their sum (seconds)."""
+    total = 0.0
+    for phase in phases:
+        if not phase.measured and phase.name in estimates:
+            phase.estimate = estimates[phase.name]
+            total += phase.estimate[0]
+    return total
 
 
 @dataclass
@@ -67,6 +81,7 @@ class Judgement:
     checks: list[Check] = field(default_factory=list)
     baseline: Rate | None = None
     steady_at: float | None = None  # wall time steady throughput was reached
+    estimated: float = 0.0  # seconds the plan estimates for the phases not measured
 
     @property
     def continuous(self) -> bool:

@@ -29,9 +29,10 @@ from dr.contract.capabilities import overrides
 from dr.contract.registry import Registry
 from dr.drills.history import write_record
 from dr.drills.training.events import ProgressLog, read_log
-from dr.drills.training.judging import Check, Judgement, judge, total_seconds
+from dr.drills.training.judging import Check, Judgement, add_estimates, judge, total_seconds
 from dr.drills.training.running import Kill, Resumed, run_resumed
-from dr.model.plans import Plan, ResumeSpec, RunCostsSpec
+from dr.model.plans import Plan, ResumeSpec, RunCostsSpec, parse_size
+
 from dr.model.recovery.scenarios import Scenario
 from dr.repository.catalogs import read_catalog
 from dr.repository.drill_records import FORMAT, VERSION
@@ -159,6 +160,22 @@ def _restore(plan: Plan, registry: Registry, source: str, snapshot_id: str, copy
     return (restored if ok else None), seconds, outcomes
 
 
+def plan_estimates(plan: Plan) -> dict[str, tuple[float, str]]:
+    """The phases a local drill cannot measure, as the plan's restore.rto estimates them."""
+    rto = plan.spec.restore.rto
+    out: dict[str, tuple[float, str]] = {}
+    for phase, part in (("failure_detection", "detection"), ("termination_and_cleanup", "cleanup"),
+                        ("requeue_and_scale_up", "requeue")):
+        seconds = rto.seconds(part)
+        if seconds is not None:
+            out[phase] = (seconds, f"the plan's restore.rto.{part} ({getattr(rto, part)}), an estimate")
+    if rto.image_bytes is not None and rto.throughput_bytes:
+        size = float(parse_size(rto.image_bytes))
+        out["image_warmup"] = (size / rto.throughput_bytes, f"the plan's restore.rto.image_bytes ({rto.image_bytes}) "
+                                                            f"at its throughput ({rto.throughput}), an estimate")
+    return out
+
+
 def _judged(plan: Plan, costs: RunCostsSpec, spec: ResumeSpec, save: CheckpointSave, resumed: Resumed,
             download: float, kill: Kill | None) -> tuple[Judgement, dict[str, Any]]:
     """A resume drill is judged against the plan's failed_log; a failure drill against its own
@@ -168,6 +185,7 @@ def _judged(plan: Plan, costs: RunCostsSpec, spec: ResumeSpec, save: CheckpointS
         judgement = judge(checkpoint_step=save.step, started=resumed.started, download_seconds=download,
                           resumed=resumed.log, failed=oracle, tolerance=spec.tolerance,
                           steady_within=spec.steady_within, missing=_missing(save.resume))
+        judgement.estimated = add_estimates(judgement.phases, plan_estimates(plan))
         return judgement, _rpo(plan, costs, save, oracle)
     cut = resumed.killed_at or resumed.ended
     events = resumed.log.events
@@ -181,6 +199,7 @@ def _judged(plan: Plan, costs: RunCostsSpec, spec: ResumeSpec, save: CheckpointS
     judgement = judge(checkpoint_step=step, started=cut, download_seconds=download, resumed=after, failed=before,
                       tolerance=spec.tolerance, steady_within=spec.steady_within, missing=_missing(save.resume),
                       killed_at=cut)
+    judgement.estimated = add_estimates(judgement.phases, plan_estimates(plan))
     lost = [e for e in before.of("step") if e["step"] > step]
     rpo = {"measured": True, "steps": len({e["step"] for e in lost}),
            "seconds": round(max(0.0, cut - lost[0]["t"]) if lost else 0.0, 3),
@@ -266,6 +285,8 @@ def _record(plan: Plan, run: str, world_size: int, scenario: Scenario, target: s
                                                                       "resume": save.resume},
                 "copy": {"where": copy.where, "label": copy.label, "why": survival},
                 "phases": phases, "checks": checks, "rpo": rpo,
+                "rto_with_estimates_seconds": None if total is None or not judgement else
+                round(total + judgement.estimated, 3),
                 "baseline": None if not judgement or not judgement.baseline else
                 {"rate": round(judgement.baseline.value, 6), "unit": judgement.baseline.unit,
                  "how": judgement.baseline.how}}
