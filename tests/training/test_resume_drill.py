@@ -200,3 +200,25 @@ def test_an_incomplete_copy_is_refused_by_the_trainer(trained, capsys, damage):
     assert check["check"] == "refuses-incomplete" and check["ok"] is True, check
     assert record["training"]["incomplete"].startswith(("removed ", "truncated ")) and ".distcp" in check["detail"]
     assert code == Exit.OK and record["training"]["process"]["stopped"] == "exited"
+
+
+@pytest.mark.skipif(not __import__("torch").cuda.is_available() or __import__("torch").cuda.device_count() < 2,
+                    reason="needs two CUDA GPUs: the NCCL variant cannot run on a machine without them")
+def test_the_same_resume_on_cuda_with_nccl(tmp_path, capsys):
+    """The CPU test's run-a on NCCL: saved at world size 2 on two GPUs, resumed at world size 1."""
+    runs, log = tmp_path / "runs", tmp_path / "run-a.progress.jsonl"
+    argv = TORCHRUN + ["--nproc-per-node", "2", str(EXAMPLE), "--root", str(runs / "run-a"), "--steps", "40",
+                       "--save-every", "10", "--fail-at", "25", "--device", "cuda"]
+    subprocess.run(argv, env={**os.environ, "DR_PROGRESS_FILE": str(log)}, capture_output=True, timeout=600)
+    command = RESTARTING + ["--nproc-per-node", "{world_size}", str(EXAMPLE), "--root", "{checkpoint}-resumed",
+                            "--steps", "40", "--resume", "{checkpoint}", "--device", "cuda"]
+    source = (f"  - name: training\n    type: checkpoints\n    rpo: 1h\n    roots: [\"{runs}\"]\n"
+              f"    dr_copy: \"{tmp_path / 'dr-copy'}\"\n    settle_seconds: 0\n")
+    placed = f"locations:\n  - {{name: dr-copies, domain: region-b, prefixes: [\"{tmp_path / 'dr-copy'}\"]}}\n"
+    runs_yaml = (f"readiness:\n  runs:\n    - run: run-a\n      resume:\n        command: {json.dumps(command)}\n"
+                 f"        failed_log: \"{log}\"\n        tolerance: 0.0001\n        steps: 10\n")
+    plan = write_plan(tmp_path / "plan.yaml", local_target(tmp_path / "repo"), source + placed + runs_yaml)
+    assert main(["backup", "--plan", plan, "-q"]) == Exit.OK
+    code, record = _drill({"plan": plan, "tmp": tmp_path}, capsys, "run-a", "--world-size", "1")
+    assert all(c["ok"] is not False for c in record["training"]["checks"]), record["training"]["checks"]
+    assert code in (Exit.OK, Exit.PARTIAL)

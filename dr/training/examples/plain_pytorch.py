@@ -2,7 +2,7 @@
 state with PyTorch Distributed Checkpoint (DCP), so that `dr drill --training` can resume it at
 another world size and check that it continued (docs/readiness.md, "Training recovery drills").
 
-Run it with torchrun (gloo on CPU; NCCL where there are GPUs):
+Run it with torchrun (gloo on CPU; `--device cuda` for NCCL, one GPU a rank):
 
     torchrun --nproc-per-node 2 plain_pytorch.py --root /ckpt/run-a --steps 100 --save-every 10
     torchrun --nproc-per-node 3 plain_pytorch.py --root /ckpt/run-a --steps 100 --resume /ckpt/run-a/step-20
@@ -41,14 +41,19 @@ PARTS = ("model", "optimizer", "lr_scheduler", "step", "dataloader", "rng")
 
 def main() -> None:
     args = _arguments()
-    dist.init_process_group("gloo")
+    device = torch.device("cpu")
+    if args.device == "cuda":  # NCCL, one GPU per process (torchrun's LOCAL_RANK)
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        torch.cuda.set_device(device)
+    dist.init_process_group("nccl" if args.device == "cuda" else "gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     progress = Progress(rank=rank)
     progress.group_ready(world_size=world)
     torch.manual_seed(0)
     data_x = torch.randn(SAMPLES, FEATURES)
     data_y = data_x @ torch.randn(FEATURES, 1) + 0.1 * torch.randn(SAMPLES, 1)
-    model = torch.nn.Linear(FEATURES, 1)
+    data_x, data_y = data_x.to(device), data_y.to(device)
+    model = torch.nn.Linear(FEATURES, 1).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=0.05)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / 10) * 0.95 ** (s // 10))
     position = {"epoch": 0, "offset": 0}
@@ -92,6 +97,7 @@ def _arguments() -> argparse.Namespace:
     p.add_argument("--fail-at", type=int, default=0, help="exit abruptly after this step (a failure)")
     p.add_argument("--without", action="append", default=[], choices=PARTS, help="leave this part out of saves")
     p.add_argument("--step-seconds", type=float, default=0.0, help="extra seconds of work per step")
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="cpu (gloo) or cuda (NCCL, a GPU a rank)")
     return p.parse_args()
 
 
