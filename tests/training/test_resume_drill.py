@@ -49,7 +49,7 @@ def _resume(run: str, log: Path, steps: int = 10) -> str:
                           "--steps", "40", "--resume", "{checkpoint}", "--step-seconds", STEP_SECONDS]
     return (f"    - run: {run}\n      gpus: 8\n      gpu_cost_per_hour: 2.5\n      resume:\n"
             f"        command: {json.dumps(command)}\n        env: {{OMP_NUM_THREADS: \"1\"}}\n"
-            f"        steps: {steps}\n        time_limit: 5m\n        failed_log: \"{log}\"\n"
+            f"        steps: {steps}\n        time_limit: 2m\n        failed_log: \"{log}\"\n"
             f"        tolerance: 0.00001\n")
 
 

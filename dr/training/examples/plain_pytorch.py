@@ -45,7 +45,7 @@ def main() -> None:
     if args.device == "cuda":  # NCCL, one GPU per process (torchrun's LOCAL_RANK)
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
         torch.cuda.set_device(device)
-    dist.init_process_group("nccl" if args.device == "cuda" else "gloo")
+    _init_group("nccl" if args.device == "cuda" else "gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     progress = Progress(rank=rank)
     progress.group_ready(world_size=world)
@@ -85,6 +85,19 @@ def main() -> None:
             os._exit(17)  # the failure: no clean-up, no save, as a lost node
     progress.close()
     dist.destroy_process_group()
+
+
+def _init_group(backend: str) -> None:
+    """The process group, in a store namespace of its own for each restart: torchrun keeps one
+    store across restarts, and the restarted workers must not read the addresses the killed
+    ones published there (they would connect to dead ports)."""
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    hosted = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"  # torchrun's agent serves it
+    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), world,
+                          is_master=not hosted and rank == 0)
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    dist.init_process_group(backend, store=dist.PrefixStore(f"attempt-{attempt}", store), rank=rank,
+                            world_size=world)
 
 
 def _arguments() -> argparse.Namespace:
