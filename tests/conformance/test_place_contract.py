@@ -186,7 +186,7 @@ def test_a_reset_while_reading_a_body_is_transient_for_stores_and_places():
 def test_places_and_the_repository_store_share_one_client_configuration(s3_place, s3_bucket, moto_endpoint):
     place = s3_place("a")
     store = S3Store(s3_bucket(), region="us-east-1", endpoint_url=moto_endpoint)
-    a, b = place.client.meta.config, store._botocore().meta.config  # (Object Lock calls use it)
+    a, b = place.client.meta.config, store.place.client.meta.config  # (Object Lock calls use it)
     for setting in ("retries", "connect_timeout", "read_timeout", "s3", "request_checksum_calculation"):
         assert getattr(a, setting) == getattr(b, setting), setting
     lean = store._client  # the store's hot requests: the lean client waits as long as botocore

@@ -3,8 +3,9 @@
 One place decides which backend a URL means, so every command accepts the same spellings:
 `s3://bucket/prefix`, `file:///abs/dir`, or a plain path (relative paths are resolved
 against base_dir, normally the plan's directory, not the process's working directory).
-Remote stores come wrapped in RetryingStore: a network store without retries is never
-what a caller wants, and a local disk has nothing worth retrying.
+Remote stores come over a RetryingPlace (dr/kits/places/retrying.py, dr's one retry
+wrapper): a network store without retries is never what a caller wants, and a local disk has
+nothing worth retrying.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from urllib.parse import unquote, urlsplit
 
 from dr.repository.stores.base import Store
 from dr.repository.stores.local import LocalStore
-from dr.repository.stores.retrying import RetryingStore
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
@@ -27,7 +27,7 @@ def open_store(url: str, region: str | None = None, endpoint_url: str | None = N
     if scheme == "s3":
         from dr.repository.stores.s3 import from_url  # boto3 is slow to import; only when needed
 
-        return RetryingStore(from_url(url, region=region, endpoint_url=endpoint_url, profile=profile))
+        return from_url(url, region=region, endpoint_url=endpoint_url, profile=profile, retrying=True)
     if scheme == "file":
         parts = urlsplit(url)
         if parts.netloc not in ("", "localhost"):
