@@ -131,6 +131,22 @@ def test_a_directory_conforms(tmp_path):
     check_place(LocalPlace(tmp_path / "place"), faults=LocalFaults())
 
 
+def test_a_directory_with_a_staging_directory_conforms(tmp_path):
+    """The local repository's place (LocalStore): puts staged under tmp/, never listed."""
+    place = LocalPlace(tmp_path / "place", staging="tmp")
+    check_place(place, faults=LocalFaults())
+    assert not [f for f in place.list_files() if f.path.startswith("tmp/")]
+
+
+def test_s3_on_the_lean_client_conforms(s3_bucket, moto_endpoint, aws_env):
+    """The repository's S3 place: the hot requests on the lean client, the rest on botocore."""
+    store = S3Store(s3_bucket(), "lean", region="us-east-1", endpoint_url=moto_endpoint)
+    assert isinstance(store._client, s3_lean.LeanS3Client)
+    lean = S3Place(store.bucket, "lean", client=store._client)  # the store's, remembering versions
+    check_place(lean)
+    check_place(RetryingPlace(S3Place(store.bucket, "lean-again", client=store._client), sleep=lambda _: None))
+
+
 def test_a_retrying_directory_conforms(tmp_path):
     check_place(RetryingPlace(LocalPlace(tmp_path / "place"), sleep=lambda _: None))
 

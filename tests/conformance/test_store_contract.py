@@ -552,3 +552,40 @@ def test_open_store_chooses_the_backend(tmp_path, aws_env):
     for bad in ["gs://bucket/x", "file://remote-host/x", ""]:
         with pytest.raises(ValueError):
             open_store(bad)
+
+
+# --- the local layout (docs/format.md section 3) -------------------------------------------
+
+
+def test_local_layout_is_the_format_s(tmp_path, monkeypatch):
+    """Objects are files at their keys; a put stages under tmp/ only (never beside the object),
+    tmp/ is never listed, and a repository's files written by hand (an older dr) read as objects."""
+    root = tmp_path / "repo"
+    store = LocalStore(str(root))
+    staged: list[str] = []
+    real_link = os.link
+
+    def link(src, dst, *args, **kwargs):
+        staged.append(os.path.relpath(src, root))
+        return real_link(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "link", link)
+    store.put("blobs/ab/x", b"data")
+    assert [os.path.dirname(s) for s in staged] == ["tmp"] and os.listdir(root / "tmp") == []
+    assert os.listdir(root / "blobs" / "ab") == ["x"] and (root / "blobs/ab/x").read_bytes() == b"data"
+    (root / "tmp" / "0123abcd").write_bytes(b"a crashed writer's")
+    (root / "snapshots").mkdir()
+    (root / "snapshots" / "old").write_bytes(b"written before")
+    assert dict(store.list()) == {"blobs/ab/x": 4, "snapshots/old": 14}
+    assert store.get("snapshots/old") == b"written before"
+    with pytest.raises(ValueError):
+        store.put("tmp/x", b"reserved")
+    assert store.clear_staging() == 1 and os.listdir(root / "tmp") == []
+
+
+def test_a_read_only_store_leaves_no_trace(tmp_path):
+    store = LocalStore(str(tmp_path / "absent"))
+    assert list(store.list()) == [] and not store.exists("config") and store.clear_staging() == 0
+    with pytest.raises(ObjectMissing):
+        store.get("config")
+    assert not (tmp_path / "absent").exists()

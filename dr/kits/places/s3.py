@@ -103,8 +103,9 @@ class S3Place(Place):
     list and delete of one object, on the standard library). With the lean client those
     requests go through it and everything else (multipart uploads, copies, Object Lock) through
     its botocore client, built on first need. `remember_versions=False`: listings keep no
-    ETags, so version() is '' and reads send no If-Match (for write-once objects, where a
-    listing's ETags would only cost memory: the repository's store)."""
+    ETags, so version() is '' and reads send no If-Match: the place gives up the contract's
+    SourceChanged clause, which is for files that may be replaced. Only for write-once objects,
+    where a listing's ETags would only cost memory (the repository's store)."""
 
     is_s3 = True
 
