@@ -267,6 +267,10 @@ def test_s3_get_verifies_the_stored_checksum(s3_bucket, moto_endpoint, kind, err
     with pytest.raises(TransientStoreError) as info:
         _store(kind, bucket, moto_endpoint).get("k")
     assert error in str(info.value)
+    with pytest.raises(TransientStoreError) as info:  # and a stream, at its end
+        with _store(kind, bucket, moto_endpoint).open("k") as stream:
+            stream.read()
+    assert error in str(info.value)
 
 
 def test_s3_prefixes_do_not_overlap(s3_bucket, moto_endpoint):

@@ -15,9 +15,9 @@ Every request is made once: the client is the kit's (dr/kits/s3/clients.py, boto
 off) or the lean one (dr/kits/s3/lean.py: the repository's store, whose unchanged backup must
 not pay for importing botocore; this module imports botocore only where a request needs it),
 and failures are mapped to the place contract's errors by one set of rules (transient:
-throttling, 5xx, timeouts, connection resets, also mid-body). Retries are RetryingPlace's; a copier's requests are all idempotent (a part
-number re-uploaded replaces itself), and a stream that breaks half-way is re-opened there at
-the offset it reached.
+throttling, 5xx, timeouts, connection resets, also mid-body). Retries are RetryingPlace's; a
+copier's requests are all idempotent (a part number re-uploaded replaces itself), and a
+stream that breaks half-way is re-opened there at the offset it reached.
 """
 
 from __future__ import annotations
@@ -65,12 +65,6 @@ def _native() -> tuple[type[BaseException], ...]:
     return lean + (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError, urllib3.exceptions.HTTPError)
 
 
-def _answered(exc: BaseException) -> bool:
-    """Whether the service answered with an error (botocore's ClientError, the lean client's
-    LeanResponseError), as opposed to a failure on the way."""
-    return bool(error_code(exc))
-
-
 class Sessions:
     """boto3 sessions by (profile, region), shared by the places of one exporter run. A client
     made from a session that already made one costs ~7 ms instead of ~90 ms (the S3 service
@@ -105,17 +99,22 @@ class S3Place(Place):
     its botocore client, built on first need. `remember_versions=False`: listings keep no
     ETags, so version() is '' and reads send no If-Match: the place gives up the contract's
     SourceChanged clause, which is for files that may be replaced. Only for write-once objects,
-    where a listing's ETags would only cost memory (the repository's store)."""
+    where a listing's ETags would only cost memory (the repository's store).
+    `verify_streams`: open_read of a whole object asks for its stored SHA-256 (ChecksumMode)
+    and the body is checked against it at its end, as get() always is (the repository's
+    store). Off for copies: their parts are checked by CRC32 and the whole by the copier's own
+    SHA-256, and botocore's checking body would take the direct socket reads away."""
 
     is_s3 = True
 
     def __init__(self, bucket: str, prefix: str, *, endpoint_url: str | None = None,
                  region: str | None = None, profile: str | None = None, client=None,
-                 sessions: "Sessions | None" = None, remember_versions: bool = True) -> None:
+                 sessions: "Sessions | None" = None, remember_versions: bool = True,
+                 verify_streams: bool = False) -> None:
         self.bucket, self.prefix = bucket, prefix.strip("/")
         self.endpoint_url, self.region, self.profile = endpoint_url, region, profile
         self._hot = client or (sessions or Sessions()).client(profile, region, endpoint_url)
-        self._remember = remember_versions
+        self._remember, self._verify = remember_versions, verify_streams
         self._etags: dict[str, str] = {}
         self._lock = threading.Lock()
         # Flipped off once if the server answers 501 to If-None-Match (see put).
@@ -198,8 +197,8 @@ class S3Place(Place):
         return S3Reader(self, path, offset)
 
     def _open(self, path: str, offset: int):
-        # the whole object: the stored SHA-256 is asked for, and checked at the body's end
-        extra = {"Range": f"bytes={offset}-"} if offset else {"ChecksumMode": "ENABLED"}
+        # verify_streams, the whole object: the stored SHA-256 is asked for, checked at the end
+        extra = {"Range": f"bytes={offset}-"} if offset else ({"ChecksumMode": "ENABLED"} if self._verify else {})
         with s3_errors(self.url_of(path)):
             try:
                 return self._hot.get_object(Bucket=self.bucket, Key=self.key(path), **extra,
@@ -245,9 +244,9 @@ class S3Place(Place):
         (its objects are content-addressed or named uniquely by their writer); a server that
         silently ignores the header cannot be detected here.
         With sha256_b64 (or on the lean client, which signs the body's SHA-256) the PUT carries
-        the SHA-256 and, for a body in memory, Content-MD5, which the server checks (MD5 is what every S3-compatible
-        server verifies; SHA-256 also satisfies Object Lock's "checksum required" rule);
-        otherwise a CRC32. `retain`: Object Lock retention for the object (see Retention)."""
+        the SHA-256 and, for a body in memory, Content-MD5, which the server checks (MD5 is
+        what every S3-compatible server verifies; SHA-256 also satisfies Object Lock's
+        "checksum required" rule); otherwise a CRC32. `retain`: Object Lock retention for the object (see Retention)."""
         if isinstance(self._hot, LeanS3Client) and not sha256_b64:
             sha256_b64 = base64.b64encode(hashlib.sha256(data).digest()).decode()
         if sha256_b64:

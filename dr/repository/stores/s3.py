@@ -65,7 +65,7 @@ class S3Store(PlaceStore):
         self.bucket = bucket
         self._client = client if client is not None else _new_client(region, endpoint_url, profile)
         place = S3Place(bucket, prefix, endpoint_url=endpoint_url, region=region, profile=profile,
-                        client=self._client, remember_versions=False)
+                        client=self._client, remember_versions=False, verify_streams=True)
         self.retention: ObjectRetention | None = None  # set by retain_objects()
         where = f"s3://{bucket}/{prefix}" if prefix else f"s3://{bucket}"
         super().__init__(RetryingPlace(place) if retrying else place,
