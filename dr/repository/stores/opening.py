@@ -15,7 +15,6 @@ import re
 from urllib.parse import unquote, urlsplit
 
 from dr.repository.stores.base import Store
-from dr.repository.stores.local import LocalStore
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
@@ -32,9 +31,15 @@ def open_store(url: str, region: str | None = None, endpoint_url: str | None = N
         parts = urlsplit(url)
         if parts.netloc not in ("", "localhost"):
             raise ValueError(f"file:// URL with a remote host is not supported: {url!r}")
-        return LocalStore(os.path.join(base_dir, unquote(parts.path)))
+        return _local(os.path.join(base_dir, unquote(parts.path)))
     if scheme:
         raise ValueError(f"unsupported repository URL scheme {scheme!r} in {url!r}")
     if not url:
         raise ValueError("empty repository path")
-    return LocalStore(os.path.join(base_dir, os.path.expanduser(url)))
+    return _local(os.path.join(base_dir, os.path.expanduser(url)))
+
+
+def _local(root: str) -> Store:
+    from dr.repository.stores.local import LocalStore  # an S3 run need not import the directory place
+
+    return LocalStore(root)
