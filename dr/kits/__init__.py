@@ -6,8 +6,9 @@ exporter, built-in or third-party, may import it without touching another export
 - kubeconfigs: one kubeconfig resolver, with kubectl's rules;
 - oci: one OCI registry client and one registry credential resolver (images, helm);
 - places: one place contract (local directories, S3 prefixes, the retrying wrapper, the
-  conformance suite) for checkpoints, their copies and MLflow weight copies;
-- s3: the S3 plumbing the stores and the places share (botocore clients, the lean client);
+  conformance suite) for checkpoints, their copies, MLflow weight copies and the
+  repository's stores;
+- s3: the S3 plumbing under the S3 places (botocore clients, the lean client);
 - tls: CA bundles, client certificates and proxies, the way each ecosystem configures them;
 - validators: the names and values that several exporters check alike.
 """

@@ -32,14 +32,10 @@ class Held:
 
 
 def _s3(repo: Repository):
-    """The S3 store under the retrying wrapper, or None (a store without Object Lock)."""
+    """The S3 store (under a counting wrapper, in tests), or None (a store without Object Lock).
+    Its Object Lock calls retry under its place's policy themselves."""
     store = getattr(repo.store, "inner", repo.store)
     return store if hasattr(store, "retain_objects") else None
-
-
-def _call(repo: Repository, fn: Callable):
-    retrying = getattr(repo.store, "call", None)
-    return retrying(fn) if retrying else fn()
 
 
 def lock_store(repo: Repository):
@@ -59,7 +55,7 @@ def prepare(plan: Plan, target: TargetSpec, repo: Repository) -> None:
     if store is None:  # plan_rules refuses it at load; this is the backstop
         raise PlanError([Problem(plan.path, field, f"target '{target.name}' is not an S3 bucket",
                                  "an s3:// target, or no immutability")])
-    if not _call(repo, store.object_lock_enabled):
+    if not store.object_lock_enabled():
         raise PlanError([Problem(
             plan.path, field,
             f"target '{target.name}': bucket '{store.bucket}' does not have Object Lock enabled",
@@ -77,7 +73,7 @@ def extend(repo: Repository, digests: Iterable[str], run: Callable[[list[Callabl
     store = lock_store(repo)
     if store is None:
         return
-    run([lambda d=d: _call(repo, lambda: store.extend_retention(layout.blob_key(d))) for d in digests])
+    run([lambda d=d: store.extend_retention(layout.blob_key(d)) for d in digests])
 
 
 def held_until(repo: Repository, key: str, now: datetime) -> datetime | None:
@@ -85,7 +81,7 @@ def held_until(repo: Repository, key: str, now: datetime) -> datetime | None:
     store = lock_store(repo)
     if store is None:
         return None
-    until = _call(repo, lambda: store.retained_until(key))
+    until = store.retained_until(key)
     return until if until is not None and until > now else None
 
 
@@ -97,10 +93,10 @@ def reclaim_hidden(repo: Repository, prefixes: Iterable[str]) -> tuple[int, list
         return 0, []
     removed, held = 0, []
     for prefix in prefixes:
-        for key, versions in _call(repo, lambda p=prefix: store.versions(p)).items():
+        for key, versions in store.versions(prefix).items():
             if not any(v["IsLatest"] and v["marker"] for v in versions):
                 continue  # visible: not hidden
-            until = _call(repo, lambda k=key, v=versions: store.purge(k, v))
+            until = store.purge(key, versions)
             if until is None:
                 removed += 1
             else:

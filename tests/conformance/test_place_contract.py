@@ -131,6 +131,22 @@ def test_a_directory_conforms(tmp_path):
     check_place(LocalPlace(tmp_path / "place"), faults=LocalFaults())
 
 
+def test_a_directory_with_a_staging_directory_conforms(tmp_path):
+    """The local repository's place (LocalStore): puts staged under tmp/, never listed."""
+    place = LocalPlace(tmp_path / "place", staging="tmp")
+    check_place(place, faults=LocalFaults())
+    assert not [f for f in place.list_files() if f.path.startswith("tmp/")]
+
+
+def test_s3_on_the_lean_client_conforms(s3_bucket, moto_endpoint, aws_env):
+    """The repository's S3 place: the hot requests on the lean client, the rest on botocore."""
+    store = S3Store(s3_bucket(), "lean", region="us-east-1", endpoint_url=moto_endpoint)
+    assert isinstance(store._client, s3_lean.LeanS3Client)
+    lean = S3Place(store.bucket, "lean", client=store._client)  # the store's, remembering versions
+    check_place(lean)
+    check_place(RetryingPlace(S3Place(store.bucket, "lean-again", client=store._client), sleep=lambda _: None))
+
+
 def test_a_retrying_directory_conforms(tmp_path):
     check_place(RetryingPlace(LocalPlace(tmp_path / "place"), sleep=lambda _: None))
 
@@ -186,7 +202,7 @@ def test_a_reset_while_reading_a_body_is_transient_for_stores_and_places():
 def test_places_and_the_repository_store_share_one_client_configuration(s3_place, s3_bucket, moto_endpoint):
     place = s3_place("a")
     store = S3Store(s3_bucket(), region="us-east-1", endpoint_url=moto_endpoint)
-    a, b = place.client.meta.config, store._botocore().meta.config  # (Object Lock calls use it)
+    a, b = place.client.meta.config, store.place.client.meta.config  # (Object Lock calls use it)
     for setting in ("retries", "connect_timeout", "read_timeout", "s3", "request_checksum_calculation"):
         assert getattr(a, setting) == getattr(b, setting), setting
     lean = store._client  # the store's hot requests: the lean client waits as long as botocore

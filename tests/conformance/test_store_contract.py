@@ -1,7 +1,7 @@
 """One conformance suite for the store contract in dr/repository/stores/base.py.
 
-Every backend runs the same tests: LocalStore on a temporary directory, the same wrapped in
-RetryingStore(CountingStore(...)) (wrappers must not change the contract), and S3Store over
+Every backend runs the same tests: LocalStore on a temporary directory, the same over a
+RetryingPlace and under CountingStore (wrappers must not change the contract), and S3Store over
 real HTTP against two moto servers (us-east-1 on one, eu-west-1 with a key prefix on the
 other). Then S3-only behaviour (Object Lock, checksums, error mapping, fallback), the
 wrappers, and open_store.
@@ -24,7 +24,11 @@ from dr.repository.stores.base import ObjectExists, ObjectMissing, Store, StoreE
 from dr.repository.stores.counting import CountingStore
 from dr.repository.stores.local import LocalStore
 from dr.repository.stores.opening import open_store
-from dr.repository.stores.retrying import RetryingStore
+from dr.repository.stores.placing import PlaceStore
+from dr.kits.places.contract import Place, PlaceMissing, TransientPlaceError
+from dr.kits.places.files import FileStat
+from dr.kits.places.local import LocalPlace
+from dr.kits.places.retrying import RetryingPlace
 from dr.repository.stores.s3 import S3Store, from_url
 from dr.kits.s3.clients import new_client
 from dr.kits.s3.lean import LeanS3Client
@@ -41,7 +45,8 @@ def store(request, tmp_path):
     if kind == "local":
         made: Store = LocalStore(str(tmp_path / "repo"))
     elif kind == "local-wrapped":
-        made = RetryingStore(CountingStore(LocalStore(str(tmp_path / "repo"))), sleep=lambda _: None)
+        place = RetryingPlace(LocalPlace(tmp_path / "repo", staging="tmp"), sleep=lambda _: None)
+        made = CountingStore(PlaceStore(place, "file://wrapped", stages=True))
     else:
         make_bucket = request.getfixturevalue("s3_bucket")
         if kind == "s3-us-east-1":
@@ -262,6 +267,10 @@ def test_s3_get_verifies_the_stored_checksum(s3_bucket, moto_endpoint, kind, err
     with pytest.raises(TransientStoreError) as info:
         _store(kind, bucket, moto_endpoint).get("k")
     assert error in str(info.value)
+    with pytest.raises(TransientStoreError) as info:  # and a stream, at its end
+        with _store(kind, bucket, moto_endpoint).open("k") as stream:
+            stream.read()
+    assert error in str(info.value)
 
 
 def test_s3_prefixes_do_not_overlap(s3_bucket, moto_endpoint):
@@ -313,7 +322,7 @@ def test_s3_error_mapping_single_request(aws_env, status, code, transient, kind)
         assert isinstance(info.value, TransientStoreError) is transient
         assert not isinstance(info.value, ObjectMissing)
         assert "s3://bucket-x/some/key" in str(info.value) and code in str(info.value)
-        assert len(fake.requests) == 1  # the client does not retry; RetryingStore does
+        assert len(fake.requests) == 1  # the client does not retry; RetryingPlace does
     finally:
         fake.close()
 
@@ -384,11 +393,12 @@ def test_s3_falls_back_when_conditional_put_not_implemented(aws_env, kind):
 # --- wrappers ------------------------------------------------------------------------------
 
 
-class _FlakyStore(Store):
-    """A tiny in-memory fake inner store (enough for retry logic; the real stores are covered
-    above): each method fails with TransientStoreError `failures` times, then works."""
+class _FlakyPlace(Place):
+    """A tiny in-memory fake place (enough for the store's retry semantics over RetryingPlace;
+    the real places are covered above and by the place suite): each method fails with
+    TransientPlaceError `failures` times, then works."""
 
-    description = "flaky://"
+    url = "flaky://"
 
     def __init__(self, failures: int = 0, store_then_time_out: bool = False):
         self.objects: dict[str, bytes] = {}
@@ -399,47 +409,52 @@ class _FlakyStore(Store):
     def _tick(self, name: str) -> None:
         self.calls[name] = self.calls.get(name, 0) + 1
         if self.calls[name] <= self.failures:
-            raise TransientStoreError(f"{name} throttled")
+            raise TransientPlaceError(f"{name} throttled")
 
-    def put(self, key, data):
-        if key in self.objects:
-            raise ObjectExists(key)
+    def put(self, path, data, *, create_only=False, sha256_b64=""):
+        if create_only and path in self.objects:
+            return False
         if self.store_then_time_out and not self.calls.get("put"):
             self.calls["put"] = 1
-            self.objects[key] = data  # the server stored it, the client timed out
-            raise TransientStoreError("read timeout")
+            self.objects[path] = data  # the server stored it, the client timed out
+            raise TransientPlaceError("read timeout")
         self._tick("put")
-        self.objects[key] = data
+        self.objects[path] = data
+        return True
 
-    def get(self, key):
+    def get(self, path):
         self._tick("get")
-        if key not in self.objects:
-            raise ObjectMissing(key)
-        return self.objects[key]
+        return self.objects.get(path)
 
-    def open(self, key):
-        raise NotImplementedError
-
-    def exists(self, key):
+    def head(self, path):
         self._tick("exists")
-        return key in self.objects
+        return (len(self.objects[path]), "", "") if path in self.objects else None
 
-    def list(self, prefix=""):
+    def list_files(self, prefix=""):
         self.calls["list"] = self.calls.get("list", 0) + 1
         items = sorted(self.objects.items())
-        for index, (key, data) in enumerate(items):
+        for index, (path, data) in enumerate(items):
             if index == 1 and self.calls["list"] <= self.failures:
-                raise TransientStoreError("connection reset mid-listing")
-            yield key, len(data)
+                raise TransientPlaceError("connection reset mid-listing")
+            yield FileStat(path, len(data), 0)
 
-    def delete(self, key):
+    def delete(self, path):
         self._tick("delete")
-        self.objects.pop(key, None)
+        self.objects.pop(path, None)
+
+    def open_read(self, path, expect=None, offset=0):
+        raise PlaceMissing(path)
+
+    url_of = location = read = version = delete_many = pending_uploads = abort = writer = None
+
+
+def _retrying(inner: _FlakyPlace, **kwargs) -> PlaceStore:
+    return PlaceStore(RetryingPlace(inner, **{"sleep": lambda _: None, **kwargs}), "flaky://")
 
 
 def test_retrying_recovers_from_transient_failures():
-    inner, sleeps = _FlakyStore(failures=3), []
-    store = RetryingStore(inner, attempts=5, base_delay=0.1, max_delay=2.0, sleep=sleeps.append)
+    inner, sleeps = _FlakyPlace(failures=3), []
+    store = _retrying(inner, attempts=5, base_delay=0.1, max_delay=2.0, sleep=sleeps.append)
     store.put("a", b"1")
     assert inner.calls["put"] == 4 and inner.objects == {"a": b"1"}
     assert len(sleeps) == 3 and all(0 <= s <= 2.0 for s in sleeps)
@@ -449,62 +464,59 @@ def test_retrying_recovers_from_transient_failures():
 
 
 def test_retrying_gives_up_after_the_limit():
-    inner = _FlakyStore(failures=100)
-    store = RetryingStore(inner, attempts=4, sleep=lambda _: None)
+    inner = _FlakyPlace(failures=100)
+    store = _retrying(inner, attempts=4)
     with pytest.raises(TransientStoreError):
         store.get("a")
     assert inner.calls["get"] == 4
 
 
 def test_retrying_does_not_retry_permanent_errors():
-    inner = _FlakyStore()
-    store = RetryingStore(inner, sleep=lambda _: None)
+    inner = _FlakyPlace()
+    store = _retrying(inner)
+    with pytest.raises(ObjectMissing):
+        store.open("missing")
     with pytest.raises(ObjectMissing):
         store.get("missing")
     assert inner.calls["get"] == 1
 
 
 def test_retrying_list_yields_each_key_once_after_failure():
-    inner = _FlakyStore()
+    inner = _FlakyPlace()
     inner.objects = {"a": b"1", "b": b"22", "c": b"333"}
     inner.failures = 2
-    store = RetryingStore(inner, sleep=lambda _: None)
+    store = _retrying(inner)
     assert list(store.list()) == [("a", 1), ("b", 2), ("c", 3)]
     assert inner.calls["list"] == 3
 
 
 def test_retrying_put_after_timeout_finds_its_own_object():
-    inner = _FlakyStore(store_then_time_out=True)
-    store = RetryingStore(inner, sleep=lambda _: None)
-    store.put("k", b"payload")  # attempt 1 stored then timed out; attempt 2 sees ObjectExists
+    inner = _FlakyPlace(store_then_time_out=True)
+    _retrying(inner).put("k", b"payload")  # attempt 1 stored then timed out; attempt 2 finds it taken
     assert inner.objects == {"k": b"payload"}
 
 
 def test_retrying_put_after_timeout_with_other_bytes_is_object_exists():
-    inner = _FlakyStore(store_then_time_out=True)
-    inner.put = _wrap_put_racing_writer(inner)
-    with pytest.raises(ObjectExists):
-        RetryingStore(inner, sleep=lambda _: None).put("k", b"mine")
-
-
-def _wrap_put_racing_writer(inner: _FlakyStore):
+    inner = _FlakyPlace(store_then_time_out=True)
     original = inner.put
 
-    def put(key, data):
+    def put(path, data, **kwargs):
         if not inner.calls.get("put"):
             inner.calls["put"] = 1
-            inner.objects[key] = b"someone else"  # another writer got there first
-            raise TransientStoreError("timeout")
-        return original(key, data)
+            inner.objects[path] = b"someone else"  # another writer got there first
+            raise TransientPlaceError("timeout")
+        return original(path, data, **kwargs)
 
-    return put
+    inner.put = put
+    with pytest.raises(ObjectExists):
+        _retrying(inner).put("k", b"mine")
 
 
 def test_retrying_put_existing_on_first_attempt_is_object_exists():
-    inner = _FlakyStore()
+    inner = _FlakyPlace()
     inner.objects["k"] = b"same"
     with pytest.raises(ObjectExists):
-        RetryingStore(inner, sleep=lambda _: None).put("k", b"same")
+        _retrying(inner).put("k", b"same")
 
 
 def test_counting_store_counts(tmp_path):
@@ -539,8 +551,45 @@ def test_open_store_chooses_the_backend(tmp_path, aws_env):
     url = open_store(f"file://{tmp_path}/other", base_dir="/elsewhere")
     assert isinstance(url, LocalStore) and url.root == str(tmp_path / "other")
     s3 = open_store("s3://bucket-y/pre", region="eu-west-1", endpoint_url="http://127.0.0.1:1")
-    assert isinstance(s3, RetryingStore) and isinstance(s3.inner, S3Store)
+    assert isinstance(s3, S3Store) and isinstance(s3.place, RetryingPlace)
     assert s3.description == "s3://bucket-y/pre (endpoint http://127.0.0.1:1)"
     for bad in ["gs://bucket/x", "file://remote-host/x", ""]:
         with pytest.raises(ValueError):
             open_store(bad)
+
+
+# --- the local layout (docs/format.md section 3) -------------------------------------------
+
+
+def test_local_layout_is_the_format_s(tmp_path, monkeypatch):
+    """Objects are files at their keys; a put stages under tmp/ only (never beside the object),
+    tmp/ is never listed, and a repository's files written by hand (an older dr) read as objects."""
+    root = tmp_path / "repo"
+    store = LocalStore(str(root))
+    staged: list[str] = []
+    real_link = os.link
+
+    def link(src, dst, *args, **kwargs):
+        staged.append(os.path.relpath(src, root))
+        return real_link(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "link", link)
+    store.put("blobs/ab/x", b"data")
+    assert [os.path.dirname(s) for s in staged] == ["tmp"] and os.listdir(root / "tmp") == []
+    assert os.listdir(root / "blobs" / "ab") == ["x"] and (root / "blobs/ab/x").read_bytes() == b"data"
+    (root / "tmp" / "0123abcd").write_bytes(b"a crashed writer's")
+    (root / "snapshots").mkdir()
+    (root / "snapshots" / "old").write_bytes(b"written before")
+    assert dict(store.list()) == {"blobs/ab/x": 4, "snapshots/old": 14}
+    assert store.get("snapshots/old") == b"written before"
+    with pytest.raises(ValueError):
+        store.put("tmp/x", b"reserved")
+    assert store.clear_staging() == 1 and os.listdir(root / "tmp") == []
+
+
+def test_a_read_only_store_leaves_no_trace(tmp_path):
+    store = LocalStore(str(tmp_path / "absent"))
+    assert list(store.list()) == [] and not store.exists("config") and store.clear_staging() == 0
+    with pytest.raises(ObjectMissing):
+        store.get("config")
+    assert not (tmp_path / "absent").exists()

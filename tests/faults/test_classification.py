@@ -16,7 +16,8 @@ import pytest
 from dr.kits.places.contract import TransientPlaceError
 from dr.kits.places.s3 import S3Place
 from dr.repository.stores.base import ObjectMissing, TransientStoreError
-from dr.repository.stores.retrying import RetryingStore
+from dr.kits.places.retrying import RetryingPlace
+from dr.repository.stores.placing import PlaceStore
 from dr.repository.stores.s3 import S3Store
 from dr.kits.s3.clients import is_transient
 from tests.fixtures_s3 import s3_client
@@ -64,8 +65,8 @@ def test_a_store_stream_broken_mid_body_goes_on_where_it_was(s3_bucket, moto_end
     bucket, data = s3_bucket(), os.urandom(3 << 20)
     s3_client(moto_endpoint).put_object(Bucket=bucket, Key="repo/blob", Body=data)
     proxy = fault_proxy(moto_endpoint, rate=0.5, seed=7, faults=("reset_response",))
-    store = RetryingStore(S3Store(bucket, "repo", region="us-east-1", endpoint_url=proxy.url), attempts=10,
-                          sleep=lambda _: None)
+    bare = S3Store(bucket, "repo", region="us-east-1", endpoint_url=proxy.url)
+    store = PlaceStore(RetryingPlace(bare.place, attempts=10, sleep=lambda _: None), bare.description)
     for _ in range(3):
         with store.open("blob") as stream:
             pieces = iter(lambda: stream.read(256 << 10), b"")

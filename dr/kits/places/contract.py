@@ -2,9 +2,10 @@
 
 A place is a root (a directory, an S3 prefix on one endpoint) holding files at '/'-separated
 relative paths. The checkpoint exporter (its copier, completeness checks, verification and
-restore) and the MLflow exporter's weight copies work through this contract only, so a new kind of place is one class that passes the conformance suite
-(conformance.py, importable: `check_place(place)`). Modelled on the repository's store
-contract (dr/repository/stores/base.py) and kopia's blob storage. Retries are a wrapper
+restore), the MLflow exporter's weight copies and the repository's stores (PlaceStore,
+dr/repository/stores/placing.py: write-once objects over a place) work through this contract
+only, so a new kind of place is one class that passes the conformance suite (conformance.py,
+importable: `check_place(place)`). Modelled on kopia's blob storage. Retries are a wrapper
 (retrying.py), never code inside a place.
 
 Contract, for every method:
@@ -43,6 +44,16 @@ Contract, for every method:
 - pending_uploads(prefix) lists writers that were neither completed nor aborted (a killed
   copier's); abort(upload) removes one. Removing something absent is not an error: delete,
   delete_many (each path; not atomic as a whole) and abort.
+- Optional capabilities (a place without one says so as stated; callers ask before relying):
+  - put(..., retain=Retention(mode, until)): the file is stored under S3 Object Lock
+    retention (it cannot be deleted or replaced before `until`). Only S3Place has it (and
+    only on a bucket with Object Lock: s3locking.lock_enabled); every other place raises
+    PermanentPlaceError, writing nothing. The rest of Object Lock (retention of a stored
+    file, its versions, delete markers) is S3-only, in s3locking.py, like server-side copies.
+  - A staging directory (LocalPlace(root, staging="tmp")): create-only and plain puts are
+    written there and linked or renamed into place, never beside the target; the staging
+    directory is never listed, and pending_uploads('') includes what crashed puts left in it
+    (abort removes one). Puts to a path inside it raise ValueError.
 - location() says where the place is, for manifests and records (never credentials); url
   and url_of(path) are for messages.
 - Errors: every failure of storage raises a PlaceError, which is an OSError (callers that
@@ -57,6 +68,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Iterator, Protocol
 
 from dr.kits.places.files import FileStat
@@ -81,6 +93,14 @@ class PlaceMissing(PermanentPlaceError, FileNotFoundError):
 
 class SourceChanged(PermanentPlaceError):
     """A file changed (or vanished) between the listing that judged it and the copy."""
+
+
+@dataclass(frozen=True)
+class Retention:
+    """S3 Object Lock retention for one put: "GOVERNANCE" or "COMPLIANCE", and until when."""
+
+    mode: str
+    until: datetime
 
 
 @dataclass(frozen=True)
@@ -167,8 +187,10 @@ class Place(ABC):
         """(size, version, base64 SHA-256 or ''); None if absent."""
 
     @abstractmethod
-    def put(self, path: str, data: bytes, *, create_only: bool = False, sha256_b64: str = "") -> bool:
-        """Write `data` atomically; False (nothing written) if create_only and the path exists."""
+    def put(self, path: str, data: bytes, *, create_only: bool = False, sha256_b64: str = "",
+            retain: Retention | None = None) -> bool:
+        """Write `data` atomically; False (nothing written) if create_only and the path exists.
+        `retain`: Object Lock retention, an optional capability (see the module docstring)."""
 
     @abstractmethod
     def delete(self, path: str) -> None:

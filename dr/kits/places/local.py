@@ -4,9 +4,12 @@ Why one contract for directories and S3 (s3.py): a trainer writes to a shared fi
 to a bucket, and the DR copy goes to a bucket or a mounted directory in another failure
 domain; the copier, the completeness checks and restore should not care which.
 
-Local writes are atomic like the repository's local store: a temporary file in the final
-directory, fsynced, then renamed (create-only puts link instead, which fails if the name is
-taken); a crash leaves only a `.dr-partial-*` file, which listings skip.
+Local writes are atomic: a temporary file in the final directory, fsynced, then renamed
+(create-only puts link instead, which fails if the name is taken); a crash leaves only a
+`.dr-partial-*` file, which listings skip. With a staging directory (`staging="tmp"`, the
+repository's local store: docs/format.md) a put's temporary file is written there instead,
+under a random name, and linked or renamed into place from it: a crash leaves a file under
+the staging directory only, which is never listed, and pending_uploads('') offers for abort.
 
 Errors: a missing file is PlaceMissing; the errors a network filesystem gives while a server
 is away (ESTALE, ETIMEDOUT, EAGAIN, EINTR, connection resets) are transient; every other
@@ -27,8 +30,8 @@ from typing import Iterator
 from dr.kits.places.bodies import fill
 from dr.kits.places.files import check_relative_path
 from dr.kits.places.files import FileStat, LocalTree
-from dr.kits.places.contract import (PermanentPlaceError, Place, PlaceError, PlaceMissing,
-                                                        SourceChanged, TransientPlaceError, Upload)
+from dr.kits.places.contract import (PermanentPlaceError, Place, PlaceError, PlaceMissing, Retention,
+                                    SourceChanged, TransientPlaceError, Upload)
 
 PARTIAL = ".dr-partial-"
 RESUMABLE = "resume"  # the suffix of a copy's partial file, kept across runs to resume from
@@ -41,9 +44,12 @@ class LocalPlace(Place):
 
     is_s3 = False
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(self, root: str | os.PathLike[str], staging: str | None = None) -> None:
         self.root = Path(root)
         self._tree = LocalTree(self.root)
+        self.staging = check_relative_path(staging) if staging else None
+        # Nothing is created until the first put: a reader pointed at a missing directory
+        # leaves no trace.
 
     def __repr__(self) -> str:
         return f"LocalPlace({str(self.root)!r})"
@@ -66,8 +72,9 @@ class LocalPlace(Place):
         with local_errors(self.url_of(prefix)):
             if not self._abs(prefix).is_dir():
                 return
+            hidden = f"{self.staging}/" if self.staging else None
             for f in self._tree.list_files(prefix):
-                if PARTIAL not in f.name:
+                if PARTIAL not in f.name and not (hidden and f.path.startswith(hidden)):
                     yield f
 
     def read(self, path: str, start: int, length: int) -> bytes:
@@ -94,7 +101,10 @@ class LocalPlace(Place):
             except FileNotFoundError:
                 return None
             with os.fdopen(fd, "rb") as f:
-                return f.read()
+                try:
+                    return f.read()
+                except IsADirectoryError:
+                    return None  # a directory is not a file
 
     def head(self, path: str) -> tuple[int, str, str] | None:
         with local_errors(self.url_of(path)):
@@ -104,9 +114,14 @@ class LocalPlace(Place):
                 return None
         return (st.st_size, f"{st.st_size}:{st.st_mtime_ns}", "") if stat_mod.S_ISREG(st.st_mode) else None
 
-    def put(self, path: str, data: bytes, *, create_only: bool = False, sha256_b64: str = "") -> bool:
+    def put(self, path: str, data: bytes, *, create_only: bool = False, sha256_b64: str = "",
+            retain: Retention | None = None) -> bool:
         """Atomic: a temporary file, fsynced, then linked (create-only) or renamed into place."""
         final = self._abs(path)
+        if self.staging and path.split("/", 1)[0] == self.staging:
+            raise ValueError(f"{self.staging}/ is reserved for the place's own staging")
+        if retain is not None:
+            raise PermanentPlaceError(f"{self.url_of(path)}: a directory cannot keep Object Lock retention")
         with local_errors(self.url_of(path)):
             tmp = self._temp(final)
             try:
@@ -132,6 +147,10 @@ class LocalPlace(Place):
 
     def _temp(self, final: Path) -> Path:
         final.parent.mkdir(parents=True, exist_ok=True)
+        if self.staging:
+            staging = self.root / self.staging
+            staging.mkdir(exist_ok=True)
+            return staging / secrets.token_hex(16)
         return final.parent / f".{final.name}{PARTIAL}{secrets.token_hex(4)}"
 
     # -- uploads ----------------------------------------------------------------------------
@@ -140,7 +159,22 @@ class LocalPlace(Place):
         killed mid-file keeps its partial to resume from), so that old ones are aborted."""
         base = self._abs(prefix.rstrip("/"))
         with local_errors(self.url_of(prefix.rstrip("/"))):
-            return self._partials(base) if base.is_dir() else []
+            found = self._partials(base) if base.is_dir() else []
+            return found + (self._staged() if self.staging and not prefix.rstrip("/") else [])
+
+    def _staged(self) -> list[Upload]:
+        """What crashed puts left in the staging directory: Upload(staging/name, name)."""
+        staging, out = self.root / self.staging, []
+        if not staging.is_dir():
+            return out
+        with os.scandir(staging) as entries:
+            for entry in entries:
+                try:
+                    mtime = entry.stat(follow_symlinks=False).st_mtime
+                except FileNotFoundError:
+                    continue  # a put published it meanwhile
+                out.append(Upload(f"{self.staging}/{entry.name}", entry.name, mtime))
+        return out
 
     def _partials(self, base: Path) -> list[Upload]:
         out = []

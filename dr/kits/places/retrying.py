@@ -1,6 +1,7 @@
 """Retries for any place: one policy, outside the places, so directories and S3 behave the same.
 
-The policy is dr's one (dr.kits.retrying, as RetryingStore's): only TransientPlaceError is retried,
+The policy is dr's one (dr.kits.retrying), and this is dr's one storage retry wrapper: the
+repository's stores are places too (dr/repository/stores/placing.py). Only TransientPlaceError is retried,
 with exponential backoff and full jitter (threads throttled together do not come back
 together), bounded by `attempts` and `max_delay`; after the last attempt the last error is
 raised as is. Permanent errors (PlaceMissing, SourceChanged, access denied) are raised at once.
@@ -15,7 +16,7 @@ What needs more than "call again":
   listing's ETag or `expect` still guards it), and the failed readinto is repeated.
 - writer: parts, resumable_parts, complete and abort are retried (re-uploading a part number
   replaces it; S3Writer.complete accepts the object its lost-answer attempt completed).
-- Server-side copies are S3-only and take the bare places: `call(place, fn)` runs them under
+- Server-side copies and Object Lock (s3locking.py) are S3-only and take the bare places: `call(place, fn)` runs them under
   the place's policy, `unwrapped(place)` gives the place inside.
 """
 
@@ -27,7 +28,7 @@ from typing import Any, Callable, Iterator, TypeVar
 from tenacity import Retrying
 
 from dr.kits.places.files import FileStat
-from dr.kits.places.contract import Place, Reader, TransientPlaceError, Upload, Writer
+from dr.kits.places.contract import Place, Reader, Retention, TransientPlaceError, Upload, Writer
 from dr.kits.retrying import ResumingReads, policy
 
 T = TypeVar("T")
@@ -92,10 +93,12 @@ class RetryingPlace(Place):
         return self.call(lambda: self.inner.head(path))
 
     # -- writes -----------------------------------------------------------------------------
-    def put(self, path: str, data: bytes, *, create_only: bool = False, sha256_b64: str = "") -> bool:
+    def put(self, path: str, data: bytes, *, create_only: bool = False, sha256_b64: str = "",
+            retain: Retention | None = None) -> bool:
+        extra = {"retain": retain} if retain is not None else {}  # places without the capability
         for attempt in self.retrying():
             with attempt:
-                if self.inner.put(path, data, create_only=create_only, sha256_b64=sha256_b64):
+                if self.inner.put(path, data, create_only=create_only, sha256_b64=sha256_b64, **extra):
                     return True
                 return attempt.retry_state.attempt_number > 1 and self.call(lambda: self.inner.get(path)) == data
         raise AssertionError("unreachable: tenacity re-raises the last error")

@@ -11,18 +11,21 @@ Change detection: every listing remembers each object's ETag; reads and streams 
 object send If-Match, so an object replaced after it was judged complete fails the read
 (SourceChanged) instead of mixing two checkpoints' bytes.
 
-Every request is made once: the client is the kit's (dr/kits/s3/clients.py,
-botocore retries off), and its failures are mapped to the place contract's errors by the same
-rules the repository's store uses (transient: throttling, 5xx, timeouts, connection resets,
-also mid-body). Retries are RetryingPlace's; a copier's requests are all idempotent (a part
-number re-uploaded replaces itself), and a stream that breaks half-way is re-opened there at
-the offset it reached.
+Every request is made once: the client is the kit's (dr/kits/s3/clients.py, botocore retries
+off) or the lean one (dr/kits/s3/lean.py: the repository's store, whose unchanged backup must
+not pay for importing botocore; this module imports botocore only where a request needs it),
+and failures are mapped to the place contract's errors by one set of rules (transient:
+throttling, 5xx, timeouts, connection resets, also mid-body). Retries are RetryingPlace's; a
+copier's requests are all idempotent (a part number re-uploaded replaces itself), and a
+stream that breaks half-way is re-opened there at the offset it reached.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import http.client
+import sys
 import threading
 import zlib
 from contextlib import contextmanager
@@ -30,10 +33,11 @@ from typing import TYPE_CHECKING, Iterator
 
 from dr.kits.places.files import check_relative_path
 from dr.kits.places.files import FileStat
-from dr.kits.places.contract import (PermanentPlaceError, Place, PlaceError, PlaceMissing,
-                                                        SourceChanged, TransientPlaceError, Upload)
-from dr.kits.s3.clients import (TRANSIENT_CODES, describe, error_code, is_missing, is_transient,
-                                             new_client)
+from dr.kits.places.contract import (PermanentPlaceError, Place, PlaceError, PlaceMissing, Retention,
+                                    SourceChanged, TransientPlaceError, Upload)
+from dr.kits.s3.clients import (TRANSIENT_CODES, describe, error_code, http_status, is_missing, is_transient,
+                                new_client)
+from dr.kits.s3.lean import LeanResponseError, LeanS3Client, LeanTransportError
 
 if TYPE_CHECKING:
     import boto3
@@ -50,19 +54,15 @@ CHANGED = ("PreconditionFailed", "412")  # an If-Match or If-None-Match conditio
 # all on local disks (or a `dr audit` of any plan) would pay ~0.3 s of every start for them.
 def _native() -> tuple[type[BaseException], ...]:
     """What a request can raise besides a PlaceError: the service's answer, botocore's and
-    urllib3's transport errors, and the socket's own."""
+    urllib3's transport errors (only once botocore is loaded: before that, none can have been
+    raised, and a place on the lean client never loads it), the lean client's, the socket's."""
+    lean = (LeanResponseError, LeanTransportError, OSError)
+    if "botocore.exceptions" not in sys.modules:
+        return lean
     import botocore.exceptions
     import urllib3.exceptions
 
-    return (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError, urllib3.exceptions.HTTPError,
-            OSError)
-
-
-def _client_error() -> type[BaseException]:
-    """botocore's ClientError (the service answered with an error)."""
-    import botocore.exceptions
-
-    return botocore.exceptions.ClientError
+    return lean + (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError, urllib3.exceptions.HTTPError)
 
 
 class Sessions:
@@ -91,18 +91,43 @@ def crc32_b64(data: bytes | memoryview) -> str:
 
 
 class S3Place(Place):
-    """`s3://bucket/prefix` on one endpoint; paths are '/'-separated, relative to the prefix."""
+    """`s3://bucket/prefix` on one endpoint; paths are '/'-separated, relative to the prefix.
+
+    `client` is a botocore S3 client or the lean one (dr/kits/s3/lean.py: put, get, head,
+    list and delete of one object, on the standard library). With the lean client those
+    requests go through it and everything else (multipart uploads, copies, Object Lock) through
+    its botocore client, built on first need. `remember_versions=False`: listings keep no
+    ETags, so version() is '' and reads send no If-Match: the place gives up the contract's
+    SourceChanged clause, which is for files that may be replaced. Only for write-once objects,
+    where a listing's ETags would only cost memory (the repository's store).
+    `verify_streams`: open_read of a whole object asks for its stored SHA-256 (ChecksumMode)
+    and the body is checked against it at its end, as get() always is (the repository's
+    store). Off for copies: their parts are checked by CRC32 and the whole by the copier's own
+    SHA-256, and botocore's checking body would take the direct socket reads away."""
 
     is_s3 = True
 
     def __init__(self, bucket: str, prefix: str, *, endpoint_url: str | None = None,
                  region: str | None = None, profile: str | None = None, client=None,
-                 sessions: "Sessions | None" = None) -> None:
+                 sessions: "Sessions | None" = None, remember_versions: bool = True,
+                 verify_streams: bool = False) -> None:
         self.bucket, self.prefix = bucket, prefix.strip("/")
         self.endpoint_url, self.region, self.profile = endpoint_url, region, profile
-        self.client = client or (sessions or Sessions()).client(profile, region, endpoint_url)
+        self._hot = client or (sessions or Sessions()).client(profile, region, endpoint_url)
+        self._remember, self._verify = remember_versions, verify_streams
         self._etags: dict[str, str] = {}
         self._lock = threading.Lock()
+        # Flipped off once if the server answers 501 to If-None-Match (see put).
+        self._conditional_put = True
+
+    @property
+    def client(self):
+        """The botocore client: the lean client's (built on first need), or the only one."""
+        return self._hot.botocore() if isinstance(self._hot, LeanS3Client) else self._hot
+
+    def close(self) -> None:
+        """Release the client's connections (not part of the contract: places live for a run)."""
+        self._hot.close()
 
     def __repr__(self) -> str:
         return f"S3Place({self.url!r})"
@@ -132,14 +157,15 @@ class S3Place(Place):
         full = f"{base}/" if base else ""
         cut = len(self.prefix) + 1 if self.prefix else 0
         with s3_errors(self.url_of(prefix)):
-            pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=full)
+            pages = self._hot.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=full)
             for page in pages:
                 for item in page.get("Contents", ()):
                     if item["Key"].endswith("/"):
                         continue  # a console's "folder" object, not a file
                     path = item["Key"][cut:]
-                    with self._lock:
-                        self._etags[path] = item.get("ETag", "")
+                    if self._remember:
+                        with self._lock:
+                            self._etags[path] = item.get("ETag", "")
                     yield FileStat(path, item["Size"], int(item["LastModified"].timestamp() * 1e9))
 
     def read(self, path: str, start: int, length: int) -> bytes:
@@ -147,10 +173,10 @@ class S3Place(Place):
             return b""
         with s3_errors(self.url_of(path)):
             try:
-                response = self.client.get_object(Bucket=self.bucket, Key=self.key(path),
-                                                  Range=f"bytes={start}-{start + length - 1}", **self._if_match(path))
+                response = self._hot.get_object(Bucket=self.bucket, Key=self.key(path),
+                                                Range=f"bytes={start}-{start + length - 1}", **self._if_match(path))
                 return response["Body"].read()
-            except _client_error() as exc:
+            except Exception as exc:
                 if error_code(exc) == "InvalidRange":
                     return b""
                 raise
@@ -171,22 +197,25 @@ class S3Place(Place):
         return S3Reader(self, path, offset)
 
     def _open(self, path: str, offset: int):
-        extra = {"Range": f"bytes={offset}-"} if offset else {}
+        # verify_streams, the whole object: the stored SHA-256 is asked for, checked at the end
+        extra = {"Range": f"bytes={offset}-"} if offset else ({"ChecksumMode": "ENABLED"} if self._verify else {})
         with s3_errors(self.url_of(path)):
             try:
-                return self.client.get_object(Bucket=self.bucket, Key=self.key(path), **extra,
-                                              **self._if_match(path))["Body"]
-            except _client_error() as exc:
+                return self._hot.get_object(Bucket=self.bucket, Key=self.key(path), **extra,
+                                            **self._if_match(path))["Body"]
+            except Exception as exc:
                 if error_code(exc) == "InvalidRange":
                     return None
                 raise
 
     # -- small objects ----------------------------------------------------------------------
     def get(self, path: str) -> bytes | None:
+        """The whole object, checked against the SHA-256 stored with it (if one was)."""
         with s3_errors(self.url_of(path)):
             try:
-                return self.client.get_object(Bucket=self.bucket, Key=self.key(path))["Body"].read()
-            except _client_error() as exc:
+                body = self._hot.get_object(Bucket=self.bucket, Key=self.key(path), ChecksumMode="ENABLED")["Body"]
+                return body.read()
+            except Exception as exc:
                 if is_missing(exc):
                     return None
                 raise
@@ -195,32 +224,62 @@ class S3Place(Place):
         """(size, etag, base64 ChecksumSHA256 or '') of an object, None if absent."""
         with s3_errors(self.url_of(path)):
             try:
-                h = self.client.head_object(Bucket=self.bucket, Key=self.key(path), ChecksumMode="ENABLED")
-            except _client_error() as exc:
+                h = self._hot.head_object(Bucket=self.bucket, Key=self.key(path), ChecksumMode="ENABLED")
+            except Exception as exc:
                 if is_missing(exc):
                     return None
                 raise
         return h["ContentLength"], h.get("ETag", ""), h.get("ChecksumSHA256", "")
 
-    def put(self, path: str, data: bytes, *, create_only: bool = False, sha256_b64: str = "") -> bool:
-        """One atomic PUT; with create_only, False (and nothing written) if the key exists."""
-        extra = {"IfNoneMatch": "*"} if create_only else {}
-        checksum = {"ChecksumSHA256": sha256_b64} if sha256_b64 else {"ChecksumCRC32": crc32_b64(data)}
+    def put(self, path: str, data: bytes, *, create_only: bool = False, sha256_b64: str = "",
+            retain: Retention | None = None) -> bool:
+        """One atomic PUT; with create_only, False (and nothing written) if the key exists.
+
+        create_only is a conditional write (If-None-Match: *): S3 refuses, server-side and
+        atomically, to replace an object (two racers: one 200, one 412 -> False, or 409
+        ConditionalRequestConflict, transient: the retry gets 412). On a bucket with Object
+        Lock an overwrite would otherwise quietly add a version. A server that answers 501 to
+        the condition is switched to HEAD-then-PUT for the life of this place: racy (two
+        writers can both see no object; the later PUT wins), which the repository can live with
+        (its objects are content-addressed or named uniquely by their writer); a server that
+        silently ignores the header cannot be detected here.
+        With sha256_b64 (or on the lean client, which signs the body's SHA-256) the PUT carries
+        the SHA-256 and, for a body in memory, Content-MD5, which the server checks (MD5 is
+        what every S3-compatible server verifies; SHA-256 also satisfies Object Lock's
+        "checksum required" rule); otherwise a CRC32. `retain`: Object Lock retention for the object (see Retention)."""
+        if isinstance(self._hot, LeanS3Client) and not sha256_b64:
+            sha256_b64 = base64.b64encode(hashlib.sha256(data).digest()).decode()
+        if sha256_b64:
+            checksum = {"ChecksumAlgorithm": "SHA256", "ChecksumSHA256": sha256_b64}
+            if isinstance(data, (bytes, bytearray, memoryview)):  # not a copy's body over its buffers
+                checksum["ContentMD5"] = base64.b64encode(hashlib.md5(data).digest()).decode()
+        else:
+            checksum = {"ChecksumCRC32": crc32_b64(data)}
+        if retain is not None:
+            checksum.update(ObjectLockMode=retain.mode, ObjectLockRetainUntilDate=retain.until)
+        client = self.client if retain is not None else self._hot  # the lean client sends no lock headers
         with s3_errors(self.url_of(path)):
-            try:
-                self.client.put_object(Bucket=self.bucket, Key=self.key(path), Body=data, **checksum, **extra)
-                return True
-            except _client_error() as exc:
-                if create_only and error_code(exc) in CHANGED:
-                    return False
-                raise
+            if create_only and self._conditional_put:
+                try:
+                    client.put_object(Bucket=self.bucket, Key=self.key(path), Body=data, IfNoneMatch="*", **checksum)
+                    return True
+                except Exception as exc:
+                    if error_code(exc) in CHANGED:
+                        return False
+                    if error_code(exc) != "NotImplemented" and http_status(exc) != 501:
+                        raise
+                    self._conditional_put = False
+            if create_only and self.head(path) is not None:  # the fallback: racy, see above
+                return False
+            client.put_object(Bucket=self.bucket, Key=self.key(path), Body=data, **checksum)
+            return True
 
     def delete(self, path: str) -> None:
         with s3_errors(self.url_of(path)):
             try:
-                self.client.delete_object(Bucket=self.bucket, Key=self.key(path))
-            except _client_error() as exc:
-                if not is_missing(exc):
+                self._hot.delete_object(Bucket=self.bucket, Key=self.key(path))
+            except Exception as exc:
+                if not is_missing(exc):  # S3 answers 204 anyway; others may 404
                     raise
 
     def delete_many(self, paths: list[str]) -> None:
@@ -254,7 +313,7 @@ class S3Place(Place):
             try:
                 self.client.abort_multipart_upload(Bucket=self.bucket, Key=self.key(upload.path),
                                                    UploadId=upload.upload_id)
-            except _client_error() as exc:
+            except Exception as exc:
                 if error_code(exc) not in ("NoSuchUpload", "404"):
                     raise
 
@@ -324,6 +383,8 @@ def _socket_response(body) -> http.client.HTTPResponse | None:
     Only for a plain body: no content decoding and no checksum-validating wrapper (the
     repository's client validates none: response_checksum_validation when_required), else
     None and the reads go through botocore as before."""
+    if "botocore.response" not in sys.modules:
+        return None  # the lean client's body (it fills buffers itself)
     import botocore.response
     import urllib3.response
 

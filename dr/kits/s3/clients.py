@@ -1,15 +1,14 @@
 """How dr makes S3 clients and reads their errors: one configuration for every S3 user.
 
-Two kinds of code talk to S3: the repository's S3Store (dr/repository/stores/s3.py) and the
-kit's S3 places (dr/kits/places/s3.py: checkpoints, their copies, MLflow weight copies). They
-share this module so that both make the same requests and judge failures the same way; it is
-in the kit, under both, so neither imports the other.
+Everything in dr that talks to S3 does it through the kit's S3 places (dr/kits/places/s3.py:
+checkpoints, their copies, MLflow weight copies, and the repository's S3Store over one) and
+their lean client (lean.py); this module is their one configuration and error judgement.
 
 Why the configuration is what it is:
 - botocore's own retries are off (total_max_attempts=1 is exactly one HTTP request;
   "max_attempts": 1 would allow one botocore retry, measured: 2 requests on a 503). Retries
-  live in wrappers (RetryingStore, RetryingPlace), where they are bounded, visible and the
-  same for every backend.
+  live in one wrapper (RetryingPlace), where they are bounded, visible and the same for
+  every backend.
 - Explicit timeouts: a connection that cannot be made in CONNECT_TIMEOUT fails, and a read
   that stalls READ_TIMEOUT fails (both transient), instead of waiting forever.
 - Path-style addressing: S3-compatible servers on a plain host:port (MinIO, Ceph, moto) do
@@ -19,7 +18,7 @@ Why the configuration is what it is:
   more): every body dr sends carries its own Content-MD5, CRC32 or SHA-256, which the server
   verifies, and GETs that want verification ask for it (ChecksumMode=ENABLED).
 
-The error split (is_transient) is what both wrappers retry on: throttling (a throttling code,
+The error split (is_transient) is what the wrapper retries on: throttling (a throttling code,
 or HTTP 429), timeouts, any 5xx but 501 NotImplemented (which says a feature is missing, not
 that the server is unwell), and connection failures anywhere in a request: while connecting,
 sending the body, waiting for the answer or reading its body (an error body included).

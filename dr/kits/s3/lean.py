@@ -1,23 +1,25 @@
-"""A lean S3 client for the repository's hot requests, on the standard library alone.
+"""A lean S3 client for the S3 place's hot requests (the repository's), on the standard library alone.
 
 Why it exists: an unchanged `dr backup` to S3 spent most of its time starting up, and the
 largest part was botocore: importing it and boto3, and building an S3 client from botocore's
 service model, cost more than the whole run of restic (docs/benchmarks.md, "The cost of an
-unchanged backup"). The repository store makes only six kinds of request (put, get, head,
-list, delete of one object; no multipart, no copies), so this client makes them itself, signed
-with SigV4, over http.client keep-alive connections.
+unchanged backup"). The repository's store (an S3 place, dr/kits/places/s3.py) makes only a
+few kinds of request (put, get, ranged or conditional get, head, list, delete of one object;
+no multipart, no copies), so this client makes them itself, signed with SigV4, over
+http.client keep-alive connections.
 
 When it is used (signing.static_setup): static keys in the environment, a known region,
 nothing in the environment or config file that would make botocore route or sign differently.
-Otherwise, and for everything else the store does (Object Lock, versions), botocore is used,
+Otherwise, and for everything else a place does (Object Lock, versions, multipart), botocore is used,
 built on first need. A server that answers with a redirect or a region error (what botocore
 would have followed or corrected itself) switches this client to botocore for good, and the
 request is repeated there. DR_S3_CLIENT=botocore switches it off.
 
 It makes the same requests the botocore client is configured to make (clients.py): one
-HTTP request per call (retries are RetryingStore's), path-style addressing, the checksums
-S3Store passes and no others, ChecksumMode on gets (a returned SHA-256 is checked against the
-body at its end), the same timeouts. Its errors carry what S3Store's error mapping reads: S3's
+HTTP request per call (retries are RetryingPlace's), path-style addressing, the checksums
+S3Place passes and no others, ChecksumMode where asked (a returned SHA-256 is checked against the
+body at its end), the same timeouts. Its answers have the fields of botocore's that S3Place
+reads, and its errors what S3Place's error mapping reads: S3's
 error code, the HTTP status and S3's message (LeanResponseError), or the failed transport call
 (LeanTransportError, transient unless it is a certificate failure).
 """
@@ -29,6 +31,7 @@ import hashlib
 import http.client
 import select
 import threading
+from datetime import datetime, timezone
 from typing import Callable, Iterator
 from urllib.parse import unquote_plus, urlsplit
 
@@ -71,7 +74,7 @@ def _is_certificate_failure(exc: BaseException) -> bool:
 
 
 class LeanS3Client:
-    """The subset of botocore's S3 client that S3Store's hot path calls, same names and shapes."""
+    """The subset of botocore's S3 client that S3Place's hot path calls, same names and shapes."""
 
     def __init__(self, setup: StaticSetup, botocore_client: Callable[[], object],
                  read_timeout: float = READ_TIMEOUT):
@@ -88,26 +91,31 @@ class LeanS3Client:
         self._lock = threading.Lock()
         self._ssl_context = None
 
-    # -- the calls S3Store makes -----------------------------------------------------------
+    # -- the calls S3Place makes -----------------------------------------------------------
     def put_object(self, *, Bucket: str, Key: str, Body: bytes, ContentMD5: str, ChecksumSHA256: str,
                    ChecksumAlgorithm: str = "SHA256", IfNoneMatch: str | None = None) -> dict:
         headers = {"content-md5": ContentMD5, "x-amz-checksum-sha256": ChecksumSHA256,
                    "x-amz-sdk-checksum-algorithm": ChecksumAlgorithm, "content-length": str(len(Body))}
         if IfNoneMatch:
             headers["if-none-match"] = IfNoneMatch
-        payload = base64.b64decode(ChecksumSHA256).hex()  # the body's SHA-256, computed once by S3Store
+        payload = base64.b64decode(ChecksumSHA256).hex()  # the body's SHA-256, computed once by its caller
         kwargs = dict(Bucket=Bucket, Key=Key, Body=Body, ContentMD5=ContentMD5, ChecksumSHA256=ChecksumSHA256,
                       ChecksumAlgorithm=ChecksumAlgorithm, **({"IfNoneMatch": IfNoneMatch} if IfNoneMatch else {}))
         return self._call("put_object", kwargs, lambda: self._simple("PUT", Bucket, Key, {}, headers, Body, payload))
 
-    def get_object(self, *, Bucket: str, Key: str, ChecksumMode: str = "ENABLED") -> dict:
-        headers = {"x-amz-checksum-mode": ChecksumMode}
-        return self._call("get_object", dict(Bucket=Bucket, Key=Key, ChecksumMode=ChecksumMode),
-                          lambda: {"Body": self._stream(Bucket, Key, headers)})
+    def get_object(self, *, Bucket: str, Key: str, ChecksumMode: str | None = None, Range: str | None = None,
+                   IfMatch: str | None = None) -> dict:
+        headers = {name: value for name, value in (("x-amz-checksum-mode", ChecksumMode), ("range", Range),
+                                                    ("if-match", IfMatch)) if value}
+        kwargs = dict(Bucket=Bucket, Key=Key, **{k: v for k, v in (("ChecksumMode", ChecksumMode), ("Range", Range),
+                                                                    ("IfMatch", IfMatch)) if v})
+        return self._call("get_object", kwargs, lambda: {"Body": self._stream(Bucket, Key, headers)})
 
-    def head_object(self, *, Bucket: str, Key: str) -> dict:
-        return self._call("head_object", dict(Bucket=Bucket, Key=Key),
-                          lambda: self._simple("HEAD", Bucket, Key, {}, {}))
+    def head_object(self, *, Bucket: str, Key: str, ChecksumMode: str | None = None) -> dict:
+        """botocore's answer's fields the places read: ContentLength, ETag, ChecksumSHA256."""
+        headers = {"x-amz-checksum-mode": ChecksumMode} if ChecksumMode else {}
+        kwargs = dict(Bucket=Bucket, Key=Key, **({"ChecksumMode": ChecksumMode} if ChecksumMode else {}))
+        return self._call("head_object", kwargs, lambda: _head_fields(self._simple("HEAD", Bucket, Key, {}, headers)))
 
     def delete_object(self, *, Bucket: str, Key: str) -> dict:
         return self._call("delete_object", dict(Bucket=Bucket, Key=Key),
@@ -271,6 +279,14 @@ def _response_error(response: http.client.HTTPResponse, text: bytes) -> LeanResp
     return LeanResponseError(code, response.status, message)
 
 
+def _head_fields(answer: dict) -> dict:
+    headers = answer["Headers"]
+    out = {"ContentLength": int(headers.get("content-length") or 0), "ETag": headers.get("etag", "")}
+    if headers.get("x-amz-checksum-sha256"):
+        out["ChecksumSHA256"] = headers["x-amz-checksum-sha256"]
+    return out
+
+
 def _parse_listing(text: bytes) -> dict:
     import xml.etree.ElementTree as ElementTree
 
@@ -278,11 +294,18 @@ def _parse_listing(text: bytes) -> dict:
     ns = root.tag[: root.tag.index("}") + 1] if root.tag.startswith("{") else ""
     encoded = (root.findtext(f"{ns}EncodingType") or "").lower() == "url"
     contents = [{"Key": unquote_plus(item.findtext(f"{ns}Key")) if encoded else item.findtext(f"{ns}Key"),
-                 "Size": int(item.findtext(f"{ns}Size") or 0)} for item in root.iter(f"{ns}Contents")]
+                 "Size": int(item.findtext(f"{ns}Size") or 0), "ETag": item.findtext(f"{ns}ETag") or "",
+                 "LastModified": _timestamp(item.findtext(f"{ns}LastModified"))}
+                for item in root.iter(f"{ns}Contents")]
     page = {"Contents": contents, "IsTruncated": (root.findtext(f"{ns}IsTruncated") or "").lower() == "true"}
     if page["IsTruncated"]:
         page["NextContinuationToken"] = root.findtext(f"{ns}NextContinuationToken")
     return page
+
+
+def _timestamp(text: str | None) -> datetime:
+    """A listing's LastModified ('2026-12-03T06:00:00.000Z'), as botocore gives it: aware, UTC."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else datetime.fromtimestamp(0, timezone.utc)
 
 
 class _ListPaginator:
@@ -340,6 +363,12 @@ class _Stream:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+
+    def readinto(self, view) -> int:
+        """read(), into the caller's buffer (the places' readers fill buffers)."""
+        data = self.read(len(view))
+        view[:len(data)] = data
+        return len(data)
 
     def close(self) -> None:
         if not self._done:

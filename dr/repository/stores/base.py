@@ -1,8 +1,11 @@
 """The store contract: the few things a repository needs from where its objects live.
 
 Every implementation (local directory, S3) passes the same conformance suite
-(tests/conformance/test_store_contract.py). Retries, counting and logging are wrappers
-around a store (retrying.py, counting.py), never code inside one.
+(tests/conformance/test_store_contract.py). dr's stores are places of the kit
+(dr/kits/places/: one storage contract for the repository, checkpoints and MLflow weight
+copies) seen through PlaceStore (placing.py), which turns the place contract into this one.
+Retries, counting and logging are wrappers, never code inside a store: retries are the
+places' one wrapper (RetryingPlace, under the store), counting is counting.py (over it).
 
 Contract, for every method:
 - Keys are '/'-separated relative paths of [A-Za-z0-9._-] segments; no '..', no leading '/'.
