@@ -104,6 +104,15 @@ def replay(doc: ZoneDocument, dest: ReplayTarget, cutover: dict[str, str], dry_r
     yield from _replay_route53_sets(doc, dest, cutover, dry_run, overwrite)
 
 
+def restored_fingerprints(doc: ZoneDocument, dest: ReplayTarget, cutover: dict[str, str]) -> tuple[str, str] | None:
+    """(the destination's, the backup's) fingerprints of the record sets replay() writes there
+    (the cutover applied); None for a Route53 destination (not compared)."""
+    if dest.server is None:
+        return None
+    wants, _ = _rfc2136_wants(doc, dest, cutover)
+    return rfc2136.fingerprints(wants, dest.server, dest.zone)
+
+
 def _apex_ns(dest: ReplayTarget) -> Outcome:
     return Outcome(f"{dest.zone} NS", OutcomeStatus.SKIPPED,
                    "the destination zone's own name servers are kept (they delegate that zone)")
