@@ -130,8 +130,8 @@ class DnsExporter(Exporter, Planning, DeployNeeds, RtoEstimates, DrillComparison
 
     def restored_content(self, artifacts: list[Artifact], reader: ContentReader,
                          request: RestoreRequest) -> Iterator[RestoredContent]:
-        """Each zone restored by RFC 2136: the destination's record sets, read by AXFR and
-        normalised, against the backup's with the cutover applied (a Route53 zone: not compared)."""
+        """Each zone: the destination's record sets read back (AXFR, or Route53 through octoDNS)
+        and normalised, against the backup's with the cutover applied."""
         cutover = {k[len(CUTOVER):]: v for k, v in request.remap.items() if k.startswith(CUTOVER)}
         for artifact in artifacts:
             if artifact.kind != KIND:
@@ -143,9 +143,8 @@ class DnsExporter(Exporter, Planning, DeployNeeds, RtoEstimates, DrillComparison
                                      self.options.timeout_seconds)
             except Exception:  # restore() failed the zone with this reason: nothing written to compare
                 continue
-            found = writing.restored_fingerprints(doc, dest, cutover)
-            if found is not None:
-                yield RestoredContent(artifact.identity, restored=found[0], backed_up=found[1])
+            restored, backed_up = writing.restored_fingerprints(doc, dest, cutover)
+            yield RestoredContent(artifact.identity, restored=restored, backed_up=backed_up)
 
     def _tsig_for(self, zone: str) -> writing.Tsig | None:
         """The plan's TSIG key of that zone, used to update it as to transfer it."""

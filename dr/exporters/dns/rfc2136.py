@@ -104,7 +104,7 @@ def fingerprints(wants: list[Want], server: Server, zone: str) -> tuple[str, str
             continue
         found += 1
         held.append([*key, have[0], _canonical(want.kind, have[1], origin)])
-    return (_fingerprint(held, found, len(wants)) if found else ""), _fingerprint(backed, len(wants), len(wants))
+    return (fingerprint(held, found, len(wants)) if found else ""), fingerprint(backed, len(wants), len(wants))
 
 
 def _canonical(kind: str, texts: list[str], origin: dns.name.Name) -> list[str]:
@@ -114,8 +114,8 @@ def _canonical(kind: str, texts: list[str], origin: dns.name.Name) -> list[str]:
         return sorted(texts)
 
 
-def _fingerprint(entries: list, found: int, total: int) -> str:
-    digest = hashlib.sha256(json.dumps(entries).encode()).hexdigest()
+def fingerprint(entries: list, found: int, total: int) -> str:
+    digest = hashlib.sha256(json.dumps(entries, sort_keys=True).encode()).hexdigest()
     return f"{found}/{total} record sets, sha256 {digest}"
 
 
