@@ -122,3 +122,10 @@ def test_restored_content_hashes_each_pushed_image_and_finds_its_tree(backed_up,
     response = requests.delete(f"{registries.dest.url}/v2/compared/team/worker/blobs/{layer}", timeout=10)
     assert response.status_code == 202, response.text
     assert "fingerprint 1 missing" in _compared(plan, records, reader, to)[images.worker]
+    # the api image's signature lost from the destination: what travels with it is compared too
+    assert {o.status for o in _restore(plan, to=to, overwrite=True).values()} <= {
+        OutcomeStatus.RESTORED, OutcomeStatus.UNCHANGED}
+    assert _compared(plan, records, reader, to)[images.api] == ""
+    response = requests.delete(f"{registries.dest.url}/v2/compared/team/api/manifests/{images.signature}", timeout=10)
+    assert response.status_code == 202, response.text
+    assert "fingerprint 1 missing" in _compared(plan, records, reader, to)[images.api]

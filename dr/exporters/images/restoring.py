@@ -162,8 +162,8 @@ def restored_images(exporter: "ImagesExporter", artifacts: list[Artifact], reade
                 ref = parse(record["source"])
                 path = "/".join(p for p in (target.prefix, ref.path) if p)
                 dst = Endpoint(exporter.connections.get(target.host, target.scheme), path)
-                yield RestoredContent(artifact.identity, restored=_held_tree(copier, dst, ref.tag or dr_digest),
-                                      backed_up=backed_up)
+                yield RestoredContent(artifact.identity, backed_up=backed_up,
+                                      restored=_held_tree(copier, dst, ref.tag or dr_digest, _attached(record)))
             elif record["copies"]:  # an image held only in the repository: restore failed it
                 yield RestoredContent(artifact.identity, restored=_in_place(exporter, copier, record, dr_digest),
                                       backed_up=backed_up)
@@ -176,15 +176,21 @@ def _in_place(exporter: "ImagesExporter", copier: Copier, record: dict, dr_diges
         try:
             dst = _dr_endpoint(exporter, copy)
             if dst.registry.head_manifest(dst.path, dr_digest):
-                return _held_tree(copier, dst, dr_digest)
+                return _held_tree(copier, dst, dr_digest, _attached(record))
         except RegistryError:
             continue
     return ""
 
 
-def _held_tree(copier: Copier, dst: Endpoint, reference: str) -> str:
+def _attached(record: dict) -> list[str]:
+    """The digests of what travels with the image (cosign signatures, attestations, referrers)."""
+    return sorted({a["digest"] for a in record.get("attached") or [] if a.get("digest")})
+
+
+def _held_tree(copier: Copier, dst: Endpoint, reference: str, attached: list[str]) -> str:
     """"complete DIGEST" when `reference` names a manifest whose bytes hash to DIGEST and every
-    manifest and blob of its tree is there; "N missing DIGEST" else; "" when nothing is there."""
+    manifest and blob of its tree is there, and the manifest of everything `attached` to it;
+    "N missing DIGEST" else; "" when nothing is there."""
     if dst.registry.head_manifest(dst.path, reference) is None:
         return ""
     try:
@@ -192,4 +198,5 @@ def _held_tree(copier: Copier, dst: Endpoint, reference: str) -> str:
     except RegistryError as exc:  # a manifest of the tree is missing or not the bytes its digest names
         return f"damaged: {exc}"
     missing = [digest for digest, size in sorted(tree.blobs.items()) if dst.registry.has_blob(dst.path, digest) != size]
+    missing += [digest for digest in attached if dst.registry.head_manifest(dst.path, digest) is None]
     return f"{len(missing)} missing {tree.top.digest}" if missing else f"complete {tree.top.digest}"
