@@ -204,12 +204,28 @@ def test_an_imported_certificate_restores_with_its_key_given_and_amazon_issued_o
     (arn,) = west_certificates(acm_endpoint)
     assert acm_client(acm_endpoint, "us-west-2").get_certificate(CertificateArn=arn)["Certificate"].encode() \
         == made.certificate
+    # what dr drill compares: the imported one read back; the Amazon-issued one is not restored
+    assert compared(harness, opts, done.artifacts, folder) == {ident[imported]: ""}
     # another certificate for the same domains behind that ARN: a conflict until --overwrite
     import_leaf_into(acm_endpoint, arn, make_leaf(NAMES, days_left=150, key_number=1))
+    assert "fingerprint certificate sha256" in compared(harness, opts, done.artifacts, folder)[ident[imported]]
     assert restore(remap={"private-key-dir": str(folder)})[ident[imported]].status == OutcomeStatus.CONFLICT
     redone = restore(remap={"private-key-dir": str(folder)}, overwrite=True)[ident[imported]]
     assert redone.status == OutcomeStatus.RESTORED and "re-imported into" in redone.reason
     assert west_certificates(acm_endpoint) == [arn]
+    assert compared(harness, opts, done.artifacts, folder) == {ident[imported]: ""}
+
+
+def compared(harness, opts, artifacts, folder) -> dict:
+    """What dr drill finds of each certificate in us-west-2: "" or what differs from the backup."""
+    from dr.contract import ExportContext, RestoreRequest
+    from dr.drills.comparing import difference
+    from dr.repository.reading import ArtifactReader
+    reader, by_identity = ArtifactReader(harness.repo), {a.identity: a for a in artifacts}
+    exporter = CertificatesExporter(ExportContext("src", CertificatesExporter.Options(**opts), "/"))
+    request = RestoreRequest(to="us-west-2", remap={"private-key-dir": str(folder)})
+    return {c.item: difference(c, by_identity[c.item], reader)
+            for c in exporter.restored_content(artifacts, reader, request)}
 
 
 def import_leaf_into(endpoint: str, arn: str, made) -> None:

@@ -14,7 +14,9 @@ from torch.distributed.checkpoint import FileSystemReader
 from torch.distributed.checkpoint._fsspec_filesystem import FsspecReader
 
 from dr.exporters.checkpoints.copies.layout import MANIFEST, MARKER
-from dr.contract import OutcomeStatus
+from dr.contract import OutcomeStatus, RestoreRequest
+from dr.drills.comparing import difference
+from dr.repository.reading import ArtifactReader
 from tests.checkpoints.test_exporter_helpers import (Repo, assert_same_state, bucket_files, load_state,
                                                      make_exporter, s3_fsspec, save_steps, upload_tree)
 from tests.fixtures_s3 import s3_client
@@ -231,3 +233,51 @@ def test_shared_filesystem_source_to_a_bucket_and_back(tmp_path, s3_bucket, moto
     assert outcome.status == OutcomeStatus.RESTORED
     assert_same_state(load_state(FileSystemReader(str(tmp_path / "new" / "r1" / "step-20"))), saved[20])
     assert _paths(tmp_path / "new" / "r1" / "step-20") == _paths(tmp_path / "runs" / "r1" / "step-20")
+
+
+def _compared(env, artifacts, **request) -> dict:
+    """What dr drill finds of each checkpoint restore_copies chose: "" or what differs."""
+    reader = ArtifactReader(env["repo"].repo, None)
+    by_identity = {a.identity: a for a in artifacts}
+    return {c.item: difference(c, by_identity[c.item], reader)
+            for c in make_exporter(env["options"]).restored_content(artifacts, reader, RestoreRequest(**request))}
+
+
+def test_restored_content_hashes_the_restored_files_against_the_manifest(two_domains, tmp_path):
+    env = two_domains
+    backup = env["repo"].backup(make_exporter(env["options"]))
+    to, remap = str(tmp_path / "resume"), {"run": "llama"}
+    assert _compared(env, backup.artifacts, to=to, remap=remap) == {
+        "near/llama/step-300": "nothing of it is at the destination"}
+    env["repo"].restore(make_exporter(env["options"]), backup.artifacts, to=to, remap=remap)
+    assert _compared(env, backup.artifacts, to=to, remap=remap) == {"near/llama/step-300": ""}
+    assert _compared(env, backup.artifacts, to=to, remap={**remap, "step": "200"}) == {
+        "near/llama/step-200": "nothing of it is at the destination"}
+    assert _compared(env, backup.artifacts, remap=remap) == {}  # verified in place: nothing written to compare
+
+    restored = tmp_path / "resume" / "llama" / "step-300"
+    count = len(list(restored.iterdir()))
+    shard = restored / "__0_1.distcp"
+    data = bytearray(shard.read_bytes())
+    data[100] ^= 0xFF
+    shard.write_bytes(bytes(data))  # the same size, one byte flipped
+    assert f"fingerprint {count}/{count} files" in _compared(env, backup.artifacts, to=to, remap=remap)["near/llama/step-300"]
+    data[100] ^= 0xFF
+    shard.write_bytes(bytes(data))
+    assert _compared(env, backup.artifacts, to=to, remap=remap) == {"near/llama/step-300": ""}
+    (restored / "stray.pt").write_bytes(b"not the checkpoint's")
+    assert _compared(env, backup.artifacts, to=to, remap=remap)["near/llama/step-300"]
+    (restored / "stray.pt").unlink()
+    (restored / ".metadata").unlink()
+    assert f"fingerprint {count - 1}/{count} files" in _compared(env, backup.artifacts, to=to, remap=remap)["near/llama/step-300"]
+
+
+def test_restored_content_reads_a_checkpoint_restored_to_a_bucket(two_domains, s3_bucket):
+    env = two_domains
+    backup = env["repo"].backup(make_exporter(env["options"]))
+    target = s3_bucket()
+    request = {"to": f"s3://{target}/resume", "remap": {"run": "llama", "step": "100", "endpoint_url": env["a"]}}
+    env["repo"].restore(make_exporter(env["options"]), backup.artifacts, **request)
+    assert _compared(env, backup.artifacts, **request) == {"near/llama/step-100": ""}
+    _corrupt(env["a"], target, "resume/llama/step-100/__0_0.distcp")
+    assert "fingerprint" in _compared(env, backup.artifacts, **request)["near/llama/step-100"]

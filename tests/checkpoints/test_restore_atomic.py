@@ -107,3 +107,11 @@ def test_a_single_file_checkpoint_is_published_by_one_rename_or_not_at_all(tmp_p
     assert main(restore) == Exit.OK
     assert (back / "llama" / "step-100.pt").read_bytes() == (tmp_path / "runs" / "llama" / "step-100.pt").read_bytes()
     assert sorted(p.name for p in (back / "llama").iterdir()) == ["step-100.pt", "step-50.pt"]
+    # a drill compares the restored file with the copy's manifest, not only the restore's word
+    scratch = tmp_path / "scratch"
+    capsys.readouterr()
+    code = main(["drill", "--plan", plan, "--failed", "cluster-a", "--to", str(scratch), "--json"])
+    captured = capsys.readouterr()
+    assert code == Exit.OK, captured.out + captured.err
+    [check] = json.loads(captured.out)["verify"]["steps"]
+    assert check["verified"] and check["compared"] == 1 and check["reason"].startswith("all 1 items identical")

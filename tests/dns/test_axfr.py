@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 
 import dns.query
 import dns.update
 import pytest
 
-from dr.contract import OutcomeStatus
+from dr.contract import ExportContext, OutcomeStatus, RestoreRequest
+from dr.drills.comparing import difference
 from dr.exporters.dns import DnsExporter
 from dr.exporters.dns import reading
 from dr.repository.reading import ArtifactReader
@@ -154,3 +156,41 @@ def test_an_unreachable_destination_fails_every_record_with_the_reason(harness, 
                           for o in failed)
     bad = harness.restore(DnsExporter, opts, done.artifacts, to="ftp://nowhere")
     assert [(o.status, "route53:HOSTED_ZONE_ID or dns://" in o.reason) for o in bad] == [(OutcomeStatus.FAILED, True)]
+
+
+def _compared(harness, opts, artifacts, **request) -> dict:
+    """What dr drill finds of each zone: "" or what differs from the backup."""
+    exporter = DnsExporter(ExportContext("src", DnsExporter.Options(**opts), "/nonexistent"))
+    reader = ArtifactReader(harness.repo)
+    by_identity = {a.identity: a for a in artifacts}
+    return {c.item: difference(c, by_identity[c.item], reader)
+            for c in exporter.restored_content(artifacts, reader, RestoreRequest(**request))}
+
+
+def test_restored_content_reads_the_zone_back_and_compares_its_record_sets(harness, tmp_path, bind, bind_empty):
+    """Every type, after a restore: equal whatever spelling bind gives back; a cutover the zone
+    does not show, a changed record and a deleted one each differ."""
+    opts = zone_options(bind.port, "example.test")
+    done = backup(harness, tmp_path, opts)
+    to = f"dns://127.0.0.1:{bind_empty.port}/example.test"
+    harness.restore(DnsExporter, opts, done.artifacts, to=to, overwrite=True)
+    assert _compared(harness, opts, done.artifacts, to=to) == {"example.test": ""}
+    cutover = {"record-target:10.0.0.10": "10.1.0.10"}
+    assert "fingerprint" in _compared(harness, opts, done.artifacts, to=to, remap=cutover)["example.test"]
+    harness.restore(DnsExporter, opts, done.artifacts, to=to, remap=cutover, overwrite=True)
+    assert _compared(harness, opts, done.artifacts, to=to, remap=cutover) == {"example.test": ""}
+
+    _bump(bind_empty.port, "example.test", "mail", "10.9.9.9")  # another address
+    assert "fingerprint" in _compared(harness, opts, done.artifacts, to=to, remap=cutover)["example.test"]
+    update = dns.update.UpdateMessage("example.test")
+    update.delete("info", "HINFO")
+    dns.query.tcp(update, "127.0.0.1", port=bind_empty.port, timeout=5)
+    harness.restore(DnsExporter, opts, done.artifacts, to=to, overwrite=True)  # mail back; HINFO too
+    assert _compared(harness, opts, done.artifacts, to=to) == {"example.test": ""}
+    update = dns.update.UpdateMessage("example.test")
+    update.delete("info", "HINFO")
+    dns.query.tcp(update, "127.0.0.1", port=bind_empty.port, timeout=5)
+    found, total = re.search(r"fingerprint (\d+)/(\d+) record sets", _compared(
+        harness, opts, done.artifacts, to=to)["example.test"]).groups()
+    assert int(found) == int(total) - 1  # one record set fewer
+    harness.restore(DnsExporter, opts, done.artifacts, to=to, overwrite=True)

@@ -217,3 +217,33 @@ def test_a_private_zone_is_chosen_by_private_when_a_public_one_shares_its_name(h
     (artifact,) = done.artifacts
     assert artifact.meta["origin"] == f"route53:{private}"
     assert {d.reference for d in artifact.dependencies} == {"10.0.0.10"}
+
+
+def test_restored_content_reads_the_route53_zone_back(harness, tmp_path, route53, moto_endpoint):
+    """What dr drill compares: equal after a restore (aliases, routing sets, the cutover); a
+    changed record and a re-weighted set each differ."""
+    from dr.contract import ExportContext, RestoreRequest
+    from dr.drills.comparing import difference
+    from dr.repository.reading import ArtifactReader
+    zone_a, zone_b = new_zone(route53), new_zone(route53)
+    fill(route53, zone_a)
+    opts = options(zone_a, moto_endpoint)
+    done = harness.backup(DnsExporter, opts, base_dir=str(tmp_path))
+    (artifact,) = done.artifacts
+    cutover = {"record-target:10.0.0.50": "10.3.0.50"}
+
+    def compared(remap=()) -> str:
+        exporter = DnsExporter(ExportContext("src", DnsExporter.Options(**opts), "/nonexistent"))
+        reader = ArtifactReader(harness.repo)
+        (content,) = exporter.restored_content(done.artifacts, reader, RestoreRequest(to=f"route53:{zone_b}",
+                                                                                      remap=dict(remap)))
+        return difference(content, artifact, reader)
+    harness.restore(DnsExporter, opts, done.artifacts, to=f"route53:{zone_b}", remap=cutover)
+    assert compared(cutover) == ""
+    assert "fingerprint" in compared()  # the zone holds the cutover, not the backup as it was
+    upsert(route53, zone_b, records(f"www.{ZONE}", "A", "10.9.9.9"))
+    assert "fingerprint" in compared(cutover)
+    harness.restore(DnsExporter, opts, done.artifacts, to=f"route53:{zone_b}", remap=cutover, overwrite=True)
+    assert compared(cutover) == ""
+    upsert(route53, zone_b, records(f"canary.{ZONE}", "A", "10.2.0.30", SetIdentifier="green", Weight=50))
+    assert "fingerprint" in compared(cutover)

@@ -210,3 +210,33 @@ def test_audit_live_finds_the_sealed_records_and_only_a_new_secret(harness, secr
     secrets["sm"].create_secret(Name=secrets["prefix"] + "new", SecretString="x")
     [new] = [f for f in _audit(harness, tmp_path, options, [], Registry()).findings if f.code == "not-backed-up"]
     assert secrets["prefix"] + "new" in new.message
+
+
+def test_restored_content_compares_each_value_by_keyed_digest_only(harness, secrets, tmp_path, age_keys):
+    """What dr drill compares: equal after the restore; a changed or deleted value differs; no
+    fingerprint holds the value or its plain sha256."""
+    import hashlib
+
+    from dr.contract import RestoreRequest
+    from dr.drills.comparing import difference
+    keys, recipient = age_keys
+    options, p = opts(secrets, include_values=True), secrets["prefix"]
+    done = backup(harness, options, tmp_path, recipient)
+    reader, by_identity = ArtifactReader(harness.repo, keys), {a.identity: a for a in done.artifacts}
+
+    def compared() -> dict:
+        found = list(SecretsManagerExporter(_context(options)).restored_content(
+            done.artifacts, reader, RestoreRequest(to="eu-central-1")))
+        text = json.dumps([(c.restored, c.backed_up) for c in found])
+        assert "tok-api-123" not in text and hashlib.sha256(b"tok-api-123").hexdigest()[:16] not in text
+        return {c.item: difference(c, by_identity[c.item], reader) for c in found}
+    values = {p + n + ":value" for n in ("api", "db", "tls-key")}
+    assert compared() == {v: "nothing of it is at the destination" for v in values}
+    harness.restore(SecretsManagerExporter, options, done.artifacts, identities=keys, to="eu-central-1")
+    assert compared() == {v: "" for v in values}
+    central = boto3.client("secretsmanager", region_name="eu-central-1", endpoint_url=secrets["endpoint"])
+    central.put_secret_value(SecretId=p + "api", SecretString="changed at the destination")
+    central.delete_secret(SecretId=p + "tls-key", ForceDeleteWithoutRecovery=True)
+    found = compared()
+    assert "fingerprint hmac-sha256" in found[p + "api:value"] and found[p + "db:value"] == ""
+    assert found[p + "tls-key:value"] == "nothing of it is at the destination"

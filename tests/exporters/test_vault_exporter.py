@@ -103,12 +103,28 @@ def test_snapshot_and_configuration_round_trip(harness, openbao_source, openbao_
     # storage is still the snapshot's entry for entry, so nothing changed since it was restored
     assert statuses(again) == {SNAPSHOT: OutcomeStatus.UNCHANGED, CONFIG: OutcomeStatus.UNCHANGED}, again
     assert "holds the snapshot's storage entry for entry" in again[0].reason
+    # what dr drill compares: the storage and the configuration by digest, read back
+    assert _compared(harness, opts, done.artifacts, keys, openbao_target) == {SNAPSHOT: "", CONFIG: ""}
     # one secret written since: the storage differs, a conflict that --overwrite resolves
     openbao_target.client(source.root_token).secrets.kv.v2.create_or_update_secret(
         "apps/billing/db", secret={"password": "s3cret-9"}, mount_point="secret")
     changed = harness.restore(VaultExporter, opts, done.artifacts, identities=keys, to=openbao_target.address)
     assert statuses(changed)[SNAPSHOT] == OutcomeStatus.CONFLICT, changed
     assert "its storage differs from the snapshot's" in changed[0].reason
+    compared = _compared(harness, opts, done.artifacts, keys, openbao_target)
+    assert "entries, sha256" in compared[SNAPSHOT] and compared[CONFIG] == ""
+    assert "s3cret" not in json.dumps(compared)
+
+
+def _compared(harness, opts, artifacts, keys, target) -> dict:
+    """What dr drill finds of each artifact at `target`: "" or what differs from the backup."""
+    from dr.contract import RestoreRequest
+    from dr.drills.comparing import difference
+    from dr.repository.reading import ArtifactReader
+    reader, by_identity = ArtifactReader(harness.repo, keys), {a.identity: a for a in artifacts}
+    exporter = VaultExporter(ExportContext("src", VaultExporter.Options(**opts), "/"))
+    return {c.item: difference(c, by_identity[c.item], reader)
+            for c in exporter.restored_content(artifacts, reader, RestoreRequest(to=target.address))}
 
 
 def test_kv_versions_record_is_compared_by_version_whatever_the_plan_says_now(

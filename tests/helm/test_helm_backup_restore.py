@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import tarfile
 
 import requests
 import yaml
@@ -12,6 +13,7 @@ import yaml
 from dr.cli.exitcodes import Exit
 from dr.cli.main import main
 from dr.contract import ExportContext, OutcomeStatus, RestoreRequest
+from dr.drills.comparing import difference
 from dr.exporters.helm import HelmExporter
 from dr.exporters.helm.options import HelmOptions
 from tests.helm.charts import ChartServer, helm
@@ -158,3 +160,67 @@ def test_a_chart_that_is_not_a_chart_is_refused_before_anything_is_written(tmp_p
     assert outcomes[api.identity].status == OutcomeStatus.RESTORED  # each chart is its own unit
     assert sorted(p.name for p in out.iterdir()) == ["api-0.1.0.tgz", "index.yaml"]  # no web, no .prov
     assert sorted(yaml.safe_load((out / "index.yaml").read_text())["entries"]) == ["api"]
+
+
+def _compared(exporter, artifacts, reader, to: str) -> dict:
+    """What dr drill finds of each chart at `to`: "" or what differs from the backup."""
+    by_identity = {a.identity: a for a in artifacts}
+    return {c.item: difference(c, by_identity[c.item], reader)
+            for c in exporter.restored_content(artifacts, reader, RestoreRequest(to=to))}
+
+
+def test_restored_content_compares_the_charts_in_a_directory_with_the_backup(tmp_path, charts):
+    _, found, reader = backup(plan_with(tmp_path, _listed(charts)))
+    artifacts = list(found.values())
+    exporter = HelmExporter(ExportContext("charts", HelmOptions(), str(tmp_path)))
+    out = tmp_path / "out"
+    assert set(_compared(exporter, artifacts, reader, str(out)).values()) == {"nothing of it is at the destination"}
+    assert {o.status for o in exporter.restore(artifacts, reader, RestoreRequest(to=str(out)))} == {
+        OutcomeStatus.RESTORED}
+    web, api = f"{charts.http.url}/web:1.0.0", f"{charts.oci_api}:0.1.0"
+    assert _compared(exporter, artifacts, reader, str(out)) == {web: "", api: ""}
+
+    (out / "web-1.0.0.tgz").write_bytes((charts.packaged / "web-1.1.0.tgz").read_bytes())  # another chart
+    (out / "web-1.0.0.tgz.prov").unlink()
+    (out / "api-0.1.0.tgz").write_bytes((out / "api-0.1.0.tgz").read_bytes() + b"\0")
+    compared = _compared(exporter, artifacts, reader, str(out))
+    assert "fingerprint" in compared[web] and "fingerprint" in compared[api]
+    exporter.restore(artifacts, reader, RestoreRequest(to=str(out), overwrite=True))
+    (out / "index.yaml").write_text(yaml.safe_dump({"apiVersion": "v1", "entries": {}}))  # the index lost them
+    assert all(_compared(exporter, artifacts, reader, str(out)).values())
+
+
+def test_restored_content_reads_the_charts_back_from_an_oci_registry(tmp_path, charts):
+    _, found, reader = backup(plan_with(tmp_path, _listed(charts)))
+    artifacts = list(found.values())
+    exporter = HelmExporter(ExportContext("charts", HelmOptions(), str(tmp_path)))
+    to = f"oci://{charts.dest.host}/compared"
+    web, api = f"{charts.http.url}/web:1.0.0", f"{charts.oci_api}:0.1.0"
+    assert _compared(exporter, artifacts, reader, to)[web] == "nothing of it is at the destination"
+    assert {o.status for o in exporter.restore(artifacts, reader, RestoreRequest(to=to))} == {OutcomeStatus.RESTORED}
+    assert _compared(exporter, artifacts, reader, to) == {web: "", api: ""}
+    # the tag moved to another chart (web 1.1.0's bytes, pushed by helm under 1.0.0's name)
+    other = tmp_path / "other"
+    other.mkdir()
+    helm("pull", "web", "--repo", charts.http.url, "--version", "1.1.0", "-d", str(other), home=charts.home)
+    with tarfile.open(other / "web-1.1.0.tgz") as tar:
+        tar.extractall(other, filter="data")
+    chart_yaml = other / "web" / "Chart.yaml"
+    chart_yaml.write_text(chart_yaml.read_text().replace("version: 1.1.0", "version: 1.0.0"))
+    (other / "web" / "values.yaml").write_text("replicaCount: 7\n")
+    helm("package", str(other / "web"), "-d", str(other / "pkg"), home=charts.home)
+    helm("push", str(other / "pkg" / "web-1.0.0.tgz"), f"{to}", "--plain-http", home=charts.home)
+    compared = _compared(exporter, artifacts, reader, to)
+    assert compared[api] == "" and "fingerprint" in compared[web]
+
+
+def test_a_drill_compares_every_chart_with_the_backup(tmp_path, charts, capsys):
+    backup(plan_with(tmp_path, _listed(charts)))
+    capsys.readouterr()
+    code = main(["drill", "--plan", str(tmp_path / "plan.yaml"), "--failed", "cluster-a", "--to",
+                 str(tmp_path / "scratch"), "--json"])
+    captured = capsys.readouterr()
+    assert code == Exit.OK, captured.out + captured.err
+    [check] = json.loads(captured.out)["verify"]["steps"]
+    assert check["verified"] and check["compared"] == 2 and not check["mismatches"], check
+    assert check["reason"].startswith("all 2 items identical to the backup"), check["reason"]

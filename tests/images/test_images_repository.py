@@ -24,6 +24,7 @@ from dr.exporters.images.records import load
 from dr.repository.checking import verify
 from dr.repository.reading import ArtifactReader
 from dr.repository.targets import open_target
+from dr.drills.comparing import difference
 from dr.restore import run_restore
 from tests.harness.registries import push_image, tar_layer
 from tests.images.conftest import REGISTRY, backup, source_result
@@ -152,6 +153,21 @@ def test_restore_pushes_from_the_repository_into_a_fresh_registry(held, registri
     again = _restore(held.plan, to=to, overwrite=True)[images.worker]
     assert again.status == OutcomeStatus.RESTORED and " 0 bytes pushed" in again.reason  # every blob HEADed
     assert dest.head_manifest("held/team/worker", "1.0")[0] == source.head_manifest("team/worker", "1.0")[0]
+
+
+def test_restored_content_compares_images_pushed_from_the_repository(held, registries, images):
+    to = f"{registries.dest.url}/held-compared"
+    exporter, artifacts = held.exporter(), held.artifacts
+    by_identity = {a.identity: a for a in artifacts}
+
+    def compared(to):
+        return {c.item: difference(c, by_identity[c.item], held.reader)
+                for c in exporter.restored_content(artifacts, held.reader, RestoreRequest(to=to))}
+    assert {o.status for o in _restore(held.plan, to=to).values()} == {OutcomeStatus.RESTORED}
+    assert compared(to) == {ref: "" for ref in held.refs}  # one item per image, none per blob
+    assert compared(None) == {}  # held only in the repository: nothing in place to compare
+    other = push_image(registries.dest.client(), "held-compared/team/batch", "1.0", [b"another build"])
+    assert other[:10] in compared(to)[held.refs[2]]
 
 
 def test_without_to_there_is_no_destination_and_the_rto_counts_image_bytes(held, images):

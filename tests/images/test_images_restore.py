@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 
 import pytest
+import requests
 
 from dr.contract import ExportContext, OutcomeStatus, RestoreRequest
+from dr.drills.comparing import difference
 from dr.exporters.images import ImagesExporter
 from dr.restore import run_restore
 from tests.harness.registries import push_image
@@ -92,3 +94,48 @@ def _check_damage(exporter, artifacts, reader, plan, registries, images, layer):
     failed = _restore(plan, to=f"{registries.dest.url}/from-corrupt")
     assert failed[images.api].status == OutcomeStatus.FAILED and layer in failed[images.api].reason
     assert failed[images.worker].status == OutcomeStatus.RESTORED or layer in failed[images.worker].reason
+
+
+def _compared(plan, records, reader, to: str | None) -> dict:
+    """What dr drill finds of each image: "" or what differs from the backup."""
+    exporter = ImagesExporter(ExportContext("images", plan.options["images"], plan.base_dir))
+    artifacts = {a.identity: a for a, _ in records.values()}
+    return {c.item: difference(c, artifacts[c.item], reader)
+            for c in exporter.restored_content(list(artifacts.values()), reader, RestoreRequest(to=to))}
+
+
+def test_restored_content_hashes_each_pushed_image_and_finds_its_tree(backed_up, registries, images):
+    plan, records, reader = backed_up
+    to = f"{registries.dest.url}/compared"
+    assert set(_compared(plan, records, reader, to).values()) == {"nothing of it is at the destination"}
+    assert {o.status for o in _restore(plan, to=to).values()} == {OutcomeStatus.RESTORED}
+    assert _compared(plan, records, reader, to) == {images.api: "", images.worker: "", images.multi: ""}
+    assert _compared(plan, records, reader, None) == {images.api: "", images.worker: "", images.multi: ""}
+
+    dest = registries.dest.client()
+    other = push_image(dest, "compared/team/api", "1.0", [b"someone else's build"])  # the tag moved
+    compared = _compared(plan, records, reader, to)
+    assert other[:10] in compared[images.api] and compared[images.worker] == "" == compared[images.multi]
+    # a layer of the worker image lost from the destination: its digest is right, its tree is not whole
+    _, record = records[images.worker]
+    layer = max(record["blobs"], key=record["blobs"].get)
+    response = requests.delete(f"{registries.dest.url}/v2/compared/team/worker/blobs/{layer}", timeout=10)
+    assert response.status_code == 202, response.text
+    assert "fingerprint 1 missing" in _compared(plan, records, reader, to)[images.worker]
+    # the api image's signature lost from the destination: what travels with it is compared too
+    assert {o.status for o in _restore(plan, to=to, overwrite=True).values()} <= {
+        OutcomeStatus.RESTORED, OutcomeStatus.UNCHANGED}
+    assert _compared(plan, records, reader, to)[images.api] == ""
+    response = requests.delete(f"{registries.dest.url}/v2/compared/team/api/manifests/{images.signature}", timeout=10)
+    assert response.status_code == 202, response.text
+    assert "fingerprint 1 missing" in _compared(plan, records, reader, to)[images.api]
+
+
+def test_a_drill_compares_every_image_with_the_backup(backed_up, tmp_path):
+    """dr drill: the images step checks its DR copies in place and compares each with the backup."""
+    from dr.drills.drilling import run_drill
+    plan, records, _ = backed_up
+    record = run_drill(plan, REGISTRY, failed=["cluster-a"], scratch=str(tmp_path / "scratch"))
+    check = next(c for c in record["verify"]["steps"] if c["step"].startswith("images"))
+    assert check["verified"] and check["compared"] == len(records), check
+    assert check["reason"].startswith(f"all {len(records)} items identical to the backup"), check["reason"]

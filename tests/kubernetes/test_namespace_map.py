@@ -119,3 +119,13 @@ def test_a_mapped_restore_keeps_kueue_admitting_the_new_namespace(planted, pipel
     assert "--namespace-map left" in dry["configmaps/team-b/endpoints"].reason
     again = pipeline.restore(backup.artifacts, remap=MAP)
     assert {o.status for o in again} <= {OutcomeStatus.UNCHANGED, OutcomeStatus.SKIPPED}, failures(again)
+    # what dr drill compares: every batch, remapped as the restore sent it, equals the destination's
+    from dr.contract import ExportContext, RestoreRequest
+    from dr.exporters.kubernetes import KubernetesExporter
+    from dr.repository.reading import ArtifactReader
+    exporter = KubernetesExporter(ExportContext("cluster", pipeline.options(), base_dir="/"))
+    reader = ArtifactReader(pipeline.repo, pipeline.identities)
+    for remap, equal in ((MAP, True), ({}, False)):  # unmapped: team-a's objects are not where the backup put them
+        found = list(exporter.restored_content(backup.artifacts, reader,
+                                               RestoreRequest(to=f"{pipeline.kubeconfig}:dest", remap=remap)))
+        assert found and all(c.restored == c.backed_up for c in found) == equal

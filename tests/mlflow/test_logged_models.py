@@ -36,3 +36,6 @@ def test_a_logged_model_version_round_trips(tmp_path, new_mlflow, moto_endpoint)
     v1 = Rest(to).get("/model-versions/get", name="clf", version="1")["model_version"]
     assert v1["source"] == where
     assert {t["key"]: t["value"] for t in v1["tags"]}["dr.source_uri"] == f"models:/{mid}"
+    # what dr drill compares: the version made from the logged model's location is the backup's
+    from tests.mlflow.test_roundtrip import _compared
+    assert _compared({"repo": repo, "artifacts": [artifact]}, to) == {"clf": ""}

@@ -150,3 +150,42 @@ def test_metric_history_option_keeps_every_point(mlflow_source, tmp_path):
     run2 = next(r for r in runs if r["run_id"] == mlflow_source["runs"]["run-2"])
     assert [p["value"] for p in run2["metric_history"]["acc"]] == [0.75, 0.85, 0.9]
     assert json.dumps(run2)  # plain JSON
+
+
+def _compared(backed_up, to: str, **request) -> dict:
+    """What dr drill finds of each model at `to`: "" or what differs from the backup."""
+    from dr.contract import RestoreRequest
+    from dr.drills.comparing import difference
+    from dr.repository.reading import ArtifactReader
+    reader = ArtifactReader(backed_up["repo"].repo, None)
+    artifacts = {a.identity: a for a in backed_up["artifacts"]}
+    found = exporter({"tracking_uri": "http://unused.invalid"}).restored_content(
+        list(artifacts.values()), reader, RestoreRequest(to=to, **request))
+    return {c.item: difference(c, artifacts[c.item], reader) for c in found}
+
+
+def test_restored_content_compares_each_model_field_by_field(backed_up, mlflow_source, new_mlflow):
+    to = new_mlflow()
+    models = {"churn", "fraud-detector", "ranker"}
+    assert _compared(backed_up, to) == {m: "nothing of it is at the destination" for m in models}
+    outcomes(backed_up["repo"], backed_up["artifacts"], to)
+    assert _compared(backed_up, to) == {m: "" for m in models}
+    bucket = mlflow_source["bucket"]  # a remap the destination does not show: the sources differ
+    moved = _compared(backed_up, to, remap={f"artifact-root:s3://{bucket}": "s3://dr-replica/weights"})
+    assert "fingerprint 3/3 versions" in moved["fraud-detector"]
+    rest = Rest(to)
+    rest.post("/model-versions/set-tag", {"name": "ranker", "version": "1", "key": "validated", "value": "no"})
+    assert _compared(backed_up, to)["ranker"] == ""  # a tag the backup does not have: merged, not compared
+
+    rest.post("/registered-models/alias", {"name": "fraud-detector", "alias": "champion", "version": "4"})
+    run = Rest(to).get("/model-versions/get", name="churn", version="1")["model_version"]["run_id"]
+    rest.post("/runs/log-parameter", {"run_id": run, "key": "extra", "value": "1"})  # not the backup's: ignored
+    rest.delete("/model-versions/delete", {"name": "ranker", "version": "1"})
+    compared = _compared(backed_up, to)
+    assert compared["churn"] == "" and "fingerprint 3/3 versions" in compared["fraud-detector"]
+    assert "fingerprint 0/1 versions" in compared["ranker"]
+    # a run's last metric moved on: the lineage of the versions made from it differs
+    metric = rest.get("/runs/get", run_id=run)["run"]["data"]["metrics"][0]
+    rest.post("/runs/log-metric", {"run_id": run, "key": metric["key"], "value": metric["value"] + 1,
+                                   "timestamp": int(metric["timestamp"]) + 1000, "step": int(metric.get("step", 0)) + 1})
+    assert "fingerprint 2/2 versions" in _compared(backed_up, to)["churn"]

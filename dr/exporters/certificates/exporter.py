@@ -23,7 +23,7 @@ from dr.exporters.certificates.records import domains, identity
 from dr.exporters.certificates.restoring import KEY_DIR, CertificateRestore
 from dr.contract import (ArtifactSink, AuditDeclarations, ContentReader, DeployNeeds, Destination, Discovered,
                          DrillComparison, Exporter, Ordering, OrderingRule, Outcome, OutcomeStatus, Planning,
-                         RestoreOption, RestoreRequest, Rewriter, RunNeeds)
+                         RestoreOption, RestoreRequest, RestoredContent, Rewriter, RunNeeds)
 from dr.model.artifacts import Artifact
 
 
@@ -90,3 +90,15 @@ class CertificatesExporter(Exporter, Planning, AuditDeclarations, DeployNeeds, D
                               "in this restore: restore the certificate's artifact with it")
             elif artifact.kind not in (CERT, KEY):
                 yield Outcome(artifact.identity, OutcomeStatus.SKIPPED, f"not a certificates artifact ({artifact.kind})")
+
+    def restored_content(self, artifacts: list[Artifact], reader: ContentReader,
+                         request: RestoreRequest) -> Iterator[RestoredContent]:
+        """Each certificate restore() imports: the certificate the target region holds for its
+        domains, read back, against the backed-up bytes (sha256 of the DER); not the keys."""
+        keys = {a.identity[: -len(KEY_SUFFIX)]: a for a in artifacts if a.kind == KEY}
+        clients: dict = {}
+        for artifact in (a for a in artifacts if a.kind == CERT):
+            found = CertificateRestore(self.options, artifact, keys.get(artifact.identity), reader, request,
+                                       clients).fingerprints()
+            if found is not None:
+                yield RestoredContent(artifact.identity, restored=found[0], backed_up=found[1])

@@ -52,6 +52,21 @@ class CertificateRestore:
         except (acm.AcmUnavailable, CertificateUnreadable) as exc:
             return self._say(OutcomeStatus.FAILED, f"{self.region}: {exc}")
 
+    def fingerprints(self) -> tuple[str, str] | None:
+        """(what the target region holds, what the backup has) for dr drill: the sha256 of the
+        DER of the certificate there for the backed-up domains, read back (GetCertificate), the
+        one with the backed-up bytes if any; None for a certificate outcome() does not import
+        (skipped: no key, expired, never issued; or a key that is not its own)."""
+        data = json.loads(self.reader.read(self.artifact))
+        if self._refusal(data) or isinstance(self._key(data), Outcome):
+            return None
+        if self.region not in self.clients:
+            self.clients[self.region] = acm.client(self.options, self.region)
+        client = self.clients[self.region]
+        same, similar = find(client, data)
+        held = data["sha256"] if same else (leaf(acm.pem(client, similar)[0]).sha256 if similar else "")
+        return (f"certificate sha256 {held}" if held else ""), f"certificate sha256 {data['sha256']}"
+
     def _say(self, status: OutcomeStatus, reason: str) -> Outcome:
         return Outcome(self.artifact.identity, status, reason)
 

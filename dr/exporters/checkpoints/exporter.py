@@ -34,21 +34,22 @@ from dr.exporters.checkpoints.options import CheckpointsOptions, Tier
 from dr.kits.places.contract import Place
 from dr.exporters.checkpoints.places.opening import open_place
 from dr.kits.places.s3 import Sessions
-from dr.exporters.checkpoints.restoring import REMAP_KEYS, restore_copies
+from dr.exporters.checkpoints.restoring import REMAP_KEYS, restore_copies, restored_checkpoints
 from dr.exporters.checkpoints.scanning import ListedTree
 from dr.exporters.checkpoints.sharding import Executor, make_executor
 from dr.exporters.checkpoints.status import CopyCheck, RunRPO, rpo_report, verify_copies
 from dr.exporters.checkpoints.transfer.transferring import Transfer
 from dr.contract import (AnyOf, ArtifactSink, CheckpointSave, CheckpointSaves, ContentReader, CopyReport, DeployNeeds,
-                         Destination, Discovered, ExportContext, Exporter, Ordering, OrderingRule, Outcome,
-                         OutsideCopies, Planning, RemapKind, RestoreOption, RestoreRequest, Rewriter, RpoRow,
-                         RtoEstimates, RunNeeds, Sizing)
+                         Destination, Discovered, DrillComparison, ExportContext, Exporter, Ordering, OrderingRule,
+                         Outcome, OutsideCopies, Planning, RemapKind, RestoreOption, RestoreRequest, RestoredContent,
+                         Rewriter, RpoRow, RtoEstimates, RunNeeds, Sizing)
 from dr.model.artifacts import Artifact
 
 __all__ = ["CheckpointsExporter", "CopyCheck", "KIND", "REMAP_KEYS", "RunRPO", "rpo_report", "verify_copies"]
 
 
-class CheckpointsExporter(Exporter, Planning, OutsideCopies, CheckpointSaves, DeployNeeds, RtoEstimates):
+class CheckpointsExporter(Exporter, Planning, OutsideCopies, CheckpointSaves, DeployNeeds, RtoEstimates,
+                          DrillComparison):
     type_name = "checkpoints"
     summary = ("Training checkpoints on S3 or shared filesystems: complete ones copied, verified and "
                "loadable in place, to tiered DR targets")
@@ -158,6 +159,11 @@ class CheckpointsExporter(Exporter, Planning, OutsideCopies, CheckpointSaves, De
 
     def checkpoint_saves(self, artifacts: list[Artifact]) -> list[CheckpointSave]:
         return planning.checkpoint_saves(artifacts, tuple(t.name for t in self.options.effective_tiers()))
+
+    def restored_content(self, artifacts: list[Artifact], reader: ContentReader,
+                         request: RestoreRequest) -> Iterator[RestoredContent]:
+        """Each restored checkpoint's files, read back and hashed, against its copy's manifest."""
+        return restored_checkpoints(self, artifacts, reader, request)
 
     # -- beyond the contract ----------------------------------------------------------------
     def rpo(self, now: float | None = None) -> list[RunRPO]:

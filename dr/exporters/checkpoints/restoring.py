@@ -25,6 +25,7 @@ no trainer can mistake half a checkpoint for one. A mismatch fails the item, nam
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from typing import TYPE_CHECKING, Iterator
@@ -38,7 +39,7 @@ from dr.exporters.checkpoints.transfer.transferring import DigestMismatch, FileJ
 from dr.exporters.checkpoints.formats.tree import parent_of
 from dr.exporters.checkpoints.copies.verifying import check_copy
 from dr.exporters.checkpoints.staging import Stage, open_stage
-from dr.contract import ContentReader, Outcome, OutcomeStatus, RestoreRequest
+from dr.contract import ContentReader, Outcome, OutcomeStatus, RestoredContent, RestoreRequest
 from dr.model.artifacts import Artifact
 
 if TYPE_CHECKING:
@@ -191,6 +192,69 @@ def _existing(dest: Place, prefix: str, files: list[dict], is_dir: bool) -> tupl
     if is_dir and listed:
         return same, f"{min(listed).removeprefix(prefix + '/')} is not the checkpoint's"
     return same, ""
+
+
+def restored_checkpoints(x: "CheckpointsExporter", artifacts: list[Artifact], reader: ContentReader,
+                         request: RestoreRequest) -> Iterator[RestoredContent]:
+    """What `request.to` holds of each checkpoint restore_copies(artifacts, reader, request)
+    chose (Exporter.restored_content): every file the copy's manifest lists, read back and
+    hashed, against the manifest, whose own digest the snapshot's record checks (as restore
+    reads it). A step directory holding a file the checkpoint lacks differs too. Nothing for a
+    restore with no `to` (it verified the copy in place and wrote nothing)."""
+    if not request.to or set(request.remap) - set(REMAP_KEYS):
+        return
+    groups, _ = choose(x, [a for a in artifacts if a.kind == KIND], request.remap)
+    for group in groups:
+        found = _manifest(x, group, reader)
+        if found is None:  # no intact copy: restore failed the item, nothing was written
+            continue
+        record, files = found
+        is_dir = bool(record["layout"]["is_dir"])
+        dest, prefix = _destination(x, request, record["checkpoint"]["path"], is_dir)
+        yield RestoredContent(group[0].identity, restored=_held(dest, prefix, files, is_dir),
+                              backed_up=_fingerprint([[f["path"], f["size"], f["sha256"]] for f in files], len(files)))
+
+
+def _manifest(x: "CheckpointsExporter", group: list[Artifact], reader: ContentReader
+              ) -> tuple[dict, list[dict]] | None:
+    """The record and manifest files of the first copy in the group whose manifest its record
+    vouches for (check_copy, as restore checks it first), or None."""
+    for artifact in group:
+        record = json.loads(reader.read(artifact))
+        try:
+            layout = Layout(record["layout"]["key"], bool(record["layout"]["is_dir"]))
+            state, check = check_copy(copy_place(x, record), layout, read_data=False,
+                                      expect_manifest=record["manifest"]["sha256"])
+        except Exception:  # an unreachable tier: the next one, as restore does
+            continue
+        if check.ok:
+            return record, state.files()
+    return None
+
+
+def _held(dest: Place, prefix: str, files: list[dict], is_dir: bool) -> str:
+    """The fingerprint of what `dest` holds where the manifest's files go ("": none of them)."""
+    listed = {f.path: f for f in dest.list_files(prefix)}
+    entries: list[list] = []
+    present = 0
+    for f in files:
+        got = listed.pop(_join(prefix, f["path"]), None)
+        if got is None:
+            entries.append([f["path"], "missing"])
+            continue
+        sha, size = hash_file(dest, got.path)
+        entries.append([f["path"], size, sha])
+        present += 1
+    if is_dir:  # as _existing judges it: a file in the step directory that the checkpoint lacks
+        entries += [[path.removeprefix(prefix + "/"), "not the checkpoint's"] for path in sorted(listed)]
+    if not present and len(entries) == len(files):
+        return ""
+    return _fingerprint(entries, present, len(files))
+
+
+def _fingerprint(entries: list[list], present: int, total: int | None = None) -> str:
+    digest = hashlib.sha256(json.dumps(entries, sort_keys=True).encode()).hexdigest()
+    return f"{present}/{present if total is None else total} files, sha256 {digest}"
 
 
 def copy_place(x: "CheckpointsExporter", record: dict) -> Place:

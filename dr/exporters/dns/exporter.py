@@ -6,7 +6,7 @@ from typing import Iterator
 
 from dr.contract import (ArtifactSink, ContentReader, DeployNeeds, Destination, Discovered, DrillComparison, Exporter,
                          Ordering, OrderingRule, Outcome, OutcomeStatus, Planning, RemapKind, RestoreOption,
-                         RestoreRequest, Rewriter, RtoEstimates, RunNeeds, Sizing)
+                         RestoreRequest, RestoredContent, Rewriter, RtoEstimates, RunNeeds, Sizing)
 from dr.exporters.dns import reading, writing
 from dr.exporters.dns.deploying import run_needs
 from dr.exporters.dns.options import DnsOptions, Zone
@@ -127,6 +127,24 @@ class DnsExporter(Exporter, Planning, DeployNeeds, RtoEstimates, DrillComparison
                 yield Outcome(artifact.identity, OutcomeStatus.FAILED, f"destination {to}: {exc}")
                 continue
             yield from writing.replay(doc, dest, cutover, request.dry_run, request.overwrite)
+
+    def restored_content(self, artifacts: list[Artifact], reader: ContentReader,
+                         request: RestoreRequest) -> Iterator[RestoredContent]:
+        """Each zone: the destination's record sets read back (AXFR, or Route53 through octoDNS)
+        and normalised, against the backup's with the cutover applied."""
+        cutover = {k[len(CUTOVER):]: v for k, v in request.remap.items() if k.startswith(CUTOVER)}
+        for artifact in artifacts:
+            if artifact.kind != KIND:
+                continue
+            doc = ZoneDocument.from_bytes(reader.read(artifact))
+            try:
+                dest = writing.parse(request.to or artifact.meta.get("origin"), doc.zone,
+                                     lambda: reading.route53_client(self.options.aws), self._tsig_for,
+                                     self.options.timeout_seconds)
+            except Exception:  # restore() failed the zone with this reason: nothing written to compare
+                continue
+            restored, backed_up = writing.restored_fingerprints(doc, dest, cutover)
+            yield RestoredContent(artifact.identity, restored=restored, backed_up=backed_up)
 
     def _tsig_for(self, zone: str) -> writing.Tsig | None:
         """The plan's TSIG key of that zone, used to update it as to transfer it."""

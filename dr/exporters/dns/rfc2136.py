@@ -20,7 +20,9 @@ apply at the first refused message. For 50,000 records that was 22x `nsupdate`'s
 from __future__ import annotations
 
 import functools
+import hashlib
 import itertools
+import json
 import random
 import socket
 from collections import deque
@@ -83,6 +85,38 @@ def _same(want: Want, have: list | None, origin: dns.name.Name) -> bool:
     if sorted(have[1]) == sorted(want.texts):
         return True
     return _parsed(want.kind, want.texts, origin) == _parsed(want.kind, have[1], origin)
+
+
+def fingerprints(wants: list[Want], server: Server, zone: str) -> tuple[str, str]:
+    """(what the zone holds, what the backup has) of the record sets `wants` names, one AXFR of
+    the zone, each as `_same` judges it: TTL, and the values as rdata in DNSSEC's canonical form
+    (RFC 4034 6.2: a case or a relative spelling of one name is one value). Record sets the
+    backup lacks are left out: a restore never deletes them. "" for the zone: none is there."""
+    origin = dns.name.from_text(zone)
+    present = axfr(server, zone).rows
+    held, backed, found = [], [], 0
+    for want in sorted(wants, key=lambda w: (w.name.lower(), w.kind)):
+        key = [want.name.lower(), want.kind]
+        backed.append([*key, want.ttl, _canonical(want.kind, want.texts, origin)])
+        have = present.get((want.name.lower(), want.kind))
+        if have is None:
+            held.append([*key, "missing"])
+            continue
+        found += 1
+        held.append([*key, have[0], _canonical(want.kind, have[1], origin)])
+    return (fingerprint(held, found, len(wants)) if found else ""), fingerprint(backed, len(wants), len(wants))
+
+
+def _canonical(kind: str, texts: list[str], origin: dns.name.Name) -> list[str]:
+    try:
+        return sorted({r.to_digestable(origin).hex() for r in _parsed(kind, texts, origin)})
+    except (dns.exception.DNSException, ValueError):  # not a valid record: restore failed it, compared as text
+        return sorted(texts)
+
+
+def fingerprint(entries: list, found: int, total: int) -> str:
+    digest = hashlib.sha256(json.dumps(entries, sort_keys=True).encode()).hexdigest()
+    return f"{found}/{total} record sets, sha256 {digest}"
 
 
 def replay(wants: list[Want], server: Server, zone: str, label: str, dry_run: bool,

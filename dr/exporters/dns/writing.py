@@ -14,6 +14,7 @@ backup does not have is never deleted) and a read-back of every applied record.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
@@ -104,6 +105,15 @@ def replay(doc: ZoneDocument, dest: ReplayTarget, cutover: dict[str, str], dry_r
     yield from _replay_route53_sets(doc, dest, cutover, dry_run, overwrite)
 
 
+def restored_fingerprints(doc: ZoneDocument, dest: ReplayTarget, cutover: dict[str, str]) -> tuple[str, str]:
+    """(the destination's, the backup's) fingerprints of the record sets replay() writes there
+    (the cutover applied)."""
+    if dest.server is None:
+        return _route53_fingerprints(doc, dest, cutover)
+    wants, _ = _rfc2136_wants(doc, dest, cutover)
+    return rfc2136.fingerprints(wants, dest.server, dest.zone)
+
+
 def _apex_ns(dest: ReplayTarget) -> Outcome:
     return Outcome(f"{dest.zone} NS", OutcomeStatus.SKIPPED,
                    "the destination zone's own name servers are kept (they delegate that zone)")
@@ -154,6 +164,15 @@ def _rfc2136_wants(doc: ZoneDocument, dest: ReplayTarget, cutover: dict[str, str
 def _replay_octodns(doc: ZoneDocument, dest: ReplayTarget, cutover: dict[str, str], dry_run: bool,
                     overwrite: bool) -> Iterator[Outcome]:
     """Into Route53 through octoDNS: its records, and the AXFR rows it models built as its records."""
+    desired, items, said = _octodns_desired(doc, dest, cutover)
+    yield from said
+    yield from _replay_records(dest, desired, items, dry_run, overwrite)
+
+
+def _octodns_desired(doc: ZoneDocument, dest: ReplayTarget, cutover: dict[str, str]
+                     ) -> tuple[Any, dict[str, _Item], list[Outcome]]:
+    """(octoDNS's zone of what the backup wants there, its records by item, the outcomes of
+    what cannot be written there, in document order)."""
     from octodns.record import Record
     from octodns.record.rr import Rrset
     from octodns.zone import Zone as OctoZone
@@ -169,30 +188,61 @@ def _replay_octodns(doc: ZoneDocument, dest: ReplayTarget, cutover: dict[str, st
             return
         desired.add_record(record, lenient=True)
         items[f"{record.fqdn} {record._type}"] = _Item(f"{record.fqdn} {record._type}", record, moved)
+    said: list[Outcome] = []
     skipped: list[Outcome] = []
     for name, datas in sorted(doc.records.items()):
         for data in datas:
             if name == "" and data["type"] == "NS":
-                yield _apex_ns(dest)
+                said.append(_apex_ns(dest))
                 continue
             new = rewrite(data, cutover, doc.zone)
             add(name, record_from(desired, name, new), _remapped(data, new, name, doc.zone))
     for row in doc.rrsets:
         key = f"{fqdn(row[0], dest.zone)} {row[1]}"
         if row[0] == "" and row[1] == "NS":
-            yield _apex_ns(dest)
+            said.append(_apex_ns(dest))
         elif row[1] not in Record._CLASSES:
-            yield Outcome(key, OutcomeStatus.SKIPPED, f"{row[1]} records cannot be written to {dest.label}")
+            said.append(Outcome(key, OutcomeStatus.SKIPPED, f"{row[1]} records cannot be written to {dest.label}"))
         else:
             new = rewrite_row(row, cutover, doc.zone)
             moved = [f"{a} -> {b}" for a, b in zip(row_targets(row, doc.zone), row_targets(new, doc.zone)) if a != b]
             add(row[0], Record.from_rrset(desired, Rrset(fqdn(row[0], dest.zone), row[1], row[2], new[3]),
                                           lenient=True), moved)
     for raw in doc.unmodelled:
-        yield Outcome(f"{fqdn(raw['name'], dest.zone)} {raw['type']}", OutcomeStatus.SKIPPED,
-                      f"{raw['type']} records cannot be written to {dest.label}")
-    yield from skipped
-    yield from _replay_records(dest, desired, items, dry_run, overwrite)
+        said.append(Outcome(f"{fqdn(raw['name'], dest.zone)} {raw['type']}", OutcomeStatus.SKIPPED,
+                            f"{raw['type']} records cannot be written to {dest.label}"))
+    return desired, items, said + skipped
+
+
+def _route53_fingerprints(doc: ZoneDocument, dest: ReplayTarget, cutover: dict[str, str]) -> tuple[str, str]:
+    """(the Route53 zone's, the backup's) fingerprints of what replay() writes there: each
+    record as octoDNS reads the zone back and plans it (a record its plan would not change is
+    the backup's, as octoDNS normalises both), each routing-policy set as the API returns it."""
+    desired, items, _ = _octodns_desired(doc, dest, cutover)
+    _, changes = _changes(dest, desired)
+    held, backed, found = [], [], 0
+    for key, item in sorted(items.items()):
+        backed.append([key, _record_data(item.record)])
+        change = changes.get(key)
+        if change is not None and change.existing is None:  # a Create: nothing there
+            held.append([key, "missing"])
+            continue
+        found += 1
+        held.append([key, _record_data(item.record if change is None else change.existing)])
+    wanted = [new for new, _ in _route53_wanted(doc, dest, cutover)]
+    present = {_set_key(s): s for s in route53_sets(dest.route53, dest.zone_id) if "SetIdentifier" in s} \
+        if wanted else {}
+    for new in sorted(wanted, key=_set_key):
+        backed.append([_set_key(new), new])
+        there = present.get(_set_key(new))
+        held.append([_set_key(new), there if there is not None else "missing"])
+        found += there is not None
+    total = len(backed)
+    return (rfc2136.fingerprint(held, found, total) if found else ""), rfc2136.fingerprint(backed, total, total)
+
+
+def _record_data(record) -> dict:
+    return {"type": record._type, "ttl": record.ttl, "data": json.loads(json.dumps(record.data, default=str))}
 
 
 def _changes(dest: ReplayTarget, desired) -> tuple[Any, dict[str, Any]]:
@@ -271,12 +321,7 @@ def _replay_route53_sets(doc: ZoneDocument, dest: ReplayTarget, cutover: dict[st
                          overwrite: bool) -> Iterator[Outcome]:
     if not doc.route53_sets:
         return
-    wanted = []
-    for rrset in doc.route53_sets:
-        new = rewrite_route53_set(rrset, cutover)
-        new["Name"] = _reroot(new["Name"], doc.zone, dest.zone)
-        wanted.append((new, [f"{a} -> {b}" for a, b in zip(route53_set_targets(rrset), route53_set_targets(new))
-                             if a != b]))
+    wanted = _route53_wanted(doc, dest, cutover)
     if dest.route53 is None:
         for new, _ in wanted:
             yield Outcome(_set_key(new), OutcomeStatus.SKIPPED, f"a Route53 {_policy(new)} record set has no "
@@ -297,6 +342,18 @@ def _replay_route53_sets(doc: ZoneDocument, dest: ReplayTarget, cutover: dict[st
     if send and not dry_run:
         outcomes.update(_upsert(dest, send))
     yield from outcomes.values()
+
+
+def _route53_wanted(doc: ZoneDocument, dest: ReplayTarget, cutover: dict[str, str]) -> list[tuple[dict, list[str]]]:
+    """Each routing-policy set as replay() writes it (cutover applied, renamed into the zone),
+    with the cutover's rewrites."""
+    wanted = []
+    for rrset in doc.route53_sets:
+        new = rewrite_route53_set(rrset, cutover)
+        new["Name"] = _reroot(new["Name"], doc.zone, dest.zone)
+        wanted.append((new, [f"{a} -> {b}" for a, b in zip(route53_set_targets(rrset), route53_set_targets(new))
+                             if a != b]))
+    return wanted
 
 
 def _policy(rrset: dict[str, Any]) -> str:

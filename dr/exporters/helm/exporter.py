@@ -7,7 +7,7 @@ from typing import Iterator
 
 from dr.contract import (ArtifactSink, ContentReader, CopyReport, DeployNeeds, Destination, Discovered, DrillComparison,
                          ExportContext, Exporter, NoDestination, Ordering, Outcome, OutsideCopies, Planning, RemapKind,
-                         RestoreOption, RestoreRequest, Rewriter, RtoEstimates, RunNeeds)
+                         RestoreOption, RestoreRequest, RestoredContent, Rewriter, RtoEstimates, RunNeeds)
 from dr.exporters.helm import records
 from dr.exporters.helm.deploying import run_needs
 from dr.exporters.helm.exporting import ExportRun
@@ -15,7 +15,7 @@ from dr.exporters.helm.locating import Sources
 from dr.exporters.helm.logins import registry_logins, repository_logins
 from dr.exporters.helm.oci import OciRegistry
 from dr.exporters.helm.options import HelmOptions
-from dr.exporters.helm.restoring import PLAIN_HTTP, check_stored, restore_charts
+from dr.exporters.helm.restoring import PLAIN_HTTP, check_stored, restore_charts, restored_charts
 from dr.exporters.helm.references import OCI
 from dr.exporters.helm.selecting import CHART_DEPENDENCY_KIND, DEPENDENCY_KIND, select
 from dr.exporters.helm.transport import ChartError, Transport
@@ -142,6 +142,12 @@ class HelmExporter(Exporter, Planning, OutsideCopies, DeployNeeds, RtoEstimates,
 
     def scratch_destination(self, folder: str) -> str | None:
         return folder  # a directory chart repository
+
+    def restored_content(self, artifacts: list[Artifact], reader: ContentReader,
+                         request: RestoreRequest) -> Iterator[RestoredContent]:
+        """Each chart at the destination: its bytes' sha256 against the catalog's digest, its
+        provenance against the recorded one, and (a directory) the digest index.yaml lists."""
+        return restored_charts(self, artifacts, reader, request)
 
     def run_needs(self) -> RunNeeds:
         return run_needs(self.options, self.context.base_dir)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Iterator
 
 import yaml
 
-from dr.contract import ContentReader, Outcome, OutcomeStatus, RestoreRequest
+from dr.contract import ContentReader, Outcome, OutcomeStatus, RestoredContent, RestoreRequest
 from dr.exporters.helm import records
 from dr.exporters.helm.oci import CHART, CONFIG, MANIFEST, PROVENANCE, sha256
 from dr.exporters.helm.references import OCI
@@ -257,3 +257,72 @@ class OciRestore:
                     "annotations": {"org.opencontainers.image.title": stored.name,
                                     "org.opencontainers.image.version": stored.version}}
         self.registry.push_manifest(path, stored.version, json.dumps(manifest, sort_keys=True).encode())
+
+
+def restored_charts(exporter: "HelmExporter", artifacts: list[Artifact], reader: ContentReader,
+                    request: RestoreRequest) -> Iterator[RestoredContent]:
+    """What the destination of restore_charts(artifacts, reader, request) holds of each chart
+    (Exporter.restored_content): the chart's bytes hashed against the catalog's digest, its
+    provenance against the one recorded, and where a directory's index.yaml names it."""
+    to = request.to or ""
+    charts = [a for a in artifacts if a.kind == records.CHART]
+    if not to or not charts:
+        return
+    oci = OciRestore(exporter, to, request) if to.startswith(OCI) else None
+    for artifact in charts:
+        name, version = artifact.meta["name"], artifact.meta["version"]
+        if oci is None:
+            restored = _directory_fingerprint(to, name, version)
+        else:
+            restored = _registry_fingerprint(oci, "/".join(p for p in (oci.prefix, name) if p), version)
+        yield RestoredContent(artifact.identity, restored=restored, backed_up=_backed_up(artifact, reader, oci is None))
+
+
+def _fingerprint(chart: str, provenance: str | None, index: str | None = None) -> str:
+    """One line naming the chart's sha256, its provenance's (or none) and, for a directory, the
+    digest index.yaml lists for it (or none)."""
+    line = f"chart {chart}; provenance {provenance or 'none'}"
+    return line if index is None else f"{line}; index.yaml digest {index or 'none'}"
+
+
+def _backed_up(artifact: Artifact, reader: ContentReader, directory: bool) -> str:
+    if artifact.digest:
+        chart = f"sha256:{artifact.digest}"
+    else:  # a secret artifact's catalog holds no plaintext digest: the plaintext as read
+        chart = sha256(reader.read(artifact))
+    prov = artifact.meta.get("provenance")
+    provenance = sha256(prov.encode()) if isinstance(prov, str) else None
+    return _fingerprint(chart, provenance, str(artifact.meta.get("digest") or "") if directory else None)
+
+
+def _directory_fingerprint(to: str, name: str, version: str) -> str:
+    filename = f"{name}-{version}.tgz"
+    data = _read(os.path.join(to, filename))
+    if data is None:
+        return ""
+    prov = _read(os.path.join(to, filename + ".prov"))
+    return _fingerprint(sha256(data), sha256(prov) if prov is not None else None, _indexed(to, name, version))
+
+
+def _indexed(to: str, name: str, version: str) -> str:
+    """The digest the directory's index.yaml lists for name/version ("" when it lists none)."""
+    try:
+        index = yaml.safe_load(_read(os.path.join(to, "index.yaml")) or b"") or {}
+    except yaml.YAMLError:
+        return ""
+    entries = (index.get("entries") or {}).get(name) if isinstance(index, dict) else None
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, dict) and str(entry.get("version")) == version and entry.get("digest"):
+            return f"sha256:{entry['digest']}"
+    return ""
+
+
+def _registry_fingerprint(oci: "OciRestore", path: str, version: str) -> str:
+    """The blobs the tag names now, read back and hashed (the registry's word is not taken)."""
+    try:
+        manifest = oci.registry.chart_manifest(path, version)
+    except NotFound:
+        return ""
+    chart = sha256(oci.registry.blob(path, manifest.chart["digest"]))
+    prov = manifest.provenance and sha256(oci.registry.blob(path, manifest.provenance["digest"]))
+    return _fingerprint(chart, prov or None)

@@ -8,7 +8,7 @@ from typing import Callable, Iterator
 
 from dr.contract import (AnyOf, ArtifactSink, ContentReader, CopyReport, DeployNeeds, Destination, Discovered,
                          DrillComparison, ExportContext, Exporter, NoDestination, Ordering, Outcome, OutsideCopies,
-                         Planning, RestoreRequest, Rewriter, RtoEstimates, RunNeeds, Sizing)
+                         Planning, RestoreRequest, RestoredContent, Rewriter, RtoEstimates, RunNeeds, Sizing)
 from dr.exporters.images.deploying import run_needs
 from dr.kits.oci.credentials import Credentials
 from dr.kits.oci.pull_secrets import read_pull_secrets
@@ -16,7 +16,7 @@ from dr.kits.oci.client import RegistryClient, RegistryError
 from dr.exporters.images.copying import Copier
 from dr.exporters.images.exporting import KIND, ExportRun, resolve, wanted_images
 from dr.exporters.images.options import ImagesOptions, RegistryURL
-from dr.exporters.images.restoring import restore_images
+from dr.exporters.images.restoring import restore_images, restored_images
 from dr.exporters.images.verifying import ImageCheck, verify_copies
 from dr.kits.tls import verify_setting
 from dr.model.artifacts import Artifact, Sensitivity
@@ -144,6 +144,12 @@ class ImagesExporter(Exporter, Planning, OutsideCopies, DeployNeeds, RtoEstimate
 
     def scratch_destination(self, folder: str) -> str | None:
         return None  # a folder cannot hold a registry
+
+    def restored_content(self, artifacts: list[Artifact], reader: ContentReader,
+                         request: RestoreRequest) -> Iterator[RestoredContent]:
+        """Each image's manifest at the destination (or its DR copy, in place), hashed, against
+        the backed-up digest, its tree's manifests and blobs all present."""
+        return restored_images(self, artifacts, reader, request)
 
     def run_needs(self) -> RunNeeds:
         return run_needs(self.options, self.context.base_dir)

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterator
 
-from dr.contract import ContentReader, EncryptionError, IntegrityError, Outcome, OutcomeStatus, RestoreRequest
+from dr.contract import (ContentReader, EncryptionError, IntegrityError, Outcome, OutcomeStatus, RestoredContent,
+                         RestoreRequest)
 from dr.exporters.images import records
 from dr.kits.oci.client import RegistryError
 from dr.exporters.images.copying import Copier, Endpoint
@@ -138,3 +139,64 @@ def _referred(copier: Copier, src: Endpoint, dst: Endpoint, record: dict) -> Non
         if attached.get("via") == "referrers" and dst.registry.head_manifest(dst.path, attached["digest"]) is None:
             tree = copier.read_tree(src, attached["digest"], filter_platforms=False)
             copier.copy_tree(src, dst, tree, attached["digest"])
+
+
+def restored_images(exporter: "ImagesExporter", artifacts: list[Artifact], reader: ContentReader,
+                    request: RestoreRequest) -> Iterator[RestoredContent]:
+    """What the destination of restore_images(artifacts, reader, request) holds of each image
+    (Exporter.restored_content): with `--to`, the manifest the pushed tag names (its digest
+    by pinned reference, when the image had no tag); without, the first DR copy that holds the
+    image's digest, as the in-place check finds it. Its digest is the sha256 of the bytes the
+    registry serves, against the backed-up digest; and every manifest and blob its tree names
+    must be there (a blob with its size): the digest names the tree, not that it is whole."""
+    target = RegistryURL(request.to) if request.to else None
+    copier = exporter.copier_for_reading()
+    try:
+        for artifact in artifacts:
+            if artifact.kind == BLOB_KIND:
+                continue
+            record = records.load(reader.read(artifact))
+            dr_digest = record["copies"][0]["dr_digest"] if record["copies"] else record["repository"][0]["digest"]
+            backed_up = f"complete {dr_digest}"
+            if target is not None:
+                ref = parse(record["source"])
+                path = "/".join(p for p in (target.prefix, ref.path) if p)
+                dst = Endpoint(exporter.connections.get(target.host, target.scheme), path)
+                yield RestoredContent(artifact.identity, backed_up=backed_up,
+                                      restored=_held_tree(copier, dst, ref.tag or dr_digest, _attached(record)))
+            elif record["copies"]:  # an image held only in the repository: restore failed it
+                yield RestoredContent(artifact.identity, restored=_in_place(exporter, copier, record, dr_digest),
+                                      backed_up=backed_up)
+    finally:
+        copier.close()
+
+
+def _in_place(exporter: "ImagesExporter", copier: Copier, record: dict, dr_digest: str) -> str:
+    for copy in record["copies"]:
+        try:
+            dst = _dr_endpoint(exporter, copy)
+            if dst.registry.head_manifest(dst.path, dr_digest):
+                return _held_tree(copier, dst, dr_digest, _attached(record))
+        except RegistryError:
+            continue
+    return ""
+
+
+def _attached(record: dict) -> list[str]:
+    """The digests of what travels with the image (cosign signatures, attestations, referrers)."""
+    return sorted({a["digest"] for a in record.get("attached") or [] if a.get("digest")})
+
+
+def _held_tree(copier: Copier, dst: Endpoint, reference: str, attached: list[str]) -> str:
+    """"complete DIGEST" when `reference` names a manifest whose bytes hash to DIGEST and every
+    manifest and blob of its tree is there, and the manifest of everything `attached` to it;
+    "N missing DIGEST" else; "" when nothing is there."""
+    if dst.registry.head_manifest(dst.path, reference) is None:
+        return ""
+    try:
+        tree = copier.read_tree(dst, reference, filter_platforms=False)
+    except RegistryError as exc:  # a manifest of the tree is missing or not the bytes its digest names
+        return f"damaged: {exc}"
+    missing = [digest for digest, size in sorted(tree.blobs.items()) if dst.registry.has_blob(dst.path, digest) != size]
+    missing += [digest for digest in attached if dst.registry.head_manifest(dst.path, digest) is None]
+    return f"{len(missing)} missing {tree.top.digest}" if missing else f"complete {tree.top.digest}"

@@ -10,7 +10,7 @@ from typing import Iterator
 
 from dr.contract import (ArtifactSink, AuditDeclarations, ContentReader, DeployNeeds, Destination, Discovered,
                          DrillComparison, Exporter, NoDestination, Ordering, Outcome, OutcomeStatus, Planning,
-                         RestoreRequest, Rewriter, RunNeeds, Sizing)
+                         RestoreRequest, RestoredContent, Rewriter, RunNeeds, Sizing)
 from dr.exporters.kubernetes.batches import KIND, SCANNED_KIND
 from dr.exporters.kubernetes.classes import CLASSES
 from dr.exporters.kubernetes.connecting import api_client, dynamic_client, parse_destination
@@ -97,6 +97,21 @@ class KubernetesExporter(Exporter, Planning, AuditDeclarations, DeployNeeds, Dri
             def connect() -> Api:
                 return stack.enter_context(self._api(kubeconfig, context))
             yield from Restore(self.options, request, reader, connect, self.context.log).run(artifacts)
+
+    def restored_content(self, artifacts: list[Artifact], reader: ContentReader,
+                         request: RestoreRequest) -> Iterator[RestoredContent]:
+        """Each objects artifact: every object read back from the destination, normalised as the
+        restore compares (server-set fields left out), against the backup's, remapped."""
+        if not request.to:
+            return
+        kubeconfig, context = parse_destination(request.to, self._kubeconfig())
+        with contextlib.ExitStack() as stack:
+            def connect() -> Api:
+                return stack.enter_context(self._api(kubeconfig, context))
+            compare = RestoreRequest(to=request.to, remap=dict(request.remap))
+            for identity, restored, backed_up in Restore(self.options, compare, reader, connect,
+                                                         self.context.log).fingerprints(artifacts):
+                yield RestoredContent(identity, restored=restored, backed_up=backed_up)
 
 
 MEMBER_KIND = "kubernetes-object"  # one object of a kubernetes-objects artifact (Discovered.kind)

@@ -9,8 +9,11 @@ order, without connecting to any cluster.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import queue
+import secrets
 import shutil
 import tempfile
 import time
@@ -23,6 +26,7 @@ from dr.exporters.kubernetes.admission import DELAYS, final_reason, retried_reas
 from dr.exporters.kubernetes.applying import Applier
 from dr.exporters.kubernetes import volumedata
 from dr.exporters.kubernetes.batches import KIND, SCANNED_KIND
+from dr.exporters.kubernetes.cleaning import normalized
 from dr.exporters.kubernetes.discovering import served_plurals
 from dr.exporters.kubernetes.ordering import CRDS, Level, TypeInfo, levels
 from dr.exporters.kubernetes.referencing import derived
@@ -217,6 +221,38 @@ class Restore:
         spool.seek(0)
         return spool
 
+    # -- a drill's comparison ---------------------------------------------------------------------
+    def fingerprints(self, artifacts: list[Artifact]) -> Iterator[tuple[str, str, str]]:
+        """(identity, the destination's fingerprint, the backup's) per objects artifact, for dr
+        drill: every object as the restore sends it (remapped) and as the destination holds it
+        now, read back, both in cleaning.normalized() form: what the API server and the
+        destination's controllers assign (uid, resourceVersion, creationTimestamp, generation,
+        managedFields, selfLink, status, ownerReference uids, allocated IPs ...) left out. ""
+        when none of an artifact's objects is there; an unreadable artifact is left out."""
+        remap = Remap.parse(self.request.remap)
+        api = self.connect()
+        key = secrets.token_bytes(32)
+
+        def live(rtype: ResourceType, obj: dict) -> dict | None:
+            meta = obj["metadata"]
+            found = api.get(rtype.path(meta.get("namespace"), meta["name"]), what=f"read {item_name(rtype, obj)}")
+            if found is not None:
+                found.setdefault("apiVersion", rtype.api_version)
+                found.setdefault("kind", rtype.kind)
+            return found
+        with ThreadPoolExecutor(self.options.parallelism, thread_name_prefix="kube-compare") as pool:
+            for artifact in sorted((a for a in artifacts if a.kind == KIND), key=lambda a: a.identity):
+                rtype = ResourceType.from_meta(artifact.meta)
+                objects = list(self._objects(artifact, rtype, remap))
+                if any(obj is None for _, obj in objects):
+                    continue  # restore() failed it as unreadable: nothing was written
+                held = list(pool.map(lambda pair: live(rtype, pair[1]), objects))
+                found = sum(1 for h in held if h is not None)
+                there = [[item, "missing" if h is None else normalized(rtype, h)] for (item, _), h in zip(objects, held)]
+                backed = [[item, normalized(rtype, obj)] for item, obj in objects]
+                yield (artifact.identity, _fingerprint(there, found, len(objects), key) if found else "",
+                       _fingerprint(backed, len(objects), len(objects), key))
+
     # -- CRDs ---------------------------------------------------------------------------------------
     def _wait_for_crds(self, api: Api, crds: list[dict]) -> None:
         """Wait until each CRD is Established and discovery serves its versions (bounded)."""
@@ -245,6 +281,13 @@ class Restore:
                 return f"CRD {name} {state} within {self.options.crd_wait_seconds:g} s"
             time.sleep(delay)
             delay = min(delay * 2, 1.0)
+
+
+def _fingerprint(entries: list, found: int, total: int, key: bytes) -> str:
+    """Keyed (HMAC-SHA256 under a key made for one comparison): a Secret batch's fingerprint,
+    which a drill's record may keep, lets no one test a guess of a value."""
+    digest = hmac.new(key, json.dumps(entries, sort_keys=True).encode(), hashlib.sha256).hexdigest()
+    return f"{found}/{total} objects, hmac-sha256 {digest}"
 
 
 def _why(reasons: list[str], shown: int = 3) -> str:

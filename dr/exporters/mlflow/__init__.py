@@ -24,7 +24,7 @@ from typing import Iterator
 
 from dr.contract import (ArtifactSink, ContentReader, CopyReport, DeployNeeds, Destination, Discovered, DrillComparison,
                          Exporter, Ordering, OrderingRule, Outcome, OutcomeStatus, OutsideCopies, Planning, RemapKind,
-                         RestoreOption, RestoreRequest, Rewriter, RtoEstimates, RunNeeds, Sizing)
+                         RestoreOption, RestoreRequest, RestoredContent, Rewriter, RtoEstimates, RunNeeds, Sizing)
 from dr.exporters.mlflow.deploying import run_needs
 from dr.exporters.mlflow.exporting import BACKEND, MODEL, SERVER, WEIGHTS, ExportRun, ModelRegistry
 from dr.exporters.mlflow.options import MlflowOptions
@@ -114,6 +114,17 @@ class MlflowExporter(Exporter, Planning, OutsideCopies, DeployNeeds, RtoEstimate
         for artifact in sorted((a for a in artifacts if a.kind == COPY), key=lambda a: a.identity):
             from dr.exporters.mlflow.copying import restore_outcome
             yield restore_outcome(self, artifact, reader)
+
+    def restored_content(self, artifacts: list[Artifact], reader: ContentReader,
+                         request: RestoreRequest) -> Iterator[RestoredContent]:
+        """Each model as the destination server holds it now against the backup, field by field
+        (ModelRestore.fingerprints); the weight copies' records are not restored, not compared."""
+        client = self.client(request.to)
+        copies, shared = self._copies(artifacts, reader, request), SharedRuns()
+        planning = RestoreRequest(to=request.to, remap=dict(request.remap), dry_run=True)
+        for a in sorted((a for a in artifacts if a.kind == MODEL), key=lambda a: a.identity):
+            restored, backed_up = ModelRestore(client, parse(reader.read(a)), planning, copies, shared).fingerprints()
+            yield RestoredContent(a.identity, restored=restored, backed_up=backed_up)
 
     def _copies(self, artifacts: list[Artifact], reader: ContentReader,
                 request: RestoreRequest) -> dict[tuple[str, int], str]:

@@ -25,6 +25,8 @@ in the tag `dr.source_uri`.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
@@ -154,6 +156,48 @@ class ModelRestore:
         if want["run_id"] and (have.get("run_id") or "") != want["run_id"]:
             plan.fixed.append(f"run is {have.get('run_id')!r}, the backup's {want['run_id']!r}")
         return plan
+
+    # -- a drill's comparison ------------------------------------------------------------------
+    def fingerprints(self) -> tuple[str, str]:
+        """(the destination's, the backup's) fingerprint of this model, for dr drill: the model's
+        description, tags and aliases; each version's description, tags, stage, source (after the
+        remaps) and run; each run's params, tags and last metrics. Normalised as the restore
+        merges: of the tags and aliases, those the backup names (the destination may hold more;
+        MLflow adds its own); runs matched by id or by the tag the restore left (their ids are the
+        destination's); times and statuses the server stamps left out. Reads only."""
+        model, have = self._target()
+        self._plan_runs()
+        backed = self._backed_up()
+        if model is None:
+            return "", self._fingerprint(backed, len(self.versions))
+        head = self.head
+        tags = {t["key"]: t.get("value", "") for t in model.get("tags", [])}
+        aliases = {a["alias"]: str(a["version"]) for a in model.get("aliases", [])}
+        held = {"model": {"description": model.get("description") or "", "tags": _only(tags, head["tags"]),
+                          "aliases": _only(aliases, head["aliases"])}, "versions": {}, "runs": {}}
+        for number, want in backed["versions"].items():
+            v = have.get(int(number))
+            held["versions"][number] = "missing" if v is None else {
+                "description": v.get("description") or "", "stage": v.get("current_stage") or "None",
+                "tags": _only({t["key"]: t.get("value", "") for t in v.get("tags", [])}, want["tags"]),
+                "source": v.get("source", ""), "run_id": (v.get("run_id") or "") if want["run_id"] else ""}
+        for old, plan in self.run_plans.items():
+            held["runs"][old] = _run_data(self.client, plan.new, self.runs[old]) if plan.new else "missing"
+        present = sum(1 for v in held["versions"].values() if v != "missing")
+        return self._fingerprint(held, present), self._fingerprint(backed, len(self.versions))
+
+    def _backed_up(self) -> dict:
+        head = self.head
+        return {"model": {"description": head.get("description") or "", "tags": dict(head["tags"]),
+                          "aliases": dict(head["aliases"])},
+                "versions": {str(v["version"]): self._want(v) for v in self.versions},
+                "runs": {old: {"params": dict(run["params"]), "tags": dict(run["tags"]),
+                               "metrics": {k: [m["value"], m.get("step")] for k, m in run["metrics"].items()}}
+                         for old, run in self.runs.items()}}
+
+    def _fingerprint(self, entries: dict, present: int) -> str:
+        digest = hashlib.sha256(json.dumps(entries, sort_keys=True).encode()).hexdigest()
+        return f"{present}/{len(self.versions)} versions, sha256 {digest}"
 
     # -- the restore ---------------------------------------------------------------------------
     def run(self) -> Iterator[Outcome]:
@@ -338,6 +382,20 @@ class ModelRestore:
                                                              "key": key, "value": value})
         if "stage" in plan.mutable:
             self._stage(plan.number, want["stage"])
+
+
+def _only(have: dict, backed_up: dict) -> dict:
+    """The entries of `have` under the keys the backup names (None where it lacks one)."""
+    return {k: have.get(k) for k in backed_up}
+
+
+def _run_data(client: Client, run_id: str, backed_up: dict) -> dict:
+    """A destination run's params, tags and last metrics under the backup run's keys."""
+    data = client.get("/runs/get", run_id=run_id)["run"].get("data", {})
+    metrics = {m["key"]: [m["value"], m.get("step")] for m in data.get("metrics", [])}
+    return {"params": _only({p["key"]: p["value"] for p in data.get("params", [])}, backed_up["params"]),
+            "tags": _only({t["key"]: t["value"] for t in data.get("tags", [])}, backed_up["tags"]),
+            "metrics": _only(metrics, backed_up["metrics"])}
 
 
 def _quote(name: str) -> str:

@@ -18,13 +18,15 @@ description and tags.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import io
 import json
+import secrets
 from typing import Iterator
 
 from dr.contract import (AWS_CREDENTIALS, AnyOf, ArtifactSink, AuditDeclarations, ContentReader, DeployNeeds,
                          Destination, Discovered, DrillComparison, Exporter, Ordering, Outcome, OutcomeStatus, Planning,
-                         RestoreRequest, Rewriter, RunNeeds)
+                         RestoreRequest, RestoredContent, Rewriter, RunNeeds)
 from dr.repository.key_names import SEALED_NAMES
 from dr.exporters.secretsmanager.listing import (DEFAULT_KEY, SecretsManagerOptions, SecretsManagerUnavailable,
                                                  aws_errors, client, client_error, current_version, encode_value,
@@ -150,6 +152,22 @@ class SecretsManagerExporter(Exporter, Planning, AuditDeclarations, DeployNeeds,
             return Outcome(item, OutcomeStatus.FAILED, f"{where}: {type(exc).__name__}: {exc}")
         done = "put the backed-up value as the current version" if exists else "created it with the backed-up value"
         return Outcome(item, OutcomeStatus.RESTORED, f"{where}: {done}; it reads back equal")
+
+    def restored_content(self, artifacts: list[Artifact], reader: ContentReader,
+                         request: RestoreRequest) -> Iterator[RestoredContent]:
+        """Each value artifact: the destination secret's current value against the backed-up
+        one, as restore() compares them (its stored JSON form). Both go in as HMAC-SHA256 under a
+        key made for this call and then forgotten: the fingerprints, which a drill's record may
+        keep, can neither show a value nor let anyone test a guess of one."""
+        key = secrets.token_bytes(32)
+
+        def keyed(value: bytes | None) -> str:
+            return "" if value is None else "hmac-sha256 " + hmac.new(key, value, hashlib.sha256).hexdigest()
+        for artifact in (a for a in artifacts if a.kind == VALUE):
+            name = artifact.identity[: -len(VALUE_SUFFIX)]
+            sm = client(self.options, request.to or artifact.meta.get("region") or self.options.region)
+            yield RestoredContent(artifact.identity, restored=keyed(_current(sm, name)[1]),
+                                  backed_up=keyed(reader.read(artifact)))
 
     @staticmethod
     def _creation(record: Artifact | None, reader: ContentReader, region: str) -> dict:

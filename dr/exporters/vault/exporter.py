@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from dr.contract import (AnyOf, ArtifactSink, AuditDeclarations, ContentReader, DeployNeeds, Destination, Discovered,
                          DrillComparison, Exporter, NoDestination, Ordering, Outcome, OutcomeStatus, Planning,
-                         RestoreOption, RestoreRequest, Rewriter, RunNeeds)
+                         RestoreOption, RestoreRequest, RestoredContent, Rewriter, RunNeeds)
 from dr.repository.key_names import SEALED_NAMES, kms_key
 from dr.exporters.vault.deploying import run_needs
 from dr.exporters.vault.kinds import CONFIG, SNAPSHOT, TOKEN_KEY, UNSEAL_KEY
@@ -194,3 +194,17 @@ class VaultExporter(Exporter, Planning, AuditDeclarations, DeployNeeds, DrillCom
 
         yield from Restore(self.options, self.context.base_dir, reader, request).run(
             snapshots[0], configs[0] if configs else None)
+
+    def restored_content(self, artifacts: list[Artifact], reader: ContentReader,
+                         request: RestoreRequest) -> Iterator[RestoredContent]:
+        """The target's storage against the snapshot's, by digest; its configuration against
+        the record (restoring.Restore.fingerprints)."""
+        snapshots = [a for a in artifacts if a.kind == SNAPSHOT]
+        if not snapshots or not request.to:
+            return
+        from dr.exporters.vault.restoring import Restore
+
+        configs = [a for a in artifacts if a.kind == CONFIG]
+        compare = Restore(self.options, self.context.base_dir, reader, request)
+        for identity, restored, backed_up in compare.fingerprints(snapshots[0], configs[0] if configs else None):
+            yield RestoredContent(identity, restored=restored, backed_up=backed_up)

@@ -24,6 +24,7 @@ The order, and why:
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -44,7 +45,7 @@ from dr.exporters.vault.connecting import (VaultAuthFailed, VaultState, VaultUna
 from dr.exporters.vault.kinds import CONFIG, SNAPSHOT, TOKEN_KEY, UNSEAL_KEY
 from dr.exporters.vault.options import ShamirUnseal, VaultOptions
 from dr.exporters.vault.snapshots import CheckedStream, SnapshotDamaged
-from dr.exporters.vault.storage import StorageUnreadable, storage_digest
+from dr.exporters.vault.storage import StorageDigest, StorageUnreadable, storage_digest
 from dr.model.artifacts import Artifact
 from dr.model.redaction import redact
 
@@ -168,23 +169,52 @@ class Restore:
 
     def _storage_unchanged(self, client: hvac.Client, snapshot: Artifact) -> tuple[bool, str]:
         """Whether the target's storage is still the snapshot's, entry for entry (dr/exporters/vault/storage.py)."""
-        raw = hvac.adapters.RawAdapter.from_adapter(client.adapter)
         try:
-            response = raw.request("GET", "/v1/sys/storage/raft/snapshot", stream=True, raise_exception=False)
-        except Exception as exc:  # noqa: BLE001  (any transport error: the comparison is only not possible)
-            return False, f"its storage could not be read to compare ({type(exc).__name__})"
-        if not response.ok:
-            return False, (f"its storage could not be read to compare (sys/storage/raft/snapshot answered "
-                           f"{response.status_code}: the token needs read on it)")
-        try:
-            with response, self.reader.open(snapshot) as stored:
-                now, then = storage_digest(response.raw), storage_digest(stored)
-        except (StorageUnreadable, IntegrityError, EncryptionError) as exc:
-            return False, redact(f"its storage could not be compared with the snapshot's ({exc})")
+            now, then = self._storage_digests(client, snapshot)
+        except _NotCompared as exc:
+            return False, str(exc)
         if now == then:
             return True, (f"holds the snapshot's storage entry for entry ({then.entries} entries; only "
                           "leadership and login bookkeeping differ), so nothing changed since it was restored")
         return False, "its storage differs from the snapshot's, so something was written since the snapshot"
+
+    def _storage_digests(self, client: hvac.Client, snapshot: Artifact) -> tuple[StorageDigest, StorageDigest]:
+        """(the target's storage digest now, the stored snapshot's); _NotCompared says why not."""
+        raw = hvac.adapters.RawAdapter.from_adapter(client.adapter)
+        try:
+            response = raw.request("GET", "/v1/sys/storage/raft/snapshot", stream=True, raise_exception=False)
+        except Exception as exc:  # noqa: BLE001  (any transport error: the comparison is only not possible)
+            raise _NotCompared(f"its storage could not be read to compare ({type(exc).__name__})") from None
+        if not response.ok:
+            raise _NotCompared(f"its storage could not be read to compare (sys/storage/raft/snapshot answered "
+                               f"{response.status_code}: the token needs read on it)")
+        try:
+            with response, self.reader.open(snapshot) as stored:
+                return storage_digest(response.raw), storage_digest(stored)
+        except (StorageUnreadable, IntegrityError, EncryptionError) as exc:
+            raise _NotCompared(redact(f"its storage could not be compared with the snapshot's ({exc})")) from None
+
+    # -- a drill's comparison ------------------------------------------------------------------
+    def fingerprints(self, snapshot: Artifact, config: Artifact | None) -> Iterator[tuple[str, str, str]]:
+        """(identity, the target's fingerprint, the backup's) for dr drill, read with the plan's
+        credential (the restored cluster's own): the raft snapshot as its storage digest (every
+        entry's key and encrypted value, what the server writes by itself on unsealing and on
+        logins left out: storage.py) against the stored snapshot's; the configuration record's
+        mounts, auth methods, policies, PKI and audit devices against the target's, read as the
+        record was. Digests only: nothing of a secret's value is in them. Raises what keeps the
+        target from being read (sealed, the credential refused)."""
+        client = self._client_with_plan_credential()
+        try:
+            now, then = self._storage_digests(client, snapshot)
+        except _NotCompared as exc:
+            raise VaultUnavailable(f"{self.to}: {exc}") from None
+        yield (snapshot.identity, f"{now.entries} entries, sha256 {now.digest}",
+               f"{then.entries} entries, sha256 {then.digest}")
+        if config is None:
+            return
+        record = json.loads(self.reader.read(config))
+        held = summary(self._reader(client, record).read())["configuration"]
+        yield config.identity, _config_digest(held), _config_digest(summary(record)["configuration"])
 
     # -- 3 to 5: spool and check, send, unseal, verify -----------------------------------------
     def _restore(self, target: Target, snapshot: Artifact, config: Artifact | None, record: dict | None,
@@ -305,6 +335,14 @@ class Restore:
         client = new_client(self.options, self.base_dir, self.request.to)
         log_in(client, self.options, self.base_dir)
         return client
+
+
+class _NotCompared(Exception):
+    """The target's storage could not be compared with the snapshot's (the reason, for people)."""
+
+
+def _config_digest(configuration: dict) -> str:
+    return "configuration sha256 " + hashlib.sha256(json.dumps(configuration, sort_keys=True).encode()).hexdigest()
 
 
 def _spool_checked(reader: ContentReader, snapshot: Artifact, path: str) -> dict:
