@@ -79,8 +79,10 @@ class DependencyJudge:
     def judge(self, scenario: Scenario, copies_survive: bool) -> list[Judged]:
         judge = RecoveryJudge(self.evidence, scenario.lost, copies_survive, holder="the audited target",
                               lost_locations=scenario.lost_locations)
-        judged = [self._remapped(judge, Judged(use, judge.judge(use.reference))) for use in self.index.uses.values()
+        judged = [Judged(use, judge.judge(use.reference)) for use in self.index.uses.values()
                   if use.kind not in FACT_KINDS]
+        if self.remaps is not None:
+            judged = [self._remapped(judge, item) for item in judged]
         judged = [item for item in judged if not (item.verdict == UNKNOWN and self._left_to_backup(item.use))]
         return judged + [_any_judged(need, found) for need, found in judge_needs(judge, self.any_needs)]
 

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import os
 import socket
-
-import kubernetes.client
-import kubernetes.dynamic
-from kubernetes.utils.keepalive import tcp_keepalive_socket_options
+from typing import TYPE_CHECKING
 
 from dr.kits.kubeconfigs import KubeconfigError, load_into, resolve
+
+if TYPE_CHECKING:  # the package itself is imported when a client is made: it costs 0.2 s to load
+    import kubernetes.client
+    import kubernetes.dynamic
 
 RECEIVE_BUFFER = 4 << 20  # capped by net.core.rmem_max
 
@@ -29,6 +30,9 @@ class ConnectionFailure(Exception):
 
 def api_client(kubeconfig: str | None, context: str | None, *, pool_size: int) -> kubernetes.client.ApiClient:
     """An ApiClient for `kubeconfig`/`context`; with neither available, the in-cluster account."""
+    import kubernetes.client
+    from kubernetes.utils.keepalive import tcp_keepalive_socket_options
+
     configuration = kubernetes.client.Configuration()
     try:
         load_into(configuration, resolve(kubeconfig, context))
@@ -45,6 +49,8 @@ def api_client(kubeconfig: str | None, context: str | None, *, pool_size: int) -
 
 def dynamic_client(client: kubernetes.client.ApiClient, cache_dir: str) -> kubernetes.dynamic.DynamicClient:
     """A DynamicClient whose discovery cache is private to this run (never a stale shared file)."""
+    import kubernetes.dynamic
+
     return kubernetes.dynamic.DynamicClient(client, cache_file=os.path.join(cache_dir, "discovery.json"))
 
 

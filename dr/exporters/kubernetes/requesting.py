@@ -18,7 +18,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterator
 
 import urllib3.exceptions
-from kubernetes.dynamic.exceptions import DynamicApiError
 
 from dr.kits.retrying import Transient, policy, retry_after
 
@@ -42,7 +41,8 @@ class RequestTimeout(KubeError):
     pass
 
 
-def _translate(exc: DynamicApiError, what: str) -> KubeError:
+def _translate(exc, what: str) -> KubeError:
+    """A DynamicApiError as one of ours."""
     try:
         status = json.loads(exc.body or "{}")
     except ValueError:
@@ -111,6 +111,10 @@ class Api:
 
     @staticmethod
     def _once(fn: Callable[[], Any], what: str) -> Any:
+        # imported here: loading the kubernetes package costs 0.2 s, which every command that only
+        # reads this exporter's declarations (dr audit, dr plugins) would pay at import
+        from kubernetes.dynamic.exceptions import DynamicApiError
+
         try:
             return fn()
         except DynamicApiError as exc:

@@ -68,6 +68,7 @@ class Evidence:
         self.placements = placements or Placements(plan)
         self._copy_is_intact = copy_is_intact
         self._intact: dict[Copy, bool] = {}
+        self._subjects: dict[str, str] = {}  # judged_as, by reference: a catalog repeats them a lot
 
     def intact_copy(self, reference: str) -> tuple[Copy | None, str]:
         """The first copy whose blobs are all stored, or None and why not."""
@@ -85,6 +86,12 @@ class Evidence:
         """The reference whose placement and copies decide: a URL to a Service is judged as the
         Service's name (services.service_in_url), unless the snapshot provides the URL itself or
         nothing but the URL is placed."""
+        found = self._subjects.get(reference)
+        if found is None:
+            found = self._subjects[reference] = self._judged_as(reference)
+        return found
+
+    def _judged_as(self, reference: str) -> str:
         service = service_in_url(reference, self._known_service)
         if service is None or normalize(reference) in self.copies:
             return reference
@@ -120,6 +127,7 @@ class RecoveryJudge:
         self.evidence, self.lost, self.copies_survive, self.holder = evidence, lost, copies_survive, holder
         self.lost_locations = lost_locations
         self.plan, self.copies, self.placements = evidence.plan, evidence.copies, evidence.placements
+        self._judged: dict[str, Judgement] = {}  # by reference: the verdict holds for the whole scenario
 
     def place(self, reference: str) -> Placement:
         return self.placements.place(reference)
@@ -128,8 +136,11 @@ class RecoveryJudge:
         return placement_lost(placement, self.lost, self.lost_locations)
 
     def judge(self, reference: str) -> Judgement:
-        subject = self.evidence.judged_as(reference)
-        return behind(self._judge(subject), subject, self.evidence.services)
+        found = self._judged.get(reference)
+        if found is None:
+            subject = self.evidence.judged_as(reference)
+            found = self._judged[reference] = behind(self._judge(subject), subject, self.evidence.services)
+        return found
 
     def _judge(self, reference: str) -> Judgement:
         placement = self.placements.place(reference)
