@@ -11,6 +11,7 @@ repository's stores (PlaceStore, dr/repository/stores/placing.py) work through i
 - s3.py           S3Place: a bucket prefix on one endpoint; listing, reads, small puts.
 - s3writing.py    S3 objects written by parts: resumable multipart uploads, server-side copies.
 - s3locking.py    S3 Object Lock requests (retention, versions); the policy is the caller's.
+- s3errors.py     how an S3 request's failure becomes the contract's error (missing, changed, transient, permanent).
 - retrying.py     RetryingPlace: transient failures retried, outside every place.
 - streaming.py    whole files written from a stream of known size, and a Reader as a file.
 """

@@ -11,7 +11,7 @@ Change detection: every listing remembers each object's ETag; reads and streams 
 object send If-Match, so an object replaced after it was judged complete fails the read
 (SourceChanged) instead of mixing two checkpoints' bytes.
 
-Every request is made once: the client is the kit's (dr/kits/s3/clients.py, botocore retries
+Every request is made once (failures mapped to the contract's errors by s3errors.py): the client is the kit's (dr/kits/s3/clients.py, botocore retries
 off) or the lean one (dr/kits/s3/lean.py: the repository's store, whose unchanged backup must
 not pay for importing botocore; this module imports botocore only where a request needs it),
 and failures are mapped to the place contract's errors by one set of rules (transient:
@@ -28,16 +28,15 @@ import http.client
 import sys
 import threading
 import zlib
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Iterator
 
 from dr.kits.places.files import check_relative_path
 from dr.kits.places.files import FileStat
-from dr.kits.places.contract import (PermanentPlaceError, Place, PlaceError, PlaceMissing, Retention,
-                                    SourceChanged, TransientPlaceError, Upload)
-from dr.kits.s3.clients import (TRANSIENT_CODES, describe, error_code, http_status, is_missing, is_transient,
-                                new_client)
-from dr.kits.s3.lean import LeanResponseError, LeanS3Client, LeanTransportError
+from dr.kits.places.contract import (PermanentPlaceError, Place, Retention,
+                                    TransientPlaceError, Upload)
+from dr.kits.places.s3errors import CHANGED, s3_errors  # s3_errors: also for s3writing and s3locking
+from dr.kits.s3.clients import TRANSIENT_CODES, error_code, http_status, is_missing, new_client
+from dr.kits.s3.lean import LeanS3Client
 
 if TYPE_CHECKING:
     import boto3
@@ -46,23 +45,6 @@ if TYPE_CHECKING:
 
 READ_SLICE = 1 << 20  # bytes per socket read into a caller's buffer
 COPY_OBJECT_LIMIT = 5 << 30  # S3's largest CopyObject; above it, UploadPartCopy
-CHANGED = ("PreconditionFailed", "412")  # an If-Match or If-None-Match condition failed
-
-
-# boto3, botocore and urllib3 are imported where an S3 place first needs them, not with this
-# module: the checkpoints exporter loads it to validate a plan, and a plan whose checkpoints are
-# all on local disks (or a `dr audit` of any plan) would pay ~0.3 s of every start for them.
-def _native() -> tuple[type[BaseException], ...]:
-    """What a request can raise besides a PlaceError: the service's answer, botocore's and
-    urllib3's transport errors (only once botocore is loaded: before that, none can have been
-    raised, and a place on the lean client never loads it), the lean client's, the socket's."""
-    lean = (LeanResponseError, LeanTransportError, OSError)
-    if "botocore.exceptions" not in sys.modules:
-        return lean
-    import botocore.exceptions
-    import urllib3.exceptions
-
-    return lean + (botocore.exceptions.ClientError, botocore.exceptions.BotoCoreError, urllib3.exceptions.HTTPError)
 
 
 class Sessions:
@@ -399,28 +381,3 @@ def _socket_response(body) -> http.client.HTTPResponse | None:
     if raw.headers.get("content-encoding") or response.chunked or response.length is None:
         return None
     return response
-
-
-@contextmanager
-def s3_errors(where: str) -> Iterator[None]:
-    """Raise what a request raised as the place contract's error (see place_error)."""
-    try:
-        yield
-    except PlaceError:
-        raise
-    except Exception as exc:
-        if isinstance(exc, _native()):
-            raise place_error(exc, where) from exc
-        raise
-
-
-def place_error(exc: BaseException, where: str) -> PlaceError:
-    """Missing -> PlaceMissing, replaced since listed -> SourceChanged, worth retrying ->
-    TransientPlaceError, else PermanentPlaceError; the message names the object, the S3 code
-    and status, never credentials."""
-    if is_missing(exc):
-        return PlaceMissing(f"{where}: not found")
-    if error_code(exc) in CHANGED:
-        return SourceChanged(f"{where} changed since it was listed")
-    kind = TransientPlaceError if is_transient(exc) else PermanentPlaceError
-    return kind(f"{where}: {describe(exc)}")
