@@ -17,10 +17,12 @@ from dr.planner.estimating import show
 
 PHASES = ("audit", "plan", "restore", "verify")
 # a training drill's phases (dr drill --training, docs/readiness.md section 7), in the order they happen
-TRAINING_PHASES = ("checkpoint_download", "failure_detection_and_restart", "process_group_ready",
-                   "load_and_reshard", "first_step", "steady_throughput")
+TRAINING_PHASES = ("checkpoint_download", "failure_detection", "termination_and_restart",
+                   "failure_detection_and_restart", "process_group_ready", "load_and_reshard", "first_step",
+                   "steady_throughput")
 COLOURS = {"audit": "#4e79a7", "plan": "#b07aa1", "restore": "#f28e2b", "verify": "#59a14f", "rpo": "#4e79a7",
            "checkpoint_download": "#f28e2b", "failure_detection_and_restart": "#e15759",
+           "failure_detection": "#e15759", "termination_and_restart": "#ff9da7",
            "process_group_ready": "#b07aa1", "load_and_reshard": "#4e79a7", "first_step": "#76b7b2",
            "steady_throughput": "#59a14f"}
 OBJECTIVE_COLOUR = "#d62728"

@@ -91,3 +91,23 @@ def test_a_run_that_starts_over_fails_the_step_checks(tmp_path):
     checks = {c.name: c for c in j.checks}
     assert checks["loaded-step"].ok is False and checks["loaded-step"].code == "resume-step-mismatch"
     assert checks["first-step-follows"].ok is False and checks["first-step-follows"].code == "resume-no-progress"
+
+
+def test_the_launchers_failure_line_dates_the_detection(tmp_path):
+    """torchrun's agent logs in local time without a year; a line before the kill is not it."""
+    import time as clock
+
+    from dr.drills.training.running import failure_noticed
+
+    kill = clock.mktime((2026, 12, 3, 6, 55, 17, 0, 0, -1)) + 0.5
+    log = tmp_path / "resume.log"
+    log.write_bytes(b"E1203 06:50:00.000000 1 api.py:1002] failed (exitcode: 1) local_rank: 0 (an older run)\n"
+                    b"[rank0]: RuntimeError: Connection reset by peer\n"
+                    b"W1203 06:55:17.822000 27119 api.py:1028] Sending process 27410 closing signal SIGTERM\n"
+                    b"E1203 06:55:17.854000 27119 api.py:1002] failed (exitcode: -9) local_rank: 1 (pid: 27411)\n")
+    assert abs(failure_noticed(str(log), kill) - (kill + 0.354)) < 1e-6  # the -9 line, not the older one
+    # the log's clock and the kill's may disagree within a second: never before the kill itself
+    assert failure_noticed(str(log), kill + 0.9) == kill + 0.9
+    log.write_bytes(b"plain output of another launcher\n")
+    assert failure_noticed(str(log), kill) is None
+    assert failure_noticed(str(tmp_path / "missing.log"), kill) is None

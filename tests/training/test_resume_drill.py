@@ -168,9 +168,11 @@ def test_a_failure_drill_kills_a_rank_and_times_the_restart_chain(trained, capsy
     t = record["training"]
     assert t["failure"]["killed"].startswith("rank 1 (pid ") and "SIGKILL at step 24" in t["failure"]["killed"]
     phases = {p["phase"]: p for p in t["phases"]}
-    for name in ("failure_detection_and_restart", "process_group_ready", "load_and_reshard", "first_step"):
-        assert phases[name]["measured"] is True, phases[name]
-    assert "failure_detection" not in phases  # measured together with the restart here
+    # detection from torchrun's own log line (the worker's failure), then termination and restart
+    for name in ("failure_detection", "termination_and_restart", "process_group_ready", "load_and_reshard",
+                 "first_step"):
+        assert phases[name]["measured"] is True and phases[name]["seconds"] >= 0, phases[name]
+    assert phases["failure_detection"]["seconds"] < 5  # --monitor-interval 0.1
     checks = {c["check"]: c for c in t["checks"]}
     # the restarted workers reload step 20 and repeat 21-24, which the killed run logged: the oracle
     assert checks["loaded-step"]["ok"] and checks["first-step-follows"]["ok"]

@@ -90,21 +90,21 @@ class Judgement:
 
 def judge(*, checkpoint_step: int, started: float, download_seconds: float, resumed: ProgressLog,
           failed: ProgressLog | None, tolerance: float, steady_within: float, missing: str = "",
-          killed_at: float | None = None) -> Judgement:
+          killed_at: float | None = None, detected_at: float | None = None) -> Judgement:
     """killed_at: a failure drill's SIGKILL; `resumed` then holds the events after it (the
     restarted workers'), `failed` those before it, and the chain is timed from the kill."""
     after = [e for e in resumed.of("step") if e["step"] > checkpoint_step]
     out = Judgement()
     out.baseline = _baseline(failed, after)
     out.steady_at = _steady(after, out.baseline, steady_within)
-    out.phases = _phases(started, download_seconds, resumed, after, out, killed_at)
+    out.phases = _phases(started, download_seconds, resumed, after, out, killed_at, detected_at)
     out.checks = _checks(checkpoint_step, resumed, after, failed, tolerance, missing)
     return out
 
 
 # -- phases ---------------------------------------------------------------------------------------
 def _phases(started: float, download: float, log: ProgressLog, after: list[dict], j: Judgement,
-            killed_at: float | None) -> list[Phase]:
+            killed_at: float | None, detected_at: float | None = None) -> list[Phase]:
     ready, loaded = log.first("group_ready"), log.first("loaded")
     first = after[0] if after else None
     phases = [Phase("checkpoint_download", download, True, "the restore of the DR copy into the scratch folder")]
@@ -115,10 +115,17 @@ def _phases(started: float, download: float, log: ProgressLog, after: list[dict]
             phases.append(Phase("failure_detection_and_restart", None, False,
                                 "no started event after the kill: the workers were not restarted, or do not "
                                 "use the progress protocol"))
+        elif detected_at is not None and killed_at <= detected_at <= restarted["t"]:
+            phases.append(Phase("failure_detection", detected_at - killed_at, True,
+                                "the SIGKILL to the launcher's log line saying the worker failed"))
+            phases.append(Phase("termination_and_restart", restarted["t"] - detected_at, True,
+                                "to the restarted rank 0's started event (the other workers stopped, new "
+                                "ones started)"))
+            previous = restarted["t"]
         else:
             phases.append(Phase("failure_detection_and_restart", max(0.0, restarted["t"] - killed_at), True,
-                                "the SIGKILL to the restarted rank 0's started event (torchrun's agent "
-                                "detects the loss, stops the other workers and starts new ones)"))
+                                "the SIGKILL to the restarted rank 0's started event (the launcher's log "
+                                "did not say when it noticed, so detection and restart are one phase)"))
             previous = restarted["t"]
     marks = [("process_group_ready", ready, "process start to the group_ready event (rendezvous included)"),
              ("load_and_reshard", loaded, "to the loaded event"),

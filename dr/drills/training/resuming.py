@@ -30,7 +30,7 @@ from dr.contract.registry import Registry
 from dr.drills.history import write_record
 from dr.drills.training.events import ProgressLog, read_log
 from dr.drills.training.judging import Check, Judgement, add_estimates, judge, total_seconds
-from dr.drills.training.running import Kill, Resumed, run_resumed
+from dr.drills.training.running import Kill, Resumed, failure_noticed, run_resumed
 from dr.model.plans import Plan, ResumeSpec, RunCostsSpec, parse_size
 
 from dr.model.recovery.scenarios import Scenario
@@ -198,7 +198,7 @@ def _judged(plan: Plan, costs: RunCostsSpec, spec: ResumeSpec, save: CheckpointS
     step = reloaded["step"] if reloaded else save.step
     judgement = judge(checkpoint_step=step, started=cut, download_seconds=download, resumed=after, failed=before,
                       tolerance=spec.tolerance, steady_within=spec.steady_within, missing=_missing(save.resume),
-                      killed_at=cut)
+                      killed_at=cut, detected_at=failure_noticed(resumed.output, cut))
     judgement.estimated = add_estimates(judgement.phases, plan_estimates(plan))
     lost = [e for e in before.of("step") if e["step"] > step]
     rpo = {"measured": True, "steps": len({e["step"] for e in lost}),

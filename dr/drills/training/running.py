@@ -16,6 +16,7 @@ never to dr's output: a trainer may print anything.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import time
@@ -119,6 +120,31 @@ def _kill_rank(process: subprocess.Popen, kill: Kill) -> None:
         except ProcessLookupError:
             pass
     kill.what = f"rank {kill.rank} (pid {', '.join(map(str, found))}) killed with SIGKILL at step {kill.at_step}"
+
+
+# torchrun's agent logs a worker's failure as glog does: "E1203 06:55:17.854000 <pid> <file>:<line>]
+# failed (exitcode: -9) local_rank: 1 ...", in local time, without the year
+_FAILED_LINE = re.compile(rb"^[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)(\.\d+)? .*\] failed \(exitcode", re.M)
+
+
+def failure_noticed(output: str, since: float) -> float | None:
+    """When the launcher logged a worker's failure, at or after `since` (epoch seconds); None
+    when its output says nothing of the kind (another launcher, or its log level)."""
+    try:
+        with open(output, "rb") as handle:
+            text = handle.read(16 << 20)
+    except OSError:
+        return None
+    year = time.localtime(since).tm_year
+    for match in _FAILED_LINE.finditer(text):
+        month, day, hour, minute, second = (int(g) for g in match.groups()[:5])
+        try:
+            at = time.mktime((year, month, day, hour, minute, second, 0, 0, -1)) + float(match.group(6) or 0)
+        except (OverflowError, ValueError):
+            continue
+        if at >= since - 1.0:  # the log's clock has microseconds; allow the kill's own second
+            return max(at, since)
+    return None
 
 
 def descendants(root: int) -> set[int]:
