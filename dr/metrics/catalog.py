@@ -21,6 +21,7 @@ class Metric:
 _SOURCE = ("plan", "source", "target")
 _RUN = ("plan", "source", "target")  # source: the run's sources, comma-joined
 _SCENARIO = ("plan", "scenario", "target")
+_TRAINING = ("plan", "run", "world_size", "scenario", "target")  # dr drill --training
 
 _ALL = [
     # dr backup, one series per source and target
@@ -70,6 +71,16 @@ _ALL = [
     Metric("dr_drill_rto_seconds", "drill", _SCENARIO + ("phase",), "measured RTO of each phase"),
     Metric("dr_drill_rto_total_seconds", "drill", _SCENARIO, "measured RTO, every phase together"),
     Metric("dr_drill_last_run_timestamp_seconds", "drill", _SCENARIO, "when the drill ended"),
+    # dr drill --training: the RTO of training, a series of its own (not the restore drill's)
+    Metric("dr_training_drill_recovered", "drill", _TRAINING,
+           "1 when the run continued (every continuity check made passed) and reached steady throughput"),
+    Metric("dr_training_drill_continuity_failures", "drill", _TRAINING, "continuity checks that failed"),
+    Metric("dr_training_drill_rto_seconds", "drill", _TRAINING + ("phase",), "measured RTO of training, each phase"),
+    Metric("dr_training_drill_rto_total_seconds", "drill", _TRAINING,
+           "measured RTO of training: download (a failure drill: the kill) to steady throughput; 0 when not reached"),
+    Metric("dr_training_drill_rpo_steps", "drill", _TRAINING, "training steps the failure lost (when measured)"),
+    Metric("dr_training_drill_rpo_gpu_hours", "drill", _TRAINING, "GPU-hours the failure lost (when measured)"),
+    Metric("dr_training_drill_last_run_timestamp_seconds", "drill", _TRAINING, "when the training drill ended"),
     # dr verify
     Metric("dr_verify_problems", "verify", ("plan", "target"),
            "problems dr verify found: snapshots, artifacts, blobs and copies outside the repository"),

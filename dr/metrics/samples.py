@@ -138,6 +138,24 @@ def drill_samples(record: dict[str, Any], now: float) -> list[Sample]:
         [Sample.of("dr_drill_rto_seconds", seconds, phase=phase, **labels) for phase, seconds in rto["phases"].items()]
 
 
+def training_samples(record: dict[str, Any], now: float) -> list[Sample]:
+    """`record`: a training drill's record (dr drill --training, dr.drills.training)."""
+    t = record["training"]
+    labels = {"plan": record["plan"], "run": t["run"], "world_size": str(t["world_size"]),
+              "scenario": "+".join(record["failed"]), "target": record["target"]}
+    failures = sum(1 for c in t["checks"] if c["ok"] is False)
+    out = [Sample.of("dr_training_drill_recovered", int(record["result"] == "recovered"), **labels),
+           Sample.of("dr_training_drill_continuity_failures", failures, **labels),
+           Sample.of("dr_training_drill_rto_total_seconds", record["rto"]["total_seconds"], **labels),
+           Sample.of("dr_training_drill_last_run_timestamp_seconds", now, **labels)]
+    out += [Sample.of("dr_training_drill_rto_seconds", p["seconds"], phase=p["phase"], **labels)
+            for p in t["phases"] if p["measured"]]
+    if t["rpo"].get("measured"):
+        out += [Sample.of("dr_training_drill_rpo_steps", t["rpo"]["steps"], **labels),
+                Sample.of("dr_training_drill_rpo_gpu_hours", t["rpo"]["gpu_hours"], **labels)]
+    return out
+
+
 def verify_samples(plan: str, target: str, problems: int, read_data: bool, now: float) -> list[Sample]:
     labels = {"plan": plan, "target": target}
     return [Sample.of("dr_verify_problems", problems, **labels),

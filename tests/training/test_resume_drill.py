@@ -127,7 +127,13 @@ def test_a_full_training_state_resumes_resharded_and_repeats_the_failed_runs_ste
 
 
 def test_a_checkpoint_without_its_optimizer_fails_the_loss_check_naming_it(trained, capsys):
-    code, record = _drill(trained, capsys, "run-b", "--world-size", "2")
+    metrics = trained["tmp"] / "training.prom"
+    code, record = _drill(trained, capsys, "run-b", "--world-size", "2", "--metrics-file", str(metrics))
+    # its own series, apart from the restore drills' dr_drill_* of the same scenario
+    text = metrics.read_text()
+    assert ('dr_training_drill_continuity_failures{plan="test",run="run-b",scenario="cluster-a",target="dr-site",'
+            'world_size="2"} 1') in text
+    assert "dr_training_drill_rpo_steps" in text and "dr_drill_rto_total_seconds" not in text
     checks = {c["check"]: c for c in record["training"]["checks"]}
     assert code == Exit.FAILURE and record["result"] == "failed"
     assert checks["loss-repeats"]["ok"] is False and "optimizer" in checks["loss-repeats"]["state"]

@@ -18,7 +18,7 @@ from dr.cli.commands import help_of
 from dr.cli.exitcodes import Exit
 from dr.cli.metrics import metrics_args, publish, wanted
 from dr.cli.output import Output, deliver
-from dr.metrics.samples import drill_samples
+from dr.metrics.samples import drill_samples, training_samples
 from dr.model.plan_loading import load_plan
 from dr.model.recovery import UnknownDomain
 from dr.planner.destinations import parse_destinations
@@ -117,12 +117,12 @@ def run(args: argparse.Namespace, out: Output) -> int:
     return _recorded(args, out, record, drill_lines(record))
 
 
-def _recorded(args: argparse.Namespace, out: Output, record: dict, lines: list[str]) -> int:
+def _recorded(args: argparse.Namespace, out: Output, record: dict, lines: list[str], samples=drill_samples) -> int:
     """Print and publish one drill's record; its exit code (0 recovered, 3 partial, else 1)."""
     for line in lines:
         out.say(line)
     out.document(record)
-    publish(args, out, lambda now: drill_samples(record, now))
+    publish(args, out, lambda now: samples(record, now))
     return {"recovered": Exit.OK, "partial": Exit.PARTIAL}.get(record["result"], Exit.FAILURE)
 
 
@@ -147,7 +147,7 @@ def _training(args: argparse.Namespace, out: Output) -> int:
                                     kill=kill, incomplete=args.incomplete)
     except (UnknownDomain, TrainingDrillError) as exc:
         raise UsageError(str(exc)) from None
-    return _recorded(args, out, record, training_lines(record))
+    return _recorded(args, out, record, training_lines(record), training_samples)
 
 
 def _kill(args: argparse.Namespace):
