@@ -9,17 +9,9 @@ import time
 
 import pytest
 
-from tests.harness import EmulatedCluster
 from tests.harness.volumes import CsiStandIn, delete
 
 SNAP = "snapshot.storage.k8s.io/v1"
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    with EmulatedCluster(name="csi") as c:
-        yield c
-        assert c.errors == [], "the emulator hit internal errors:\n" + "\n".join(c.errors)
 
 
 @pytest.fixture
