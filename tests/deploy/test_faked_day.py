@@ -30,6 +30,7 @@ import re
 import shutil
 import tempfile
 from collections import Counter
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -132,8 +133,8 @@ def test_a_healthy_day(faked, capsys):
 
 
 def _damage_a_data_blob(deployment: Deployment) -> str:
-    """Flip a byte of a blob no manifest names (not a catalog: the backups read those), in the
-    seventh of the blobs that today's verify reads when there is one, else delete one."""
+    """Flip a byte of blobs no manifest names (not a catalog: the backups read those), one in each
+    seventh of the blobs a day's verify reads, else delete one."""
     s3 = s3_client(deployment.moto)
     keys = [o["Key"] for page in s3.get_paginator("list_objects_v2").paginate(Bucket=deployment.bucket)
             for o in page.get("Contents", [])]
@@ -146,15 +147,23 @@ def _damage_a_data_blob(deployment: Deployment) -> str:
     blobs = [k for k in keys if "/blobs/" in k and k.rsplit("/", 1)[1] not in named
              and k.rsplit("/", 1)[1] in referenced]
     assert blobs, keys
-    today = data_subsets.parse(f"auto/{VERIFY_PARTS}", FakedDay.at(VERIFY_TICK).date())  # the verify CronJob's
-    read_today = [k for k in blobs if today.holds(k.rsplit("/", 1)[1])]
-    if not read_today:
+    # One blob of each of the week's subsets: whichever seventh the 04:00 verify reads holds a
+    # damaged one. (Damaging only the blob of the subset this test computed for the day once
+    # went unseen in CI: the verify read another seventh.)
+    picks: list[str] = []
+    for offset in range(VERIFY_PARTS):
+        subset = data_subsets.parse(f"auto/{VERIFY_PARTS}", (FakedDay.at(VERIFY_TICK) + timedelta(days=offset)).date())
+        hit = next((k for k in blobs if subset.holds(k.rsplit("/", 1)[1]) and k not in picks), None)
+        if hit is not None:
+            picks.append(hit)
+    if not picks:
         s3.delete_object(Bucket=deployment.bucket, Key=blobs[0])
         return blobs[0]
-    body = bytearray(s3.get_object(Bucket=deployment.bucket, Key=read_today[0])["Body"].read())
-    body[len(body) // 2] ^= 0xFF
-    s3.put_object(Bucket=deployment.bucket, Key=read_today[0], Body=bytes(body))
-    return read_today[0]
+    for key in picks:
+        body = bytearray(s3.get_object(Bucket=deployment.bucket, Key=key)["Body"].read())
+        body[len(body) // 2] ^= 0xFF
+        s3.put_object(Bucket=deployment.bucket, Key=key, Body=bytes(body))
+    return picks[0]
 
 
 def _catalog_chunks(deployment: Deployment) -> set[str]:
