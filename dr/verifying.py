@@ -18,7 +18,7 @@ from dr.model.plans import Plan
 from dr.repository import checking
 from dr.repository.data_subsets import DataSubset
 from dr.repository.locks import Lock
-from dr.repository.repositories import Repository
+from dr.repository.repositories import IntegrityError, Repository
 from dr.restore.copies import SourceCopies, check_outside_copies
 
 
@@ -43,7 +43,10 @@ def verify_all(plan: Plan, registry: Registry, repo: Repository, *, snapshot: st
                lock_wait: float = 0.0, on_blob: Callable[[int], None] = lambda n: None) -> Verified:
     """The repository (every snapshot, or `snapshot`), then every source's outside copies."""
     with Lock(repo, exclusive=False, command="dr verify").acquire(lock_wait):  # one lock for both checks
-        ids = [repo.find_snapshot(snapshot).id] if snapshot else None
+        try:
+            ids = [repo.find_snapshot(snapshot).id] if snapshot else None
+        except IntegrityError as exc:  # the snapshot asked for (or, for latest, one that may be it) is damaged
+            return Verified(checking.CheckReport(problems=[str(exc)]), [])
         report = checking.check(repo, ids, read_data=read_data or bool(subset), on_blob=on_blob,
                                 identities=identities, subset=subset)
         outside = check_outside_copies(plan, registry, repo, snapshot_ref=snapshot, read_data=read_data,

@@ -57,6 +57,9 @@ _ALL = [
     Metric("dr_rpo_copy_breach", "status", ("plan", "source", "target", "subject"),
            "1 when a copy an exporter keeps outside the repository (a training run's DR checkpoint) "
            "breaches the rpo or is damaged"),
+    Metric("dr_status_problems", "status", ("plan", "target"),
+           "damaged objects dr status met reading the repository (its config, a source's newest good "
+           "backup's catalog): a restore would refuse them"),
     Metric("dr_status_last_run_timestamp_seconds", "status", ("plan", "target"),
            "when dr status last judged the RPO (the alerts' staleness check: status stopped)"),
     # dr audit

@@ -91,6 +91,7 @@ def status_samples(plan: str, target: str, status: dict[str, Any],
     for row in status["runs"]:
         samples.append(Sample.of("dr_rpo_copy_breach", int(bool(row["breach"])), plan=plan, source=row["source"],
                                  target=target, subject=row["subject"]))
+    samples.append(Sample.of("dr_status_problems", len(status.get("problems", [])), plan=plan, target=target))
     for source, objective in sorted(objectives.items()):
         for kind in ("rpo", "rto"):
             if objective.get(kind) is not None:

@@ -73,3 +73,21 @@ def _parsed_lines(repo: Repository, digest: str, convert: Callable[[Any], T]) ->
                     yield convert(json.loads(line))
     except (OSError, EOFError, zlib.error, ValueError, RecursionError) as exc:  # a line's members: DamagedEntry
         raise IntegrityError(f"catalog {digest} cannot be read (damaged or hostile): {exc}") from None
+
+
+def catalog_damage(snapshot_id: str, digest: str, problem: object) -> str:
+    """How a damaged catalog is named wherever it is met (verify, status): the object, what it holds."""
+    said = str(problem)
+    return f"catalog of snapshot {snapshot_id[:8]}" + ("" if digest in said else f" (blob {digest})") + f": {said}"
+
+
+def unreadable_catalog(repo: Repository, snapshot_id: str, digest: str, entries: int) -> str | None:
+    """Why a restore of the snapshot would refuse its catalog (format.md sections 8, 9, 14), or None.
+    Reads and parses every line once, as read_catalog_records does, and compares their number."""
+    try:
+        count = sum(1 for _ in read_catalog_records(repo, digest))
+    except IntegrityError as exc:
+        return catalog_damage(snapshot_id, digest, exc)
+    if count != entries:
+        return catalog_damage(snapshot_id, digest, f"it has {count} entries, the manifest says {entries}")
+    return None

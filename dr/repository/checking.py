@@ -25,7 +25,7 @@ from typing import Callable
 
 from dr.repository import names
 from dr.repository.artifact_checks import ArtifactChecks
-from dr.repository.catalogs import read_catalog
+from dr.repository.catalogs import catalog_damage, read_catalog
 from dr.repository.data_subsets import DataSubset
 from dr.repository.locks import Lock
 from dr.repository.repositories import IntegrityError, Repository, RepositoryError
@@ -81,11 +81,15 @@ def _check_snapshot(repo: Repository, snapshot_id: str, stored: dict[str, int],
                     referenced: set[str], report: CheckReport, checks: ArtifactChecks) -> None:
     try:
         snapshot = repo.load_snapshot(snapshot_id)
-        report.snapshots += 1
-        referenced.add(snapshot.catalog)
-        artifacts = list(read_catalog(repo, snapshot.catalog))
     except RepositoryError as exc:
         report.problems.append(f"snapshot {snapshot_id[:8]}: {exc}")
+        return
+    report.snapshots += 1
+    referenced.add(snapshot.catalog)
+    try:
+        artifacts = list(read_catalog(repo, snapshot.catalog))
+    except RepositoryError as exc:  # name the object and what it held: the blob alone says neither
+        report.problems.append(catalog_damage(snapshot_id, snapshot.catalog, exc))
         return
     if len(artifacts) != snapshot.catalog_entries:
         report.problems.append(f"snapshot {snapshot.short_id}: catalog has {len(artifacts)} entries, "

@@ -17,9 +17,9 @@ from dr.contract import CopyReport, ExportContext
 from dr.contract.registry import PluginError, Registry
 from dr.model.plans import Plan
 from dr.repository import names
-from dr.repository.catalogs import read_catalog
+from dr.repository.catalogs import catalog_damage, read_catalog
 from dr.repository.reading import ArtifactReader
-from dr.repository.repositories import Repository
+from dr.repository.repositories import IntegrityError, Repository
 
 
 @dataclass
@@ -27,9 +27,11 @@ class SourceCopies:
     source: str
     snapshot: str
     reports: list[CopyReport]
+    unchecked: str = ""  # why none could be checked: the catalog that records them is damaged
 
     def to_json(self) -> dict:
-        return {"source": self.source, "snapshot": self.snapshot, "copies": [r.to_json() for r in self.reports]}
+        return {"source": self.source, "snapshot": self.snapshot, "copies": [r.to_json() for r in self.reports],
+                "unchecked": self.unchecked or None}
 
 
 def check_outside_copies(plan: Plan, registry: Registry, repo: Repository, *, snapshot_ref: str | None = None,
@@ -39,7 +41,7 @@ def check_outside_copies(plan: Plan, registry: Registry, repo: Repository, *, sn
     # a damaged manifest is dr verify's to report (dr.repository.checking); the copies of the others are checked
     snapshots = [repo.find_snapshot(snapshot_ref)] if snapshot_ref else repo.intact_snapshots()[0]
     reader = ArtifactReader(repo, identities)
-    catalogs: dict[str, list] = {}
+    catalogs: dict[str, list | str] = {}  # a str: why the catalog cannot be read
     out = []
     for source in plan.spec.sources:
         if sources is not None and source.name not in sources:
@@ -53,7 +55,13 @@ def check_outside_copies(plan: Plan, registry: Registry, repo: Repository, *, sn
             continue
         snapshot = holding[-1]
         if snapshot.id not in catalogs:
-            catalogs[snapshot.id] = names.open_all(read_catalog(repo, snapshot.catalog), identities or [])
+            try:
+                catalogs[snapshot.id] = names.open_all(read_catalog(repo, snapshot.catalog), identities or [])
+            except IntegrityError as exc:  # what a restore of it would refuse: said, and the other sources go on
+                catalogs[snapshot.id] = catalog_damage(snapshot.id, snapshot.catalog, exc)
+        if isinstance(catalogs[snapshot.id], str):
+            out.append(SourceCopies(source.name, snapshot.short_id, [], unchecked=catalogs[snapshot.id]))
+            continue
         mine = [a for a in catalogs[snapshot.id] if a.source == source.name]
         context = ExportContext(source.name, plan.options[source.name], plan.base_dir, source.sensitivity)
         exporter = cls(context)

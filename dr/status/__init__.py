@@ -15,7 +15,7 @@ from dr.contract.capabilities import overrides
 from dr.contract.registry import PluginError, Registry
 from dr.model.plans import Plan, TargetSpec
 from dr.repository.locks import Lock
-from dr.repository.repositories import NotARepository
+from dr.repository.repositories import IntegrityError, NotARepository
 from dr.repository.targets import open_target
 from dr.restore.copies import check_outside_copies
 
@@ -26,21 +26,24 @@ def current_status(plan: Plan, registry: Registry, target: TargetSpec, *, read_d
                    identities: list | None = None, lock_wait: float = 0.0) -> RpoStatus:
     """Every source's and every recovery point's row, breaches marked."""
     status = rpo_status(plan, registry, target, read_data=read_data)
-    status.runs.extend(_copy_rows(plan, registry, target, read_data, identities, lock_wait))
+    status.runs.extend(_copy_rows(plan, registry, target, read_data, identities, lock_wait, status.problems))
     return status
 
 
 def _copy_rows(plan: Plan, registry: Registry, target: TargetSpec, read_data: bool, identities: list | None,
-               lock_wait: float) -> list[dict]:
+               lock_wait: float, problems: list[str]) -> list[dict]:
+    """The copies' rows; a catalog too damaged to say which copies there are is added to `problems`."""
     repo = open_target(plan, target)
     try:
         repo.open()
-    except NotARepository:
-        return []  # nothing backed up yet: the per-source rows already say so
+    except (NotARepository, IntegrityError):
+        return []  # nothing backed up yet, or a damaged config (already a problem): the per-source rows say so
     sources = {s.name for s in plan.spec.sources if not _reports_own_copies(registry, s.type)}
     with Lock(repo, exclusive=False, command="dr status").acquire(lock_wait):
         found = check_outside_copies(plan, registry, repo, read_data=read_data, identities=identities,
                                      sources=sources)
+    problems += [c.unchecked for c in found if c.unchecked and c.unchecked not in problems]
+    found = [c for c in found if not c.unchecked]
     return [{"source": copies.source, "subject": f"{copies.source} copy {report.what}",
              "detail": (f"at {report.where} (snapshot {copies.snapshot}): " + "; ".join(report.problems))
              if report.problems else f"at {report.where} (snapshot {copies.snapshot}) checks out",

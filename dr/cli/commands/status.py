@@ -1,7 +1,9 @@
 """`dr status`: how much would be lost now (RPO), per source and per training run (dr.status,
 which owns the lock: this module parses and prints), with what each source's newest backup
 noticed (its findings: code, severity, object). Exit 7 when any objective is breached, so a
-cron job or an alert can gate on it.
+cron job or an alert can gate on it; exit 6 when the repository data status reads is damaged (the
+config, the catalog of a source's newest good backup: a restore would refuse it, so the source is
+measured from its newest backup a restore can read), each damaged object listed as a PROBLEM.
 """
 
 from __future__ import annotations
@@ -39,10 +41,14 @@ def run(args: argparse.Namespace, out: Output) -> int:
                     + (f" {finding['object']}" if finding["object"] else "") + f": {finding['message']}")
     for row in status.runs:
         out.say(f"  {row['subject']}: {row['detail']}" + ("  BREACH" if row["breach"] else ""))
+    for problem in status.problems:  # damage a restore would refuse: no recovery point stands on it
+        out.say(f"  PROBLEM: {problem}")
     out.document(status.to_json())
     objectives = {s.name: {"rpo": _seconds(s.rpo_delta), "rto": _seconds(s.rto_delta)} for s in plan.spec.sources}
     publish(args, out, lambda now: status_samples(plan.name, target.name, status.to_json(), objectives)
             + status_run_samples(plan.name, target.name, now))
+    if status.problems:  # damaged data is 6 whatever else holds (README, exit codes)
+        return Exit.INTEGRITY
     return Exit.RPO_BREACH if status.breached else Exit.OK
 
 

@@ -20,6 +20,7 @@ from dr.cli.output import Output, human_size
 from dr.metrics.samples import verify_samples
 from dr import verifying
 from dr.repository import checking, data_subsets
+from dr.repository.repositories import IntegrityError
 from dr.repository.targets import choose_target, open_target
 
 
@@ -52,7 +53,10 @@ def run(args: argparse.Namespace, out: Output) -> int:
     plan, registry = open_plan(args)
     target = choose_target(plan, args.target)
     repo = open_target(plan, target)
-    repo.open()
+    try:
+        repo.open()
+    except IntegrityError as exc:  # a finding like any damage: listed, counted, published
+        return _unreadable_config(args, out, plan.name, target.name, subset, exc)
     keys = identities(args, plan)
     if args.type:
         return _type_only(args, out, plan, registry, repo, keys)
@@ -70,6 +74,20 @@ def run(args: argparse.Namespace, out: Output) -> int:
     publish(args, out, lambda now: verify_samples(plan.name, target.name, problems, args.read_data, now))
     return _ended(out, problems, {**report.to_json(), "outside_copies": [c.to_json() for c in outside],
                                   "read_data_subset": str(subset) if subset else None})
+
+
+def _unreadable_config(args: argparse.Namespace, out: Output, plan: str, target: str,
+                       subset: data_subsets.DataSubset | None, damage: IntegrityError) -> int:
+    """A reader checks the config before anything else (format.md section 6, 14): nothing more is read."""
+    report = checking.CheckReport(problems=[str(damage)],
+                                  notes=["nothing else was checked: a reader must understand the config first "
+                                         "(docs/format.md section 6)"])
+    out.say(f"  PROBLEM: {damage}")
+    for note in report.notes:
+        out.note(note)
+    publish(args, out, lambda now: verify_samples(plan, target, 1, args.read_data, now))
+    return _ended(out, 1, {**report.to_json(), "outside_copies": [],
+                           "read_data_subset": str(subset) if subset else None})
 
 
 def _subset(args: argparse.Namespace) -> data_subsets.DataSubset | None:
@@ -109,15 +127,24 @@ def _type_only(args: argparse.Namespace, out: Output, plan, registry, repo, keys
     if unchecked:  # said, not skipped silently
         out.warn(f"{', '.join(unchecked)}: no copy outside the repository recorded in any snapshot, nothing to "
                  "verify")
-    problems = _say_copies(outside, out, args.read_data)
+    problems = _say_copies(outside, out, args.read_data, damage_counts=True)
     return _ended(out, problems, {"scope": args.type, "outside_copies": [c.to_json() for c in outside],
                                   "nothing_to_verify": unchecked})
 
 
-def _say_copies(outside, out: Output, read_data: bool) -> int:
-    """Print each source's outside copies; return how many problems they have."""
+def _say_copies(outside, out: Output, read_data: bool, damage_counts: bool = False) -> int:
+    """Print each source's outside copies; return how many problems they have. A catalog too
+    damaged to say which copies there are is the repository check's problem (counted there),
+    unless that check did not run (`damage_counts`: --type)."""
     problems = 0
     for found in outside:
+        if found.unchecked:
+            if damage_counts:
+                out.say(f"  PROBLEM: {found.source}: {found.unchecked}")
+                problems += 1
+            else:
+                out.note(f"{found.source}: copies outside the repository not checked: {found.unchecked}")
+            continue
         bad = [r for r in found.reports if not r.ok]
         how = "every byte hashed" if read_data else "manifests and sizes checked (add --read-data to hash every byte)"
         out.say(f"{found.source}: {len(found.reports)} copies outside the repository (snapshot {found.snapshot}), "

@@ -64,6 +64,9 @@ def verify_copies(exporter: "ImagesExporter", artifacts: list[Artifact], reader:
             checks.append(ImageCheck(artifact.identity, "not checked: its record is encrypted and no identity "
                                      "was given (--identity)", True, undecrypted=1))
             continue
+        except IntegrityError as exc:  # a damaged record: a restore refuses the image, so it is a problem
+            checks.append(ImageCheck(artifact.identity, f"{HERE}: its record", False, [f"record: {exc}"]))
+            continue
         for copy in record["copies"]:
             checks.append(_check(exporter, artifact.identity, record, copy, read_data))
         if record.get("repository"):
