@@ -54,6 +54,14 @@ What is emulated (as a real API server does it)
   namespaced or cluster-scoped, with discovery showing them. Custom resources are pruned of
   fields unknown to the version's structural schema and get its defaults. Deleting a CRD deletes
   its custom resources and stops serving them.
+* The pod proxy, ``/api/v1/namespaces/<ns>/pods/[http:|https:]<name>[:<port>]/proxy[/<path>]``
+  (any method): the request's path, query, body and headers (not hop-by-hop ones nor the client's
+  Authorization) are forwarded to where ``serve_pod_port`` says the pod's port is (a pod here has
+  no IP of its own; ``tests.harness.jobs.JobRunner`` registers its pods), both bodies streamed,
+  with no body size limit (as kube-apiserver's proxy). A missing pod answers 404; a pod that is
+  not Running, has no IP or no such port registered, or a refused connection answer 503. Logged as
+  verb get/create/update/patch/delete on resource ``pods``, subresource ``proxy``, name as in the
+  path (``pod:8080``, as RBAC sees it); faults apply, kmock DSL reactions do not.
 * Fault injection (``fail_next``, ``throttle_next``, ``hang_next``) and a request log with
   counters (``count``, ``counts``).
 
@@ -119,6 +127,7 @@ import tempfile
 import threading
 import time
 import traceback
+import urllib.parse
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -195,6 +204,15 @@ _RETURN_DELETED = {("", "pods"), ("", "services"), ("", "namespaces"),
 # with 413 before it is decoded. aiohttp's own default (1 MiB) would refuse the big upstream CRDs.
 MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: a 3 MiB body in 1 s, not 60
+
+# The API server's pod proxy: /api/v1/namespaces/<ns>/pods/[<scheme>:]<name>[:<port>]/proxy[/<path>]
+_POD_PROXY = re.compile(r"/api/v1/namespaces/([^/]+)/pods/([^/]+)/proxy(/.*)?")
+# Not forwarded (RFC 7230 hop-by-hop, and what kube-apiserver's proxy drops: the client's
+# credentials, which its authentication filter removes once the request is authenticated).
+_HOP_HEADERS = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
+                "trailers", "transfer-encoding", "upgrade", "host", "authorization"}
+_PROXY_VERBS = {"GET": "get", "HEAD": "get", "OPTIONS": "get", "POST": "create", "PUT": "update",
+                "PATCH": "patch", "DELETE": "delete"}
 
 CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
 NS_KEY = ("", "namespaces")
@@ -608,6 +626,9 @@ class KubeApiEmulator(kmock.KubernetesEmulator):
         self.terminating_namespaces: set[str] = set()
         self.terminating_crds: set[str] = set()
         self.stopping = asyncio.Event()
+        # (namespace, pod, container port) -> (host, port) where the pod's port is served on this
+        # machine (a pod here has no IP of its own): set by the test's kubelet stand-in.
+        self.pod_ports: dict[tuple[str, str, int], tuple[str, int]] = {}
         for group, version, plural, kind, namespaced, subs, shorts, cats in _BUILTINS:
             self.add_type(ResourceType(group=group, plural=plural, kind=kind, namespaced=namespaced,
                                        versions=[version], subresources=subs, short_names=shorts,
@@ -635,6 +656,9 @@ class KubeApiEmulator(kmock.KubernetesEmulator):
     # ---- request entry point -----------------------------------------------------------
 
     async def __call__(self, raw: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
+        proxied = _POD_PROXY.fullmatch(raw.rel_url.raw_path)
+        if proxied:  # streamed both ways, never read whole: no body limit applies (as kube-apiserver)
+            return await self._proxy(raw, *proxied.groups())
         raw = raw.clone(client_max_size=0)  # read it all: the limit is the API server's, below
         body = await raw.read()
         route = _Route.parse(raw.method, raw.path, raw.query)
@@ -666,6 +690,101 @@ class KubeApiEmulator(kmock.KubernetesEmulator):
         record.status = response.status
         return response
 
+    async def _proxy(self, raw: aiohttp.web.BaseRequest, namespace: str, target: str,
+                     rest: str | None) -> aiohttp.web.StreamResponse:
+        """kube-apiserver's pods/proxy subresource: the request (query, body, most headers) is
+        forwarded to the pod's port and the answer streamed back, neither read whole."""
+        namespace, target = urllib.parse.unquote(namespace), urllib.parse.unquote(target)
+        path = raw.path.rstrip("/") or "/"
+        record = RequestRecord(method=raw.method.upper(), path=path, query=dict(raw.query),
+                               verb=_PROXY_VERBS.get(raw.method.upper(), raw.method.lower()), group="",
+                               version="v1", resource="pods", namespace=namespace, name=target,
+                               subresource="proxy")
+        self.log.append(record)
+        route = _Route(method=record.method, path=path, segments=[s for s in path.split("/") if s],
+                       verb=record.verb, discovery=False, group="", version="v1", plural="pods",
+                       namespace=namespace, name=target, subresource="proxy")
+        try:
+            await self._apply_faults(route, record)
+            host, port, scheme = self._pod_endpoint(namespace, target)
+        except ApiError as exc:
+            record.status = exc.code
+            return aiohttp.web.json_response(exc.body(), status=exc.code, headers=exc.headers)
+        url = f"{scheme}://{host}:{port}{rest or '/'}"
+        if raw.rel_url.raw_query_string:
+            url += "?" + raw.rel_url.raw_query_string
+        headers = {k: v for k, v in raw.headers.items() if k.lower() not in _HOP_HEADERS}
+        has_body = raw.can_read_body
+
+        async def body() -> Any:
+            async for chunk in raw.content.iter_chunked(1 << 16):
+                record.size += len(chunk)
+                yield chunk
+
+        session = aiohttp.ClientSession(auto_decompress=False, timeout=aiohttp.ClientTimeout(total=None),
+                                        connector=aiohttp.TCPConnector(ssl=False, force_close=True))
+        response: aiohttp.web.StreamResponse | None = None
+        try:
+            try:
+                upstream = await session.request(raw.method, url, headers=headers, allow_redirects=False,
+                                                 data=body() if has_body else None,
+                                                 skip_auto_headers=("User-Agent", "Content-Type"))
+            except (aiohttp.ClientError, OSError) as exc:
+                error = ApiError(503, f"error trying to reach service: dial tcp {host}:{port}: {exc}")
+                record.status = 503
+                return aiohttp.web.json_response(error.body(), status=503)
+            async with upstream:
+                response = aiohttp.web.StreamResponse(status=upstream.status, reason=upstream.reason)
+                for key, value in upstream.headers.items():
+                    if key.lower() not in _HOP_HEADERS:
+                        response.headers.add(key, value)
+                if upstream.headers.get("Content-Length") is None and raw.method.upper() != "HEAD":
+                    response.enable_chunked_encoding()
+                record.status = upstream.status
+                await response.prepare(raw)
+                if raw.method.upper() != "HEAD":
+                    async for chunk in upstream.content.iter_chunked(1 << 16):
+                        await response.write(chunk)
+                await response.write_eof()
+                return response
+        except (ConnectionResetError, aiohttp.ClientError, RuntimeError):
+            if response is None or not response.prepared:
+                raise
+            return response  # the client or the pod went away mid-stream: the connection is dropped
+        finally:
+            await session.close()
+
+    def _pod_endpoint(self, namespace: str, target: str) -> tuple[str, int, str]:
+        """Where a pods/proxy request goes: (host, port, scheme), or the API server's refusal."""
+        parts = target.split(":")
+        scheme, name, port = {1: lambda: ("", parts[0], ""), 2: lambda: ("", parts[0], parts[1]),
+                              3: lambda: tuple(parts)}.get(len(parts), lambda: ("", target, ""))()
+        if scheme not in ("", "http", "https"):
+            raise ApiError(400, f"invalid scheme {scheme!r} in {target!r}")
+        pod = self.get_object(self.types[("", "pods")], namespace, name)
+        if pod is None:
+            raise ApiError(404, f'pods "{name}" not found', details={"name": name, "kind": "pods"})
+        containers = (pod.get("spec") or {}).get("containers") or []
+        ports = [p for c in containers for p in c.get("ports") or []]
+        if not port:  # as kube-apiserver: the first container port the pod declares, else 80
+            number = ports[0]["containerPort"] if ports else 80
+        elif port.isdigit():
+            number = int(port)
+        else:
+            named = [p["containerPort"] for p in ports if p.get("name") == port]
+            if not named:
+                raise ApiError(503, f"no endpoints available for service \"{target}\"")
+            number = named[0]
+        status = pod.get("status") or {}
+        if status.get("phase") != "Running" or not status.get("podIP"):
+            raise ApiError(503, f"error trying to reach service: pod {name} is {status.get('phase')} "
+                                "and has no IP")
+        address = self.pod_ports.get((namespace, name, number))
+        if address is None:
+            raise ApiError(503, f"error trying to reach service: dial tcp {status['podIP']}:{number}: "
+                                "connect: connection refused")
+        return address[0], address[1], scheme or "http"
+
     @staticmethod
     def _kmock_action(route: _Route) -> kmock.action | None:
         return {"list": kmock.action.LIST, "watch": kmock.action.WATCH, "get": kmock.action.FETCH,
@@ -676,6 +795,16 @@ class KubeApiEmulator(kmock.KubernetesEmulator):
                      record: RequestRecord, body: bytes) -> aiohttp.web.StreamResponse:
         if len(body) > MAX_REQUEST_BODY_BYTES:
             raise ApiError(413, f"Request entity too large: limit is {MAX_REQUEST_BODY_BYTES}")
+        await self._apply_faults(route, record)
+        if self._payloads:  # reactions a test declared through kmock's DSL win over the emulation
+            try:
+                return await kmock.RawHandler._handle(self, kreq)
+            except NotImplementedError:
+                pass
+        return await self._dispatch(raw, route, body)
+
+    async def _apply_faults(self, route: _Route, record: RequestRecord) -> None:
+        """The first injected fault matching the request: its delay, then its failure (if any)."""
         for fault in self.faults:
             if fault.matches(route.path, route.method, route.verb):
                 fault.hits += 1
@@ -694,12 +823,6 @@ class KubeApiEmulator(kmock.KubernetesEmulator):
                     message = fault.message or _MESSAGES.get(fault.status, "injected failure")
                     raise ApiError(fault.status, message, details=details, headers=headers)
                 break
-        if self._payloads:  # reactions a test declared through kmock's DSL win over the emulation
-            try:
-                return await kmock.RawHandler._handle(self, kreq)
-            except NotImplementedError:
-                pass
-        return await self._dispatch(raw, route, body)
 
     # ---- routing -----------------------------------------------------------------------
 
@@ -1765,6 +1888,16 @@ class EmulatedCluster:
         emulator's thread (so it may read the store); a non-empty answer refuses the create with `code`."""
         # kept out of __attrs_post_init__ on purpose: a stand-in is a test's own addition
         self.call(lambda em: em.__dict__.setdefault("admission_webhooks", []).append((name, code, check)))
+
+    def serve_pod_port(self, namespace: str, pod: str, port: int, address: tuple[str, int] | None) -> None:
+        """Where the API server's pod proxy finds ``port`` of ``pod`` on this machine (a stand-in for
+        the pod's IP, which a process here has not); None forgets it."""
+        def serve(em: KubeApiEmulator) -> None:
+            if address is None:
+                em.pod_ports.pop((namespace, pod, int(port)), None)
+            else:
+                em.pod_ports[(namespace, pod, int(port))] = (address[0], int(address[1]))
+        self.call(serve)
 
     @property
     def resource_version(self) -> int:
