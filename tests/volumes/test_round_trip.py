@@ -86,7 +86,9 @@ def test_a_claims_files_round_trip_and_an_unchanged_backup_uploads_nothing(two, 
     first = json.loads(capsys.readouterr().out)
     assert main(["backup", "--plan", str(path), "--json"]) == 0, capsys.readouterr()
     second = json.loads(capsys.readouterr().out)
-    sys.__stderr__.write(json.dumps(first)[:3000] + "\n" + json.dumps(second)[:3000] + "\n")
+    (stats,), (again,) = [r["stats"] for r in first["results"]], [r["stats"] for r in second["results"]]
+    assert stats["bytes_uploaded"] > 300_000 and stats["artifacts"] == 7  # 3 directories, 2 files, 1 link, the claim
+    assert again["bytes_uploaded"] == 0 and again["artifacts_reused"] == again["artifacts"] == 7
     code = main(["restore", "--plan", str(path), "--source", "vols", "--to", f"vols={two['kubeconfig']}:recovery",
                  "--json"])
     out = capsys.readouterr().out
@@ -98,3 +100,27 @@ def test_a_claims_files_round_trip_and_an_unchanged_backup_uploads_nothing(two, 
         left = [o for kind in ("Job", "Secret") for o in cluster.list_objects("batch/v1" if kind == "Job" else "v1", kind)
                 if (o["metadata"].get("labels") or {}).get("dr.io/temporary")]
         assert left == []
+
+
+def test_a_backup_removes_what_a_dead_run_left_and_names_skipped_claims(two, tmp_path, capsys):
+    a = two["a"]
+    labels = {"dr.io/temporary": "volumes", "dr.io/volumes-source": "vols", "dr.io/run": "deadbeef"}
+    a.create_objects([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}},
+                      {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "dr-move-deadbeef-000000",
+                                                                          "namespace": "ml", "labels": labels}},
+                      {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                       "metadata": {"name": "pending", "namespace": "ml"},
+                       "spec": {"storageClassName": "no-such-class", "accessModes": ["ReadWriteOnce"],
+                                "resources": {"requests": {"storage": "1Gi"}}}}])
+    plan = {"version": 1, "name": "vols", "protects_against": ["site-a"],
+            "failure_domains": [{"name": "site-a", "kind": "site"}, {"name": "site-b", "kind": "site"}],
+            "targets": [{"name": "dr", "url": str(tmp_path / "repo"), "domain": "site-b"}],
+            "sources": [{"name": "vols", "type": "volumes", "sensitivity": "internal",
+                         "kubeconfig": two["kubeconfig"], "context": "source", "image": IMAGE, "namespaces": ["ml"]}]}
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(plan))
+    main(["backup", "--plan", str(path), "--json"])
+    backup = capsys.readouterr()
+    assert [s for s in a.list_objects("v1", "Secret", "ml")
+            if (s["metadata"].get("labels") or {}).get("dr.io/run")] == [], backup
+    assert "ml/pending" in backup.out + backup.err, "the skipped claim is not named"

@@ -12,6 +12,7 @@ audit counts on this copy when the volume's own place is lost.
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import io
 import json
 from dataclasses import dataclass, field
@@ -212,8 +213,10 @@ class ClaimBackup:
         meta = {"provides": provided_references(self.cluster.server, self.claim, self.exporter.context),
                 "storage_class": self.claim.storage_class, "copy": copy, "files": self.tally.files,
                 "bytes": self.tally.bytes}
+        # the content is the token: an unchanged claim and tree re-use the record, too
+        token = "claim:" + hashlib.sha256(content + json.dumps(meta, sort_keys=True).encode()).hexdigest()
         self.sink.write(CLAIM_KIND, self.claim.key, content, sensitivity=self.sensitivity, meta=meta,
-                        dependencies=deps)
+                        dependencies=deps, change_token=token)
 
     def _exit(self, mover: Mover) -> None:
         try:
