@@ -124,3 +124,58 @@ def test_a_backup_removes_what_a_dead_run_left_and_names_skipped_claims(two, tmp
     assert [s for s in a.list_objects("v1", "Secret", "ml")
             if (s["metadata"].get("labels") or {}).get("dr.io/run")] == [], backup
     assert "ml/pending" in backup.out + backup.err, "the skipped claim is not named"
+
+
+def test_a_second_restore_is_unchanged_and_a_changed_claim_a_conflict_until_overwrite(two, tmp_path, capsys):
+    a = two["a"]
+    a.create_objects([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "pg"}},
+                      {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                       "metadata": {"name": "data", "namespace": "pg"},
+                       "spec": {"storageClassName": "csi-hostpath-sc", "accessModes": ["ReadWriteOnce"],
+                                "resources": {"requests": {"storage": "100Mi"}}}}])
+    seed(two["csi_a"].directory_of("pg", "data"))
+    plan = {"version": 1, "name": "vols", "protects_against": ["site-a"],
+            "failure_domains": [{"name": "site-a", "kind": "site"}, {"name": "site-b", "kind": "site"}],
+            "targets": [{"name": "dr", "url": str(tmp_path / "repo"), "domain": "site-b"}],
+            "sources": [{"name": "vols", "type": "volumes", "sensitivity": "internal",
+                         "kubeconfig": two["kubeconfig"], "context": "source", "image": IMAGE, "namespaces": ["pg"]}]}
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(plan))
+    assert main(["backup", "--plan", str(path), "-q"]) == 0
+    restore = ["restore", "--plan", str(path), "--source", "vols", "--to", f"vols={two['kubeconfig']}:recovery",
+               "--json"]
+    assert main(restore) == 0
+    capsys.readouterr()
+
+    def statuses(extra=()):
+        code = main(restore + list(extra))
+        text = capsys.readouterr().out
+        return code, {o["status"] for o in _outcomes(json.loads(text))}, text
+
+    code, seen, text = statuses()
+    assert code == 0 and seen == {"unchanged"}, text
+    restored = two["csi_b"].directory_of("pg", "data")
+    with open(os.path.join(restored, "db/data.bin"), "r+b") as handle:
+        handle.write(b"changed at the destination")
+    code, seen, text = statuses()
+    assert code != 0 and seen == {"conflict"} and "exists and differs" in text, text
+    code, seen, text = statuses(["--overwrite"])
+    assert code == 0 and seen == {"restored"}, text
+    assert tree(restored) == tree(two["csi_a"].directory_of("pg", "data"))
+
+
+def _outcomes(document):
+    """Every outcome of a `dr restore --json` document, wherever its results nest them."""
+    found = []
+
+    def walk(value):
+        if isinstance(value, dict):
+            if "status" in value and "item" in value:
+                found.append(value)
+            for inner in value.values():
+                walk(inner)
+        elif isinstance(value, list):
+            for inner in value:
+                walk(inner)
+    walk(document)
+    return found

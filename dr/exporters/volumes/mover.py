@@ -327,6 +327,15 @@ class Handler(BaseHTTPRequestHandler):
             for path in paths:
                 send_file(self.server.root, path, out)
             out.close()
+        elif self.path == "/digests":
+            paths = [str(item.get("path", "")) for item in iter(lambda: read_line(body), None)]
+            out = self._streaming()
+            for path in paths:
+                try:
+                    out.write(line({"path": path, "sha256": _digest(self.server.root, path)}))
+                except (OSError, WireError) as exc:
+                    out.write(line({"path": path, "error": getattr(exc, "strerror", None) or str(exc)}))
+            out.close()
         elif self.path == "/exit":
             self._json(200, {"exiting": True})
             threading.Thread(target=self.server.shutdown, daemon=True).start()

@@ -23,11 +23,11 @@ from urllib.parse import quote
 
 from dr.contract import ContentReader, IntegrityError, Outcome, RestoreRequest
 from dr.contract import OutcomeStatus as Status
-from dr.exporters.volumes.cluster import Cluster, ClusterError
+from dr.exporters.volumes.cluster import Cluster, ClusterError, lines
 from dr.exporters.volumes.exporting import CLAIM_KIND, ENTRY_KINDS
 from dr.exporters.volumes.mover import safe_parts
 from dr.exporters.volumes.temporaries import Mover, Run, VolumeError
-from dr.exporters.volumes.wire import PORT, TOKEN_HEADER, Entry, WireError, line
+from dr.exporters.volumes.wire import PORT, STAGING, TOKEN_HEADER, Entry, WireError, line
 from dr.model.artifacts import Artifact
 
 KIND_OF = {v: k for k, v in ENTRY_KINDS.items()}
@@ -103,10 +103,15 @@ class ClaimRestore:
         namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
         target = f"{namespace}/{name}"
         existing = self.cluster.get(f"/api/v1/namespaces/{quote(namespace)}/persistentvolumeclaims/{quote(name)}")
-        if existing is not None and not self.request.overwrite:
-            yield from self._all(claim, entries, Status.CONFLICT, f"claim {target} exists in the destination: "
-                                 "--overwrite replaces its files with the backup's")
-            return
+        if existing is not None:
+            difference = self._difference(namespace, name, target, entries)
+            if not difference:
+                yield from self._all(claim, entries, Status.UNCHANGED, f"claim {target} holds the backup's files")
+                return
+            if not self.request.overwrite:
+                yield from self._all(claim, entries, Status.CONFLICT, f"claim {target} exists and differs "
+                                     f"({difference}): --overwrite replaces its files with the backup's")
+                return
         if self.request.dry_run:
             yield from self._all(claim, entries, Status.PLANNED, f"would create claim {target} and fill it "
                                  f"({manifest.get('files', 0)} files, {manifest.get('bytes', 0)} bytes)")
@@ -123,6 +128,47 @@ class ClaimRestore:
         yield from (Outcome(a.identity, Status.RESTORED, f"written to claim {target}, read back and verified")
                     for a in entries)
         yield Outcome(claim.identity, Status.RESTORED, f"claim {target}: {placed} files written and verified")
+
+    def _difference(self, namespace: str, name: str, target: str, entries: list[Artifact]) -> str:
+        """How the existing claim's tree differs from the backup's (empty: it does not), read by
+        a read-only mover: the entries' facts, then each file's digest against the repository's bytes."""
+        mover = self.run.mover(namespace, name, write=False, for_claim=target)
+        try:
+            return self._compare(mover, [entry_of(a) for a in entries], entries)
+        finally:
+            self._exit(mover)
+            self.run.remove_for(target)
+
+    def _compare(self, mover: Mover, wanted: list[Entry], artifacts: list[Artifact]) -> str:
+        headers = {TOKEN_HEADER: mover.token}
+        response = self.cluster.proxy(mover.namespace, mover.pod, PORT, "GET", "/entries", headers=headers)
+        found = {}
+        for raw in lines(response):
+            item = json.loads(raw)
+            if "kind" in item:
+                found[item["path"]] = Entry.from_json(item).to_json()
+        response.release_conn()
+        found.pop(STAGING, None)
+        mine = {e.path: e.to_json() for e in wanted}
+        if mine.keys() != found.keys():
+            extra, gone = sorted(found.keys() - mine.keys()), sorted(mine.keys() - found.keys())
+            return f"{len(extra)} entries not in the backup, {len(gone)} missing"
+        facts = sorted(p for p in mine if mine[p] != found[p] and not (p == "." and _root_only(mine[p], found[p])))
+        if facts:
+            return f"{len(facts)} entries with other facts (first: {facts[0]})"
+        files = [(a, e) for a, e in zip(artifacts, wanted) if e.kind == "file"]
+        body = b"".join(line({"path": e.path}) for _, e in files)
+        response = self.cluster.proxy(mover.namespace, mover.pod, PORT, "POST", "/digests", body=body, headers=headers)
+        digests = {item["path"]: item.get("sha256") for item in map(json.loads, lines(response))}
+        response.release_conn()
+        for artifact, entry in files:
+            digest = hashlib.sha256()
+            with self.reader.open(artifact) as stream:
+                while data := stream.read(1 << 20):
+                    digest.update(data)
+            if digests.get(entry.path) != digest.hexdigest():
+                return f"{entry.path} holds other bytes"
+        return ""
 
     def _namespace(self, namespace: str) -> None:
         if self.cluster.get(f"/api/v1/namespaces/{quote(namespace)}") is None:
@@ -182,6 +228,11 @@ class ClaimRestore:
              damaged: bool = False) -> Iterator[Outcome]:
         yield from (Outcome(a.identity, status, reason, damaged) for a in entries)
         yield Outcome(claim.identity, status, reason, damaged)
+
+
+def _root_only(mine: dict, found: dict) -> bool:
+    """The root's mtime moves when the commit renames entries into it: only its other facts count."""
+    return {k: v for k, v in mine.items() if k != "mtime_ns"} == {k: v for k, v in found.items() if k != "mtime_ns"}
 
 
 def _write_refusal(exc: ClusterError) -> str:

@@ -6,6 +6,7 @@ library only: the mover needs nothing else.
   GET  /entries   the volume's tree, parents first, one JSON object per line (Entry.to_json);
                   the last line is {"end": true, "unreadable": N}
   POST /read      body: JSON lines {"path": P}; answer: one frame per path, in that order
+  POST /digests  body: JSON lines {"path": P}; answer: JSON lines {"path", "sha256"} (or "error")
   PUT  /write     body: frames (header with the entry's facts, then its bytes), written into
                   the staging directory; answer: JSON {"written": N, "digests": {path: sha256}}
   POST /commit    renames what /write staged into place; answer: JSON {"placed": N}
