@@ -9,7 +9,7 @@ from dr.contract import (ApiRead, ApiWrite, ArtifactSink, AuditDeclarations, Con
                          Destination, Discovered, Exporter, FindingCode, NoDestination, Ordering, OrderingRule, Outcome,
                          OutcomeStatus, Planning, RemapKind, RestoreOption, RestoreRequest, Rewriter, RunNeeds, Sizing)
 from dr.exporters.volumes.cluster import Cluster, ClusterError
-from dr.exporters.volumes.exporting import CLAIM_KIND, ClaimBackup
+from dr.exporters.volumes.exporting import CLAIM_KIND, ENTRY_KINDS, ClaimBackup, entry_identity
 from dr.exporters.volumes.options import VolumesOptions
 from dr.exporters.volumes.selecting import Claim, claims
 from dr.exporters.volumes.temporaries import SNAPSHOTS, Run, VolumeError
@@ -37,10 +37,11 @@ class VolumesExporter(Exporter, Planning, AuditDeclarations, DeployNeeds):
         "a volume is filled before the workload that mounts it is created: a StatefulSet started on an "
         "empty claim initializes a new database there, and the restore's files would land beside it", True),))
     remap_kinds = (
-        RemapKind("namespace", frozenset(), "old: a namespace; new: the namespace to restore its claims into",
-                  request_prefix="namespace:"),
-        RemapKind("storage-class", frozenset(), "old: a StorageClass name; new: the StorageClass the "
-                  "recovery cluster has", request_prefix="storage-class:"),
+        RemapKind("namespace", frozenset({"volume-data"}), "old: a namespace; new: the namespace to restore "
+                  "its claims into", request_prefix="namespace:", rewrite=lambda ref, old, new: _namespaced(ref, old, new)),
+        RemapKind("storage-class", frozenset({"storage-class"}), "old: a StorageClass name; new: the StorageClass "
+                  "the recovery cluster has", request_prefix="storage-class:",
+                  rewrite=lambda ref, old, new: new if ref == old else None),
     )
     restore_options = (
         RestoreOption("namespace-map", "OLD=NEW", "restore claims of namespace OLD into NEW (repeatable)",
@@ -82,9 +83,23 @@ class VolumesExporter(Exporter, Planning, AuditDeclarations, DeployNeeds):
 
     # -- discover / export ---------------------------------------------------------------------
     def discover(self) -> Iterator[Discovered]:
-        for claim in claims(self._cluster(), self.options):
-            if not claim.skipped:
+        """Each selected claim, and what its live volume holds (a read-only mover lists it)."""
+        cluster = self._cluster_now = self._cluster()
+        run = self._run(cluster)
+        try:
+            for claim in claims(cluster, self.options):
+                if claim.skipped:
+                    continue
                 yield Discovered(CLAIM_KIND, claim.key, f"class {claim.storage_class or '(none)'}")
+                mover = run.mover(claim.namespace, claim.name, write=False, for_claim=claim.key, node=claim.node)
+                listing = ClaimBackup(self, cluster, run, None, claim)
+                for entry in listing.entries(mover):
+                    yield Discovered(ENTRY_KINDS[entry.kind], entry_identity(claim.key, entry.path),
+                                     f"{entry.size} bytes" if entry.kind == "file" else "")
+                listing.exit(mover)
+                run.remove_for(claim.key)
+        finally:
+            run.remove_for(None)
 
     def export(self, sink: ArtifactSink) -> None:
         cluster = self._cluster_now = self._cluster()
@@ -194,3 +209,15 @@ def _remapped_image(image: str, remap: dict[str, str]) -> str:
             if image.startswith(old.rstrip("/") + "/"):
                 return new.rstrip("/") + image[len(old.rstrip("/")):]
     return image
+
+
+def _namespaced(reference: str, old: str, new: str) -> str | None:
+    """A claim's reference in namespace `old`, moved to `new` (its API URL, or volume://where/ns/name)."""
+    for before, after in ((f"/namespaces/{old}/", f"/namespaces/{new}/"),):
+        if before in reference:
+            return reference.replace(before, after, 1)
+    if reference.startswith("volume://"):
+        where, _, rest = reference[len("volume://"):].partition("/")
+        namespace, _, name = rest.partition("/")
+        return f"volume://{where}/{new}/{name}" if namespace == old else None
+    return None

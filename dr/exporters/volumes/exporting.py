@@ -87,10 +87,10 @@ class ClaimBackup:
         copy, mounted, snapshot_class = self._source()
         node = self.claim.node if copy == "live" else None
         mover = self.run.mover(self.claim.namespace, mounted, write=False, for_claim=self.claim.key, node=node)
-        entries = self._entries(mover)
+        entries = self.entries(mover)
         self._write_entries(mover, entries)
         self._write_claim(copy, snapshot_class)
-        self._exit(mover)
+        self.exit(mover)
         return self.tally
 
     def _source(self) -> tuple[str, str, str]:
@@ -113,7 +113,7 @@ class ClaimBackup:
     def _headers(self, mover: Mover) -> dict:
         return {TOKEN_HEADER: mover.token}
 
-    def _entries(self, mover: Mover) -> list[Entry]:
+    def entries(self, mover: Mover) -> list[Entry]:
         response = self.cluster.proxy(mover.namespace, mover.pod, PORT, "GET", "/entries",
                                       headers=self._headers(mover), timeout=self.options.job_timeout_seconds)
         entries, ended = [], False
@@ -123,7 +123,8 @@ class ClaimBackup:
                 if item.get("end"):
                     ended = True
                 elif "error" in item:
-                    self._unreadable(str(item.get("path")), str(item["error"]))
+                    if self.sink is not None:  # discover() only lists
+                        self._unreadable(str(item.get("path")), str(item["error"]))
                 else:
                     entry = Entry.from_json(item)
                     if not self._excluded(entry.path):
@@ -218,7 +219,7 @@ class ClaimBackup:
         self.sink.write(CLAIM_KIND, self.claim.key, content, sensitivity=self.sensitivity, meta=meta,
                         dependencies=deps, change_token=token)
 
-    def _exit(self, mover: Mover) -> None:
+    def exit(self, mover: Mover) -> None:
         try:
             self.cluster.proxy(mover.namespace, mover.pod, PORT, "POST", "/exit", body=b"",
                                headers=self._headers(mover)).release_conn()

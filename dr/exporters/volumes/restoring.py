@@ -103,16 +103,20 @@ class ClaimRestore:
         namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
         target = f"{namespace}/{name}"
         existing = self.cluster.get(f"/api/v1/namespaces/{quote(namespace)}/persistentvolumeclaims/{quote(name)}")
+        differing: dict[str, str] | None = None  # None: a new claim, everything differs
         if existing is not None:
-            difference = self._difference(namespace, name, target, entries)
-            if not difference:
+            differing = self._difference(namespace, name, target, entries)
+            if not differing:
                 yield from self._all(claim, entries, Status.UNCHANGED, f"claim {target} holds the backup's files")
                 return
             if not self.request.overwrite:
-                yield from self._all(claim, entries, Status.CONFLICT, f"claim {target} exists and differs "
-                                     f"({difference}): --overwrite replaces its files with the backup's")
+                yield from self._split(claim, entries, differing, Status.CONFLICT,
+                                       f"claim {target}: --overwrite replaces it with the backup's")
                 return
         if self.request.dry_run:
+            if differing is not None:
+                yield from self._split(claim, entries, differing, Status.PLANNED, f"would be replaced in claim {target}")
+                return
             yield from self._all(claim, entries, Status.PLANNED, f"would create claim {target} and fill it "
                                  f"({manifest.get('files', 0)} files, {manifest.get('bytes', 0)} bytes)")
             return
@@ -125,11 +129,25 @@ class ClaimRestore:
         finally:
             self._exit(mover)
             self.run.remove_for(target)
+        if differing is not None:
+            yield from self._split(claim, entries, differing, Status.RESTORED,
+                                   f"written to claim {target}, read back and verified")
+            return
         yield from (Outcome(a.identity, Status.RESTORED, f"written to claim {target}, read back and verified")
                     for a in entries)
         yield Outcome(claim.identity, Status.RESTORED, f"claim {target}: {placed} files written and verified")
 
-    def _difference(self, namespace: str, name: str, target: str, entries: list[Artifact]) -> str:
+    @staticmethod
+    def _split(claim: Artifact, entries: list[Artifact], differing: dict[str, str], status: Status,
+               reason: str) -> Iterator[Outcome]:
+        """`status` for the entries (and the claim record) that differ, unchanged for the others."""
+        for artifact in [*entries, claim]:
+            path = artifact.identity.split("/", 2)[2] if artifact is not claim else ""
+            why = differing.get(path if artifact is not claim else "")
+            yield Outcome(artifact.identity, status if why else Status.UNCHANGED,
+                          f"{why}: {reason}" if why else "already held")
+
+    def _difference(self, namespace: str, name: str, target: str, entries: list[Artifact]) -> dict[str, str]:
         """How the existing claim's tree differs from the backup's (empty: it does not), read by
         a read-only mover: the entries' facts, then each file's digest against the repository's bytes."""
         mover = self.run.mover(namespace, name, write=False, for_claim=target)
@@ -139,7 +157,9 @@ class ClaimRestore:
             self._exit(mover)
             self.run.remove_for(target)
 
-    def _compare(self, mover: Mover, wanted: list[Entry], artifacts: list[Artifact]) -> str:
+    def _compare(self, mover: Mover, wanted: list[Entry], artifacts: list[Artifact]) -> dict[str, str]:
+        """Path -> how it differs, for each backed-up entry the claim does not hold as backed up
+        ("" stands for the claim itself: entries it holds that the backup has not)."""
         headers = {TOKEN_HEADER: mover.token}
         response = self.cluster.proxy(mover.namespace, mover.pod, PORT, "GET", "/entries", headers=headers)
         found = {}
@@ -150,13 +170,13 @@ class ClaimRestore:
         response.release_conn()
         found.pop(STAGING, None)
         mine = {e.path: e.to_json() for e in wanted}
-        if mine.keys() != found.keys():
-            extra, gone = sorted(found.keys() - mine.keys()), sorted(mine.keys() - found.keys())
-            return f"{len(extra)} entries not in the backup, {len(gone)} missing"
-        facts = sorted(p for p in mine if mine[p] != found[p] and not (p == "." and _root_only(mine[p], found[p])))
-        if facts:
-            return f"{len(facts)} entries with other facts (first: {facts[0]})"
-        files = [(a, e) for a, e in zip(artifacts, wanted) if e.kind == "file"]
+        differing = {p: "missing from the claim" for p in mine.keys() - found.keys()}
+        extra = sorted(found.keys() - mine.keys())
+        if extra:
+            differing[""] = f"the claim holds {len(extra)} entries the backup has not (first: {extra[0]})"
+        differing |= {p: "other mode, owner, time, size or target" for p in mine.keys() & found.keys()
+                      if mine[p] != found[p] and not (p == "." and _root_only(mine[p], found[p]))}
+        files = [(a, e) for a, e in zip(artifacts, wanted) if e.kind == "file" and e.path not in differing]
         body = b"".join(line({"path": e.path}) for _, e in files)
         response = self.cluster.proxy(mover.namespace, mover.pod, PORT, "POST", "/digests", body=body, headers=headers)
         digests = {item["path"]: item.get("sha256") for item in map(json.loads, lines(response))}
@@ -167,8 +187,8 @@ class ClaimRestore:
                 while data := stream.read(1 << 20):
                     digest.update(data)
             if digests.get(entry.path) != digest.hexdigest():
-                return f"{entry.path} holds other bytes"
-        return ""
+                differing[entry.path] = "other bytes"
+        return differing
 
     def _namespace(self, namespace: str) -> None:
         if self.cluster.get(f"/api/v1/namespaces/{quote(namespace)}") is None:

@@ -69,8 +69,9 @@ def _claim(obj: dict, classes: dict[str, dict], pods: list[dict]) -> Claim:
     claim = Claim(meta["namespace"], meta["name"], obj, storage_class,
                   (classes.get(storage_class) or {}).get("provisioner", ""))
     for pod in pods:
-        if pod["metadata"].get("namespace") != claim.namespace:
-            continue
+        if pod["metadata"].get("namespace") != claim.namespace or \
+                (pod["metadata"].get("labels") or {}).get("dr.io/temporary"):
+            continue  # another namespace's, or dr's own mover
         volumes = (pod.get("spec") or {}).get("volumes") or []
         if any((v.get("persistentVolumeClaim") or {}).get("claimName") == claim.name for v in volumes):
             claim.workloads += _owners(pod)
