@@ -7,7 +7,7 @@ from typing import Iterator
 
 from dr.contract import (ApiRead, ApiWrite, ArtifactSink, AuditDeclarations, ContentReader, Credential, DeployNeeds,
                          Destination, Discovered, Exporter, FindingCode, NoDestination, Ordering, OrderingRule, Outcome,
-                         OutcomeStatus, Planning, RemapKind, RestoreOption, RestoreRequest, Rewriter, RunNeeds, Sizing)
+                         OutcomeStatus, OutsideCopies, Planning, RemapKind, RestoreOption, RestoreRequest, Rewriter, RunNeeds, Sizing)
 from dr.exporters.volumes.cluster import Cluster, ClusterError
 from dr.exporters.volumes.exporting import CLAIM_KIND, ENTRY_KINDS, ClaimBackup, entry_identity
 from dr.exporters.volumes.options import VolumesOptions
@@ -24,7 +24,7 @@ LIVE_COPY = FindingCode("volumes-live-copy", "A volume was copied live, without 
                         "give the claim's CSI driver a VolumeSnapshotClass, or quiesce the workload during the backup")
 
 
-class VolumesExporter(Exporter, Planning, AuditDeclarations, DeployNeeds):
+class VolumesExporter(Exporter, Planning, AuditDeclarations, OutsideCopies, DeployNeeds):
     type_name = "volumes"
     summary = "PersistentVolumeClaims' files, through a CSI snapshot and a mover Job, restored before their workloads"
     Options = VolumesOptions
