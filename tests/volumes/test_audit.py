@@ -40,6 +40,8 @@ def platform(tmp_path):
 
 
 def _plan(tmp_path, platform, with_volumes: bool) -> str:
+    identity, recipient = generate_identity()
+    (tmp_path / "age-identity").write_text(identity + "\n")
     sources = [{"name": "cluster", "type": "kubernetes", "kubeconfig": platform["kubeconfig"], "context": "source",
                 "namespaces": ["ml"]}]
     if with_volumes:
@@ -53,7 +55,7 @@ def _plan(tmp_path, platform, with_volumes: bool) -> str:
                           {"name": "dr-registry", "domain": "site-b", "kind": "registry", "hosts": ["registry.dr.example"]},
                           {"name": "keys", "domain": "site-b", "kind": "secret-store", "prefixes": [str(tmp_path)]}],
             "protects_against": ["cluster-a"],
-            "encryption": {"recipients": [generate_identity()[1]], "key_location": str(tmp_path / "age-identity")},
+            "encryption": {"recipients": [recipient], "key_location": str(tmp_path / "age-identity")},
             "targets": [{"name": "dr", "url": str(tmp_path / "repo"), "domain": "site-b",
                          "credentials_location": str(tmp_path)}],
             "sources": sources}
@@ -77,3 +79,23 @@ def test_a_lost_claim_is_a_blocker_until_a_volumes_source_copies_it(tmp_path, pl
     assert lost["code"] == "volume-data-lost" and lost["severity"] == "blocker", lost
     found = _claim_findings(tmp_path, platform, capsys, with_volumes=True)
     assert [f["code"] for f in found] == ["dependency-remapped"], found
+
+
+def test_a_whole_plan_restore_fills_the_claim_before_the_kubernetes_step(tmp_path, platform, capsys, monkeypatch):
+    plan = _plan(tmp_path, platform, with_volumes=True)
+    monkeypatch.setenv("DR_AGE_IDENTITY_FILE", str(tmp_path / "age-identity"))
+    assert main(["backup", "--plan", plan, "-q"]) == 0, capsys.readouterr()
+    with EmulatedCluster(name="recovery") as recovery:
+        kubeconfig = write_kubeconfig(tmp_path / "kubeconfig-recovery", {"recovery": recovery})
+        with CsiStandIn(recovery, tmp_path / "csi-r") as csi, \
+                JobRunner(recovery, csi, tmp_path / "pods-r", programs={"python": sys.executable}):
+            capsys.readouterr()
+            code = main(["restore", "--plan", plan, "--to", f"cluster={kubeconfig}:recovery",
+                         "--to", f"vols={kubeconfig}:recovery", "--json"])
+            out = capsys.readouterr().out
+            assert code == 0, out
+            document = json.loads(out)
+            steps = {s["name"]: s for s in document["steps"]}
+            assert steps["vols"]["level"] < steps["cluster"]["level"], steps
+            with open(f"{csi.directory_of('ml', 'data-qdrant-0')}/collection.bin", "rb") as handle:
+                assert handle.read() == b"vectors" * 1000
