@@ -51,6 +51,9 @@ class WatchedSink:
         self._seen(artifact)
         return artifact
 
+    def unchanged(self, *args, **kwargs) -> bool:
+        return self._sink.unchanged(*args, **kwargs)
+
     def transferred(self, nbytes: int) -> None:
         self._sink.transferred(nbytes)
 

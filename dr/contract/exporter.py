@@ -45,6 +45,13 @@ class ArtifactSink(Protocol):
         """
         ...
 
+    def unchanged(self, kind: str, identity: str, change_token: str, *,
+                  sensitivity: Sensitivity = Sensitivity.INTERNAL) -> bool:
+        """Whether write() with this change_token would reuse the previous snapshot's content
+        without calling `content`: an exporter that fetches many contents in one request (the
+        volumes mover's stream) asks first and fetches only the others."""
+        ...
+
     def transferred(self, nbytes: int) -> None:
         """Count bytes this source copied to DR storage outside the repository (a checkpoint's
         DR copy). They go into the snapshot's `bytes_transferred`, so restore planning's

@@ -227,6 +227,16 @@ class SourceSink:
         self._record(artifact)
         return artifact
 
+    def unchanged(self, kind: str, identity: str, change_token: str, *,
+                  sensitivity: Sensitivity = Sensitivity.INTERNAL) -> bool:
+        """What write() would decide about reuse, asked ahead (dr.contract.ArtifactSink.unchanged)."""
+        if sensitivity != Sensitivity.SECRET:
+            return self._reuse(kind, identity, change_token, sensitivity, None) is not None
+        recipients, names = self._writer.recipients_id, self._writer.names
+        return (self._reuse(kind, names.identity(kind, identity), names.token(change_token), sensitivity,
+                            recipients) is not None
+                or self._reuse(kind, identity, change_token, sensitivity, recipients) is not None)
+
     def transferred(self, nbytes: int) -> None:
         with self._writer._lock:
             self._writer.stats["bytes_transferred"] += nbytes

@@ -684,5 +684,7 @@ from tests.conformance.dns_fixture import DnsFixture  # noqa: E402  (after FIXTU
 from tests.conformance.etcd_fixture import EtcdFixture  # noqa: E402
 from tests.conformance.certificates_fixture import CertificatesFixture  # noqa: E402
 from tests.conformance.helm_fixture import HelmFixture  # noqa: E402
+from tests.conformance.volumes_fixture import VolumesFixture  # noqa: E402
 
-FIXTURES.update({"etcd": EtcdFixture, "dns": DnsFixture, "helm": HelmFixture, "certificates": CertificatesFixture})
+FIXTURES.update({"etcd": EtcdFixture, "dns": DnsFixture, "helm": HelmFixture, "certificates": CertificatesFixture,
+                 "volumes": VolumesFixture})

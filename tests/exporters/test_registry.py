@@ -97,7 +97,7 @@ def test_a_v1_plugin_loads_through_its_adapter_and_keeps_hearing_every_remap():
 
 def test_remap_kinds_of_the_installed_exporters_name_who_applies_them():
     kinds = Registry().remap_kinds()
-    assert kinds["namespace"] == ["kubernetes"] and kinds["git-remote"] == ["git"]
+    assert kinds["namespace"] == ["kubernetes", "volumes"] and kinds["git-remote"] == ["git"]
     assert kinds["bucket"] == ["checkpoints"]
 
 

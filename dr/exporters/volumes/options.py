@@ -1,0 +1,42 @@
+"""The `volumes` source's options (docs/exporters/volumes.md lists each one)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from dr.contract import ExporterOptions
+
+
+class VolumesOptions(ExporterOptions):
+    #: kubeconfig path (relative: the plan's folder); default: $KUBECONFIG, ~/.kube/config, in-cluster
+    kubeconfig: str | None = None
+    #: kubeconfig context (default: the current one)
+    context: str | None = None
+    #: namespaces whose claims are copied (empty: every namespace)
+    namespaces: list[str] = Field(default_factory=list)
+    #: a label selector on the claims (`app=qdrant,tier!=scratch`); empty: every claim
+    selector: str = ""
+    #: storage classes whose claims are copied (empty: every class)
+    storage_classes: list[str] = Field(default_factory=list)
+    #: workloads whose claims are copied, `Kind/name` in the claim's namespace (StatefulSet,
+    #: Deployment, Pod ...); a claim is theirs when a pod they own mounts it, or when a
+    #: StatefulSet's volumeClaimTemplate names it; empty: every claim
+    workloads: list[str] = Field(default_factory=list)
+    #: `auto`: a crash-consistent copy from a VolumeSnapshot when the claim's CSI driver has a
+    #: VolumeSnapshotClass, else the live volume (with a warning); `always`: a claim without one
+    #: fails; `never`: always the live volume
+    snapshot: Literal["auto", "always", "never"] = "auto"
+    #: the VolumeSnapshotClass to use (default: the driver's class marked default, else its only one)
+    snapshot_class: str | None = None
+    #: how long a snapshot may take to become readyToUse
+    snapshot_timeout_seconds: float = Field(600.0, gt=0)
+    #: how long a mover pod may take to start serving (image pull, volume attach)
+    start_timeout_seconds: float = Field(300.0, gt=0)
+    #: the mover Job's deadline (activeDeadlineSeconds): the longest one volume's copy may take
+    job_timeout_seconds: int = Field(3600, gt=0)
+    #: dr's image, which the mover Jobs run (the same image as the backup CronJob's)
+    image: str = Field(min_length=1)
+    #: globs on a file's path in its volume (`lost+found`, `*.tmp`); an excluded directory is not entered
+    exclude: list[str] = Field(default_factory=lambda: ["lost+found"])

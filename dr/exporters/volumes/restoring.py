@@ -1,0 +1,298 @@
+"""Restore: each claim created in the destination cluster and filled by a mover, verified.
+
+Per claim: the namespace if it is missing, the claim (its storage class remapped, its size at
+least what the original held), a mover Job with the claim mounted read-write, every entry
+streamed to it (wire.py /write, each file's digest in its trailer), the mover's digests of the
+files as read back from the volume compared with the bytes read from the repository (each blob
+verified as it was read), then /commit renames the staged tree into place. Only then is the
+claim restored; the workloads that mount it come after (the restore's @provider rule: this
+source provides the claims' `volume-data` references the kubernetes source depends on).
+
+An existing claim is a conflict (its data is someone's) unless --overwrite; with it, the staged
+tree replaces the volume's top-level entries. A volume too small (ENOSPC) fails the claim with
+nothing placed: the mover removes its staging directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import defaultdict
+from typing import Iterator
+from urllib.parse import quote
+
+from dr.contract import ContentReader, IntegrityError, Outcome, RestoreRequest
+from dr.contract import OutcomeStatus as Status
+from dr.exporters.volumes.cluster import Cluster, ClusterError, lines
+from dr.exporters.volumes.exporting import CLAIM_KIND, ENTRY_KINDS
+from dr.exporters.volumes.mover import safe_parts
+from dr.exporters.volumes.temporaries import Mover, Run, VolumeError
+from dr.exporters.volumes.wire import PORT, STAGING, TOKEN_HEADER, Entry, WireError, line
+from dr.model.artifacts import Artifact
+
+KIND_OF = {v: k for k, v in ENTRY_KINDS.items()}
+UNITS = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
+
+
+def quantity(text: str | None) -> int:
+    """Bytes of a Kubernetes quantity ("10Gi", "500M", "1073741824"); 0 when absent or odd."""
+    if not text:
+        return 0
+    for suffix, factor in UNITS.items():
+        if text.endswith(suffix) and text[:-len(suffix)].replace(".", "", 1).isdigit():
+            return int(float(text[:-len(suffix)]) * factor)
+    return int(text) if text.isdigit() else 0
+
+
+def group(artifacts: list[Artifact]) -> dict[str, tuple[Artifact | None, list[Artifact]]]:
+    """claim key -> (its `volume` artifact, its entries in catalog order)."""
+    claims: dict[str, Artifact] = {}
+    entries: dict[str, list[Artifact]] = defaultdict(list)
+    for artifact in artifacts:
+        if artifact.kind == CLAIM_KIND:
+            claims[artifact.identity] = artifact
+        elif artifact.kind in KIND_OF:
+            namespace, name, _ = (artifact.identity.split("/", 2) + ["", ""])[:3]
+            entries[f"{namespace}/{name}"].append(artifact)
+    return {key: (claims.get(key), entries.get(key, [])) for key in sorted(set(claims) | set(entries))}
+
+
+def entry_of(artifact: Artifact) -> Entry:
+    """The entry an artifact records; WireError when the catalog's facts are damaged or hostile."""
+    path = artifact.identity.split("/", 2)[2] if artifact.identity.count("/") >= 2 else ""
+    safe_parts(path)  # raises on '..', absolute or empty components
+    meta = artifact.meta or {}
+    try:
+        entry = Entry(path, KIND_OF[artifact.kind], int(str(meta["mode"]), 8), int(meta["uid"]), int(meta["gid"]),
+                      int(meta["mtime_ns"]), int(meta.get("size", artifact.size if artifact.kind == "volume-file" else 0)),
+                      str(meta.get("target", "")), bool(meta.get("sparse", False)))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise WireError(f"{artifact.identity}: catalog facts unusable: {exc}") from None
+    if not 0 <= entry.mode <= 0o7777 or entry.size != artifact.size or (entry.kind == "symlink" and not entry.target):
+        raise WireError(f"{artifact.identity}: catalog facts unusable (mode {entry.mode:o}, size {entry.size})")
+    return entry
+
+
+def catalog_problems(artifacts: list[Artifact]) -> list[str]:
+    """What restore() would refuse as damage, for dr verify: bad paths and facts, entries
+    without their claim, a claim manifest missing."""
+    problems = []
+    for key, (claim, entries) in group(artifacts).items():
+        if claim is None:
+            problems.append(f"{key}: {len(entries)} entries but no `volume` artifact for the claim")
+        seen: set[str] = set()
+        for artifact in entries:
+            try:
+                entry = entry_of(artifact)
+            except WireError as exc:
+                problems.append(str(exc))
+                continue
+            if entry.path in seen:
+                problems.append(f"{artifact.identity}: recorded twice")
+            seen.add(entry.path)
+    return problems
+
+
+class ClaimRestore:
+    def __init__(self, cluster: Cluster, run: Run, reader: ContentReader, request: RequestView):
+        self.cluster, self.run, self.reader, self.request = cluster, run, reader, request
+
+    def restore(self, key: str, claim: Artifact, entries: list[Artifact]) -> Iterator[Outcome]:
+        manifest = json.loads(self.reader.read(claim))
+        body = self.request.claim_body(manifest)
+        namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
+        target = f"{namespace}/{name}"
+        existing = self.cluster.get(f"/api/v1/namespaces/{quote(namespace)}/persistentvolumeclaims/{quote(name)}")
+        differing: dict[str, str] | None = None  # None: a new claim, everything differs
+        if existing is not None:
+            differing = self._difference(namespace, name, target, entries)
+            if not differing:
+                yield from self._all(claim, entries, Status.UNCHANGED, f"claim {target} holds the backup's files")
+                return
+            if not self.request.overwrite:
+                yield from self._split(claim, entries, differing, Status.CONFLICT,
+                                       f"claim {target}: --overwrite replaces it with the backup's")
+                return
+        if self.request.dry_run:
+            if differing is not None:
+                yield from self._split(claim, entries, differing, Status.PLANNED, f"would be replaced in claim {target}")
+                return
+            yield from self._all(claim, entries, Status.PLANNED, f"would create claim {target} and fill it "
+                                 f"({manifest.get('files', 0)} files, {manifest.get('bytes', 0)} bytes)")
+            return
+        if existing is None:
+            self._namespace(namespace)
+            self.cluster.create(f"/api/v1/namespaces/{quote(namespace)}/persistentvolumeclaims", body)
+        mover = self.run.mover(namespace, name, write=True, for_claim=target)
+        try:
+            placed = self._fill(mover, [(a, entry_of(a)) for a in entries])
+        finally:
+            self._exit(mover)
+            self.run.remove_for(target)
+        if differing is not None:
+            yield from self._split(claim, entries, differing, Status.RESTORED,
+                                   f"written to claim {target}, read back and verified")
+            return
+        yield from (Outcome(a.identity, Status.RESTORED, f"written to claim {target}, read back and verified")
+                    for a in entries)
+        yield Outcome(claim.identity, Status.RESTORED, f"claim {target}: {placed} files written and verified")
+
+    @staticmethod
+    def _split(claim: Artifact, entries: list[Artifact], differing: dict[str, str], status: Status,
+               reason: str) -> Iterator[Outcome]:
+        """`status` for the entries (and the claim record) that differ, unchanged for the others."""
+        for artifact in [*entries, claim]:
+            path = artifact.identity.split("/", 2)[2] if artifact is not claim else ""
+            why = differing.get(path if artifact is not claim else "")
+            yield Outcome(artifact.identity, status if why else Status.UNCHANGED,
+                          f"{why}: {reason}" if why else "already held")
+
+    def _difference(self, namespace: str, name: str, target: str, entries: list[Artifact]) -> dict[str, str]:
+        """How the existing claim's tree differs from the backup's (empty: it does not), read by
+        a read-only mover: the entries' facts, then each file's digest against the repository's bytes."""
+        mover = self.run.mover(namespace, name, write=False, for_claim=target)
+        try:
+            return self._compare(mover, [entry_of(a) for a in entries], entries)
+        finally:
+            self._exit(mover)
+            self.run.remove_for(target)
+
+    def _compare(self, mover: Mover, wanted: list[Entry], artifacts: list[Artifact]) -> dict[str, str]:
+        """Path -> how it differs, for each backed-up entry the claim does not hold as backed up
+        ("" stands for the claim itself: entries it holds that the backup has not)."""
+        headers = {TOKEN_HEADER: mover.token}
+        response = self.cluster.proxy(mover.namespace, mover.pod, PORT, "GET", "/entries", headers=headers)
+        found = {}
+        for raw in lines(response):
+            item = json.loads(raw)
+            if "kind" in item:
+                found[item["path"]] = Entry.from_json(item).to_json()
+        response.release_conn()
+        found.pop(STAGING, None)
+        mine = {e.path: e.to_json() for e in wanted}
+        differing = {p: "missing from the claim" for p in mine.keys() - found.keys()}
+        extra = sorted(found.keys() - mine.keys())
+        if extra:
+            differing[""] = f"the claim holds {len(extra)} entries the backup has not (first: {extra[0]})"
+        differing |= {p: "other mode, owner, time, size or target" for p in mine.keys() & found.keys()
+                      if mine[p] != found[p] and not (p == "." and _root_only(mine[p], found[p]))}
+        files = [(a, e) for a, e in zip(artifacts, wanted) if e.kind == "file" and e.path not in differing]
+        body = b"".join(line({"path": e.path}) for _, e in files)
+        response = self.cluster.proxy(mover.namespace, mover.pod, PORT, "POST", "/digests", body=body, headers=headers)
+        digests = {item["path"]: item.get("sha256") for item in map(json.loads, lines(response))}
+        response.release_conn()
+        for artifact, entry in files:
+            digest = hashlib.sha256()
+            with self.reader.open(artifact) as stream:
+                while data := stream.read(1 << 20):
+                    digest.update(data)
+            if digests.get(entry.path) != digest.hexdigest():
+                differing[entry.path] = "other bytes"
+        return differing
+
+    def _namespace(self, namespace: str) -> None:
+        if self.cluster.get(f"/api/v1/namespaces/{quote(namespace)}") is None:
+            try:
+                self.cluster.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                           "metadata": {"name": namespace}})
+            except ClusterError as exc:
+                if exc.status != 409:
+                    raise
+
+    def _fill(self, mover: Mover, entries: list[tuple[Artifact, Entry]]) -> int:
+        sent: dict[str, str] = {}
+
+        def frames() -> Iterator[bytes]:
+            for artifact, entry in entries:
+                yield line(entry.to_json())
+                if entry.kind != "file":
+                    continue
+                digest = hashlib.sha256()
+                with self.reader.open(artifact) as stream:
+                    while data := stream.read(1 << 20):
+                        digest.update(data)
+                        yield data
+                sent[entry.path] = digest.hexdigest()
+                yield line({"ok": True, "sha256": digest.hexdigest()})
+
+        try:
+            response = self.cluster.proxy(mover.namespace, mover.pod, PORT, "PUT", "/write", body=frames(),
+                                          headers={TOKEN_HEADER: mover.token}, timeout=self.run.job_seconds)
+        except ClusterError as exc:
+            raise VolumeError(_write_refusal(exc)) from None
+        answer = json.loads(response.read() or b"{}")
+        response.release_conn()
+        wrong = sorted(p for p, d in sent.items() if answer.get("digests", {}).get(p) != d)
+        if wrong:
+            self._post(mover, "/abort")
+            raise VolumeError(f"{len(wrong)} files read back from the volume differ from the backup "
+                              f"(first: {wrong[0]}): nothing was placed")
+        self._post(mover, "/commit")
+        return len(sent)
+
+    def _post(self, mover: Mover, path: str) -> dict:
+        response = self.cluster.proxy(mover.namespace, mover.pod, PORT, "POST", path, body=b"",
+                                      headers={TOKEN_HEADER: mover.token})
+        data = json.loads(response.read() or b"{}")
+        response.release_conn()
+        return data
+
+    def _exit(self, mover: Mover) -> None:
+        try:
+            self._post(mover, "/exit")
+        except (ClusterError, ValueError):
+            pass  # the Job is deleted next in any case
+
+    @staticmethod
+    def _all(claim: Artifact, entries: list[Artifact], status: Status, reason: str,
+             damaged: bool = False) -> Iterator[Outcome]:
+        yield from (Outcome(a.identity, status, reason, damaged) for a in entries)
+        yield Outcome(claim.identity, status, reason, damaged)
+
+
+def _root_only(mine: dict, found: dict) -> bool:
+    """The root's mtime moves when the commit renames entries into it: only its other facts count."""
+    return {k: v for k, v in mine.items() if k != "mtime_ns"} == {k: v for k, v in found.items() if k != "mtime_ns"}
+
+
+def _write_refusal(exc: ClusterError) -> str:
+    if exc.status == 507:
+        return (f"the volume is full ({exc}); nothing was placed (the mover wrote into a staging "
+                "directory on the volume and removed it): give the claim a larger size or a class that can")
+    return f"the mover refused the files: {exc}"
+
+
+class RequestView:
+    """The restore request as it applies to claims: namespace and storage-class remaps."""
+
+    def __init__(self, request: RestoreRequest):
+        self.dry_run, self.overwrite, self.remap = request.dry_run, request.overwrite, request.remap
+
+    def claim_body(self, manifest: dict) -> dict:
+        body = json.loads(json.dumps(manifest["claim"]))
+        meta, spec = body["metadata"], body.setdefault("spec", {})
+        meta["namespace"] = self.remap.get(f"namespace:{meta['namespace']}", meta["namespace"])
+        if spec.get("storageClassName"):
+            spec["storageClassName"] = self.remap.get(f"storage-class:{spec['storageClassName']}",
+                                                      spec["storageClassName"])
+        requests = spec.setdefault("resources", {}).setdefault("requests", {})
+        held = manifest.get("capacity")
+        if quantity(held) > quantity(requests.get("storage")):
+            requests["storage"] = held  # at least what the original volume held
+        return body
+
+
+def restore_all(cluster: Cluster, run: Run, artifacts: list[Artifact], reader: ContentReader,
+                request: RestoreRequest) -> Iterator[Outcome]:
+    view = RequestView(request)
+    for key, (claim, entries) in group(artifacts).items():
+        if claim is None:
+            yield from (Outcome(a.identity, Status.FAILED, f"no `volume` artifact for claim {key}", damaged=True)
+                        for a in entries)
+            continue
+        try:
+            yield from ClaimRestore(cluster, run, reader, view).restore(key, claim, entries)
+        except (WireError, IntegrityError) as exc:
+            yield from ClaimRestore._all(claim, entries, Status.FAILED, f"{key}: {exc}", damaged=True)
+        except (VolumeError, ClusterError) as exc:
+            yield from ClaimRestore._all(claim, entries, Status.FAILED, str(exc))
