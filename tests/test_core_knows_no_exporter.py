@@ -31,6 +31,8 @@ STILL_NAMED = {
 # the same word with another meaning: not a name of the exporter
 OTHER_MEANING = {
     ("dr/cli/commands/deploy.py", "helm"): "dr deploy render --format helm (a chart of the deployment)",
+    **{(path, "volumes"): "a Pod spec's volumes field (the deployment's own pods)"
+       for path in ("dr/deploy/helm.py", "dr/deploy/objects.py")},
     ("dr/cli/commands/plan.py", "files"): "the argparse name of dr plan validate's FILE arguments",
     ("dr/deploy/egress.py", "git"): "the git:// URL scheme's port",
     ("dr/demo/stand_ins.py", "git"): "the git program, which builds the demo's stand-in remote",

@@ -117,3 +117,19 @@ def load_into(configuration, kubeconfig: Kubeconfig) -> None:
         if kubeconfig.config is not None:
             where += f" (context {kubeconfig.context or 'current'})"
         raise KubeconfigError(f"cannot load Kubernetes credentials from {where}: {exc}") from None
+
+
+def parse_destination(to: str, default_kubeconfig: str | None) -> tuple[str | None, str | None]:
+    """`--to` as (kubeconfig, context).
+
+    `CONTEXT` names a context of the source's kubeconfig (or $KUBECONFIG / ~/.kube/config);
+    `PATH:CONTEXT` names a kubeconfig file and a context in it (`PATH:` its current context).
+    Context names may contain ':' (EKS ARNs), so the split is at the first ':' whose left side
+    is an existing file; when there is none, the whole value is a context name.
+    """
+    for index, char in enumerate(to):
+        if char == ":" and os.path.isfile(to[:index]):
+            return to[:index], (to[index + 1:] or None)
+    if os.path.isfile(to):
+        return to, None
+    return default_kubeconfig, to

@@ -12,7 +12,7 @@ import pytest
 
 from dr.exporters.kubernetes import helm_releases
 from dr.exporters.kubernetes.cleaning import differences, for_create, normalized, strip_runtime
-from dr.exporters.kubernetes.connecting import parse_destination
+from dr.kits.kubeconfigs import parse_destination
 from dr.exporters.kubernetes.ordering import RULES, TypeInfo, levels
 from dr.exporters.kubernetes.remapping import Remap, RemapError
 from dr.exporters.kubernetes.resources import ResourceType

@@ -17,8 +17,7 @@ from dr.repository.encryption import generate_identity
 from tests.harness import EmulatedCluster, write_kubeconfig
 from tests.harness.jobs import JobRunner
 from tests.harness.volumes import CsiStandIn
-
-IMAGE = "registry.dr.example/platform/dr:0.9.0"
+from tests.volumes.helpers import IMAGE
 
 
 @pytest.fixture

@@ -12,49 +12,12 @@ import os
 import sys
 
 import pytest
-import yaml
 
 from dr.cli.main import main
 from tests.harness import EmulatedCluster, write_kubeconfig
 from tests.harness.jobs import JobRunner
 from tests.harness.volumes import CsiStandIn
-
-IMAGE = "registry.dr.example/platform/dr:0.9.0"
-
-
-def _claim(ns: str, name: str, size: str = "100Mi") -> list[dict]:
-    return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
-            {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name, "namespace": ns},
-             "spec": {"storageClassName": "csi-hostpath-sc", "accessModes": ["ReadWriteOnce"],
-                      "resources": {"requests": {"storage": size}}}}]
-
-
-def _plan(tmp_path, kubeconfig: str, context: str, **options) -> str:
-    plan = {"version": 1, "name": "vols", "protects_against": ["site-a"],
-            "failure_domains": [{"name": "site-a", "kind": "site"}, {"name": "site-b", "kind": "site"}],
-            "targets": [{"name": "dr", "url": str(tmp_path / "repo"), "domain": "site-b"}],
-            "sources": [{"name": "vols", "type": "volumes", "sensitivity": "internal", "kubeconfig": kubeconfig,
-                         "context": context, "image": IMAGE, **options}]}
-    path = tmp_path / "plan.yaml"
-    path.write_text(yaml.safe_dump(plan))
-    return str(path)
-
-
-def _findings(document: dict) -> list[dict]:
-    found = []
-
-    def walk(value):
-        if isinstance(value, dict):
-            if "code" in value and "message" in value:
-                found.append(value)
-            for inner in value.values():
-                walk(inner)
-        elif isinstance(value, list):
-            for inner in value:
-                walk(inner)
-    walk(document)
-    return found
-
+from tests.volumes.helpers import claim, findings, volumes_plan
 
 @pytest.fixture
 def cluster(tmp_path):
@@ -66,12 +29,12 @@ def test_a_snapshot_that_never_becomes_ready_fails_its_claim_by_name(cluster, tm
     c, kubeconfig = cluster
     with CsiStandIn(c, tmp_path / "csi", never_ready=lambda ns, name: True) as csi, \
             JobRunner(c, csi, tmp_path / "pods", programs={"python": sys.executable}):
-        c.create_objects(_claim("ml", "stuck"))
+        c.create_objects(claim("ml", "stuck"))
         csi.directory_of("ml", "stuck")
-        plan = _plan(tmp_path, kubeconfig, "source", namespaces=["ml"], snapshot_timeout_seconds=1)
+        plan = volumes_plan(tmp_path, kubeconfig, "source", namespaces=["ml"], snapshot_timeout_seconds=1)
         code = main(["backup", "--plan", plan, "--json"])
         out = capsys.readouterr().out
-        (failed,) = [f for f in _findings(json.loads(out)) if f["code"] == "volumes-copy-failed"]
+        (failed,) = [f for f in findings(json.loads(out)) if f["code"] == "volumes-copy-failed"]
         assert code != 0 and "ml/stuck" in failed["message"] and "readyToUse" in failed["message"], out
         assert "snapshot_timeout_seconds" in failed["message"]
         left = [o for o in c.list_objects("snapshot.storage.k8s.io/v1", "VolumeSnapshot", "ml")]
@@ -82,18 +45,18 @@ def test_files_the_mover_cannot_read_are_named_and_counted_and_the_rest_copied(c
     c, kubeconfig = cluster
     with CsiStandIn(c, tmp_path / "csi") as csi, \
             JobRunner(c, csi, tmp_path / "pods", programs={"python": sys.executable}):
-        c.create_objects(_claim("ml", "data"))
+        c.create_objects(claim("ml", "data"))
         folder = csi.directory_of("ml", "data")
         with open(os.path.join(folder, "good.bin"), "wb") as handle:
             handle.write(b"good" * 1000)
         os.mkfifo(os.path.join(folder, "a-fifo"))  # not a file, directory or symlink
-        plan = _plan(tmp_path, kubeconfig, "source", namespaces=["ml"], snapshot="never")
+        plan = volumes_plan(tmp_path, kubeconfig, "source", namespaces=["ml"], snapshot="never")
         code = main(["backup", "--plan", plan, "--json"])
         out = capsys.readouterr().out
-        findings = _findings(json.loads(out))
-        unreadable = [f for f in findings if f["code"] == "volumes-unreadable"]
+        found = findings(json.loads(out))
+        unreadable = [f for f in found if f["code"] == "volumes-unreadable"]
         assert [f["path"] for f in unreadable] == ["a-fifo"], out
-        assert any(f["code"] == "volumes-live-copy" for f in findings), out
+        assert any(f["code"] == "volumes-live-copy" for f in found), out
         assert code != 0  # lost data is an error finding
         assert main(["snapshots", "--plan", plan, "--json"]) in (0, 1)
         capsys.readouterr()
@@ -107,10 +70,10 @@ def test_a_claim_too_small_fails_the_restore_with_nothing_placed(cluster, tmp_pa
                 JobRunner(c, csi, tmp_path / "pods", programs={"python": sys.executable}), \
                 CsiStandIn(r, tmp_path / "csi-r", size_limited=True) as small, \
                 JobRunner(r, small, tmp_path / "pods-r", programs={"python": sys.executable}):
-            c.create_objects(_claim("ml", "big", "1Mi"))
+            c.create_objects(claim("ml", "big", "1Mi"))
             with open(os.path.join(csi.directory_of("ml", "big"), "blob.bin"), "wb") as handle:
                 handle.write(os.urandom(3 << 20))  # the source's stand-in does not limit the size
-            plan = _plan(tmp_path, both, "source", namespaces=["ml"])
+            plan = volumes_plan(tmp_path, both, "source", namespaces=["ml"])
             assert main(["backup", "--plan", plan, "-q"]) == 0, capsys.readouterr()
             capsys.readouterr()
             code = main(["restore", "--plan", plan, "--source", "vols", "--to", f"vols={both}:recovery", "--json"])

@@ -13,15 +13,12 @@ import sys
 import time
 
 import pytest
-import yaml
 
 from dr.cli.main import main
 from tests.harness import EmulatedCluster, write_kubeconfig
 from tests.harness.jobs import JobRunner
 from tests.harness.volumes import CsiStandIn
-
-IMAGE = "registry.dr.example/platform/dr:0.9.0"
-
+from tests.volumes.helpers import claim, outcomes, tree, volumes_plan
 
 @pytest.fixture
 def two(tmp_path):
@@ -47,49 +44,20 @@ def seed(folder: str) -> None:
     os.symlink("db/data.bin", os.path.join(folder, "current"))
 
 
-def tree(folder: str) -> dict:
-    out = {}
-    for root, dirs, files in os.walk(folder):
-        for name in dirs + files:
-            path = os.path.join(root, name)
-            st = os.lstat(path)
-            rel = os.path.relpath(path, folder)
-            facts = (st.st_mode, st.st_uid, st.st_gid, st.st_mtime_ns if not os.path.islink(path) else 0)
-            if os.path.islink(path):
-                facts += (os.readlink(path),)
-            elif os.path.isfile(path):
-                with open(path, "rb") as handle:
-                    facts += (handle.read(), st.st_size)
-            out[rel] = facts
-    return out
-
-
 def test_a_claims_files_round_trip_and_an_unchanged_backup_uploads_nothing(two, tmp_path, capsys):
     a = two["a"]
-    a.create_objects([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "qdrant"}},
-                      {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-                       "metadata": {"name": "data-qdrant-0", "namespace": "qdrant", "labels": {"app": "qdrant"}},
-                       "spec": {"storageClassName": "csi-hostpath-sc", "accessModes": ["ReadWriteOnce"],
-                                "resources": {"requests": {"storage": "100Mi"}}}}])
+    a.create_objects(claim("qdrant", "data-qdrant-0", labels={"app": "qdrant"}))
     folder = two["csi_a"].directory_of("qdrant", "data-qdrant-0")
     seed(folder)
-    plan = {"version": 1, "name": "vols",
-            "failure_domains": [{"name": "site-a", "kind": "site"}, {"name": "site-b", "kind": "site"}],
-            "protects_against": ["site-a"],
-            "targets": [{"name": "dr", "url": str(tmp_path / "repo"), "domain": "site-b"}],
-            "sources": [{"name": "vols", "type": "volumes", "sensitivity": "internal",
-                         "kubeconfig": two["kubeconfig"], "context": "source", "image": IMAGE,
-                         "namespaces": ["qdrant"]}]}
-    path = tmp_path / "plan.yaml"
-    path.write_text(yaml.safe_dump(plan))
-    assert main(["backup", "--plan", str(path), "--json"]) == 0, capsys.readouterr()
+    path = volumes_plan(tmp_path, two["kubeconfig"], "source", namespaces=["qdrant"])
+    assert main(["backup", "--plan", path, "--json"]) == 0, capsys.readouterr()
     first = json.loads(capsys.readouterr().out)
-    assert main(["backup", "--plan", str(path), "--json"]) == 0, capsys.readouterr()
+    assert main(["backup", "--plan", path, "--json"]) == 0, capsys.readouterr()
     second = json.loads(capsys.readouterr().out)
     (stats,), (again,) = [r["stats"] for r in first["results"]], [r["stats"] for r in second["results"]]
     assert stats["bytes_uploaded"] > 300_000 and stats["artifacts"] == 7  # 3 directories, 2 files, 1 link, the claim
     assert again["bytes_uploaded"] == 0 and again["artifacts_reused"] == again["artifacts"] == 7
-    code = main(["restore", "--plan", str(path), "--source", "vols", "--to", f"vols={two['kubeconfig']}:recovery",
+    code = main(["restore", "--plan", path, "--source", "vols", "--to", f"vols={two['kubeconfig']}:recovery",
                  "--json"])
     out = capsys.readouterr().out
     assert code == 0, out
@@ -112,14 +80,8 @@ def test_a_backup_removes_what_a_dead_run_left_and_names_skipped_claims(two, tmp
                        "metadata": {"name": "pending", "namespace": "ml"},
                        "spec": {"storageClassName": "no-such-class", "accessModes": ["ReadWriteOnce"],
                                 "resources": {"requests": {"storage": "1Gi"}}}}])
-    plan = {"version": 1, "name": "vols", "protects_against": ["site-a"],
-            "failure_domains": [{"name": "site-a", "kind": "site"}, {"name": "site-b", "kind": "site"}],
-            "targets": [{"name": "dr", "url": str(tmp_path / "repo"), "domain": "site-b"}],
-            "sources": [{"name": "vols", "type": "volumes", "sensitivity": "internal",
-                         "kubeconfig": two["kubeconfig"], "context": "source", "image": IMAGE, "namespaces": ["ml"]}]}
-    path = tmp_path / "plan.yaml"
-    path.write_text(yaml.safe_dump(plan))
-    main(["backup", "--plan", str(path), "--json"])
+    path = volumes_plan(tmp_path, two["kubeconfig"], "source", namespaces=["ml"])
+    main(["backup", "--plan", path, "--json"])
     backup = capsys.readouterr()
     assert [s for s in a.list_objects("v1", "Secret", "ml")
             if (s["metadata"].get("labels") or {}).get("dr.io/run")] == [], backup
@@ -128,21 +90,11 @@ def test_a_backup_removes_what_a_dead_run_left_and_names_skipped_claims(two, tmp
 
 def test_a_second_restore_is_unchanged_and_a_changed_claim_a_conflict_until_overwrite(two, tmp_path, capsys):
     a = two["a"]
-    a.create_objects([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "pg"}},
-                      {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-                       "metadata": {"name": "data", "namespace": "pg"},
-                       "spec": {"storageClassName": "csi-hostpath-sc", "accessModes": ["ReadWriteOnce"],
-                                "resources": {"requests": {"storage": "100Mi"}}}}])
+    a.create_objects(claim("pg", "data"))
     seed(two["csi_a"].directory_of("pg", "data"))
-    plan = {"version": 1, "name": "vols", "protects_against": ["site-a"],
-            "failure_domains": [{"name": "site-a", "kind": "site"}, {"name": "site-b", "kind": "site"}],
-            "targets": [{"name": "dr", "url": str(tmp_path / "repo"), "domain": "site-b"}],
-            "sources": [{"name": "vols", "type": "volumes", "sensitivity": "internal",
-                         "kubeconfig": two["kubeconfig"], "context": "source", "image": IMAGE, "namespaces": ["pg"]}]}
-    path = tmp_path / "plan.yaml"
-    path.write_text(yaml.safe_dump(plan))
-    assert main(["backup", "--plan", str(path), "-q"]) == 0
-    restore = ["restore", "--plan", str(path), "--source", "vols", "--to", f"vols={two['kubeconfig']}:recovery",
+    path = volumes_plan(tmp_path, two["kubeconfig"], "source", namespaces=["pg"])
+    assert main(["backup", "--plan", path, "-q"]) == 0
+    restore = ["restore", "--plan", path, "--source", "vols", "--to", f"vols={two['kubeconfig']}:recovery",
                "--json"]
     assert main(restore) == 0
     capsys.readouterr()
@@ -150,7 +102,7 @@ def test_a_second_restore_is_unchanged_and_a_changed_claim_a_conflict_until_over
     def statuses(extra=()):
         code = main(restore + list(extra))
         text = capsys.readouterr().out
-        return code, {o["status"] for o in _outcomes(json.loads(text))}, text
+        return code, {o["status"] for o in outcomes(json.loads(text))}, text
 
     code, seen, text = statuses()
     assert code == 0 and seen == {"unchanged"}, text
@@ -159,25 +111,8 @@ def test_a_second_restore_is_unchanged_and_a_changed_claim_a_conflict_until_over
         handle.write(b"changed at the destination")
     code, seen, text = statuses()
     assert code != 0 and seen == {"conflict", "unchanged"}, text
-    (conflict,) = [o for o in _outcomes(json.loads(text)) if o["status"] == "conflict"]
+    (conflict,) = [o for o in outcomes(json.loads(text)) if o["status"] == "conflict"]
     assert conflict["item"] == "pg/data/db/data.bin", text
     code, seen, text = statuses(["--overwrite"])
     assert code == 0 and seen == {"restored", "unchanged"}, text
     assert tree(restored) == tree(two["csi_a"].directory_of("pg", "data"))
-
-
-def _outcomes(document):
-    """Every outcome of a `dr restore --json` document, wherever its results nest them."""
-    found = []
-
-    def walk(value):
-        if isinstance(value, dict):
-            if "status" in value and "item" in value:
-                found.append(value)
-            for inner in value.values():
-                walk(inner)
-        elif isinstance(value, list):
-            for inner in value:
-                walk(inner)
-    walk(document)
-    return found

@@ -13,7 +13,7 @@ from dr.contract import (ArtifactSink, AuditDeclarations, ContentReader, DeployN
                          RestoreRequest, RestoredContent, Rewriter, RunNeeds, Sizing)
 from dr.exporters.kubernetes.batches import KIND, SCANNED_KIND
 from dr.exporters.kubernetes.classes import CLASSES
-from dr.exporters.kubernetes.connecting import api_client, dynamic_client, parse_destination
+from dr.exporters.kubernetes.connecting import api_client, dynamic_client
 from dr.exporters.kubernetes.deploying import run_needs
 from dr.exporters.kubernetes.exporting import Export
 from dr.exporters.kubernetes.options import KubernetesOptions
@@ -24,6 +24,7 @@ from dr.exporters.kubernetes.sealedsecrets import KEY_MISSING
 from dr.exporters.kubernetes.volumedata import DEPENDENCY_KIND as VOLUME_DATA, KIND as VOLUMES_KIND, VOLUME_DATA_LOST
 
 PLAN_CONFIGMAP = "dr-plan"  # dr.deploy.objects.PLAN_CONFIGMAP (tests/cli/test_plan_in_snapshot.py holds them equal)
+from dr.kits.kubeconfigs import parse_destination
 from dr.model.artifacts import Artifact
 
 

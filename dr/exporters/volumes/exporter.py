@@ -13,6 +13,7 @@ from dr.exporters.volumes.exporting import CLAIM_KIND, ENTRY_KINDS, ClaimBackup,
 from dr.exporters.volumes.options import VolumesOptions
 from dr.exporters.volumes.selecting import Claim, claims
 from dr.exporters.volumes.temporaries import SNAPSHOTS, Run, VolumeError
+from dr.kits.kubeconfigs import parse_destination
 from dr.model.artifacts import Artifact
 
 DEFAULT_CLASS = "snapshot.storage.kubernetes.io/is-default-class"
@@ -146,7 +147,7 @@ class VolumesExporter(Exporter, Planning, AuditDeclarations, OutsideCopies, Depl
                 request: RestoreRequest) -> Iterator[Outcome]:
         from dr.exporters.volumes.restoring import restore_all
 
-        kubeconfig, context = _destination(request.to, self._kubeconfig())
+        kubeconfig, context = parse_destination(request.to, self._kubeconfig()) if request.to else (self._kubeconfig(), None)
         try:
             cluster = self._cluster(kubeconfig, context)
         except ClusterError as exc:
@@ -188,18 +189,6 @@ class VolumesExporter(Exporter, Planning, AuditDeclarations, OutsideCopies, Depl
         else:
             needs.endpoints.append("https://kubernetes.default.svc:443")
         return needs
-
-
-def _destination(to: str | None, default_kubeconfig: str | None) -> tuple[str | None, str | None]:
-    """`--to` as (kubeconfig, context): CONTEXT, or KUBECONFIG:CONTEXT (the kubernetes exporter's form)."""
-    if not to:
-        return default_kubeconfig, None
-    for index, char in enumerate(to):
-        if char == ":" and os.path.isfile(to[:index]):
-            return to[:index], (to[index + 1:] or None)
-    if os.path.isfile(to):
-        return to, None
-    return default_kubeconfig, to
 
 
 def _remapped_image(image: str, remap: dict[str, str]) -> str:
