@@ -255,7 +255,9 @@ class JobRunner(_Background):
             run.ports[int(port)] = _free_port()
         argv = _ports_rewritten(argv, run.ports)
         run.argv = argv
-        env = self._environment(run, container, folders)
+        env = self._waited_environment(job, pod, run, container, folders, deadline)
+        if env is None:  # deleted or out of time while a Secret or ConfigMap key was missing
+            return self._ended(job, pod, run)
         cwd = os.path.join(run.folder, "cwd")
         os.makedirs(cwd)
         user = self.user
@@ -380,6 +382,26 @@ class JobRunner(_Background):
             with open(path, "wb") as f:
                 f.write(data[item["key"]])
 
+    def _waited_environment(self, job: dict[str, Any], pod: dict[str, Any] | None, run: PodRun,
+                            container: Mapping[str, Any], folders: dict[str, str],
+                            deadline: float | None) -> dict[str, str] | None:
+        """The container's environment once every key it reads is there: as the kubelet does, a
+        missing key keeps the container waiting (CreateContainerConfigError), it does not fail it."""
+        while True:
+            try:
+                return self._environment(run, container, folders)
+            except MissingKey as exc:
+                if run.deleted or (deadline is not None and time.monotonic() > deadline):
+                    run.reason = run.reason or ("DeadlineExceeded" if not run.deleted else None)
+                    return None
+                if pod is not None:
+                    set_status(self.cluster, pod, {"phase": "Pending", "containerStatuses": [
+                        {"name": container["name"], "ready": False, "restartCount": 0,
+                         "image": container.get("image", ""), "started": False,
+                         "state": {"waiting": {"reason": "CreateContainerConfigError", "message": str(exc)}}}]},
+                        MANAGER)
+                time.sleep(0.1)
+
     def _environment(self, run: PodRun, container: Mapping[str, Any], folders: dict[str, str]) -> dict[str, str]:
         env = {"PATH": self.path, **self.env}
         fields = {"metadata.name": run.pod, "metadata.namespace": run.namespace, "status.podIP": "127.0.0.1"}
@@ -399,11 +421,15 @@ class JobRunner(_Background):
                 value = data[ref["key"]]
                 env[entry["name"]] = base64.b64decode(value).decode() if kind == "Secret" else value
             elif not ref.get("optional"):
-                raise ValueError(f"{entry['name']}: key {ref['key']} missing from {kind} {ref['name']}")
+                raise MissingKey(f"couldn't find key {ref['key']} in {kind} {run.namespace}/{ref['name']}")
         return env
 
 
 # ---- helpers ---------------------------------------------------------------------------------
+
+class MissingKey(Exception):
+    """A key the container's environment reads is not (yet) in its Secret or ConfigMap."""
+
 
 def _finished(job: Mapping[str, Any]) -> bool:
     return any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True"

@@ -107,12 +107,17 @@ def set_status(cluster: EmulatedCluster, obj: dict[str, Any], status: dict[str, 
 
 
 def patch(cluster: EmulatedCluster, obj: dict[str, Any], body: dict[str, Any], manager: str = MANAGER) -> None:
+    """Merge-patch an object; one deleted meanwhile (a controller's race with its owner) is left be."""
     meta = obj["metadata"]
 
     def run(em: KubeApiEmulator) -> None:
         rtype, version = _type(em, obj["apiVersion"], obj["kind"])
-        em.patch_object(rtype, version, meta.get("namespace"), meta["name"], "application/merge-patch+json",
-                        body, manager=manager)
+        try:
+            em.patch_object(rtype, version, meta.get("namespace"), meta["name"], "application/merge-patch+json",
+                            body, manager=manager)
+        except ApiError as exc:
+            if exc.code != 404:
+                raise
     cluster.call(run)
 
 
@@ -140,11 +145,12 @@ def create(cluster: EmulatedCluster, obj: dict[str, Any]) -> dict[str, Any] | No
         raise
 
 
-def copy_tree(source: str, target: str) -> None:
+def copy_tree(source: str, target: str, linked: bool = False) -> None:
     """Copy a volume's content as a block-level snapshot would keep it: modes, owners, times,
-    symlinks, hard links and holes (sparse files stay sparse)."""
+    symlinks, hard links and holes (sparse files stay sparse). `linked` hard-links the files
+    instead of copying their bytes (see CsiStandIn's copy_on_write)."""
     os.makedirs(target, exist_ok=True)
-    subprocess.run(["cp", "-a", "--sparse=always", f"{source}/.", f"{target}/"], check=True,
+    subprocess.run(["cp", "-a", "-l" if linked else "--sparse=always", f"{source}/.", f"{target}/"], check=True,
                    capture_output=True)
 
 
@@ -198,6 +204,10 @@ class CsiStandIn(_Background):
             readyToUse (no copy is made; restores from them stay Pending).
         size_limited: mount every new volume as a tmpfs of the claim's requested size, so a full
             volume gives a real ENOSPC (root only; start() raises if tmpfs cannot be mounted).
+        copy_on_write: snapshots and clones hard-link the files instead of copying them, so that
+            taking one costs what a copy-on-write snapshot of a real driver (Ceph RBD, ZFS, LVM
+            thin) costs, not a copy of the data (for bench/bench_volumes.py). A snapshot then shares
+            its files with the claim: a test that changes a file after the snapshot must not use it.
         install_crds: install the upstream snapshot CRDs (False: the test does, or the cluster has
             no snapshot API at all).
     """
@@ -206,12 +216,13 @@ class CsiStandIn(_Background):
                  *, storage_class: str | None = "csi-hostpath-sc",
                  snapshot_class: str | None = "csi-hostpath-snapclass",
                  never_ready: Iterable[str] | Callable[[str, str], bool] = (), size_limited: bool = False,
-                 install_crds: bool = True) -> None:
+                 install_crds: bool = True, copy_on_write: bool = False) -> None:
         super().__init__(f"csi-stand-in-{cluster.name}")
         self.cluster, self.root, self.driver = cluster, os.fspath(root), driver
         self.storage_class, self.snapshot_class = storage_class, snapshot_class
         self.never_ready = never_ready if callable(never_ready) else set(never_ready)
         self.size_limited, self.install_crds = size_limited, install_crds
+        self.copy_on_write = copy_on_write
         self.volumes: dict[str, dict[str, Any]] = {}  # claim uid -> {namespace, name, pv, dir, mounted}
         self.snapshots: dict[str, dict[str, Any]] = {}  # snapshot uid -> {namespace, name, content, dir, ready}
         self._lock = threading.Lock()
@@ -358,7 +369,7 @@ class CsiStandIn(_Background):
             _mount_tmpfs(directory, parse_quantity(request))
             mounted = True
         if copy_from:
-            copy_tree(copy_from, directory)
+            copy_tree(copy_from, directory, linked=self.copy_on_write)
         pv_name = f"pvc-{uid}"
         volume = {"namespace": meta["namespace"], "name": meta["name"], "pv": pv_name, "dir": directory,
                   "mounted": mounted, "request": request}
@@ -413,7 +424,7 @@ class CsiStandIn(_Background):
                      else name in self.never_ready)
         directory = os.path.join(self.root, f"snap-{uid}")
         if ready:
-            copy_tree(volume["dir"], directory)
+            copy_tree(volume["dir"], directory, linked=self.copy_on_write)
         content_name = f"snapcontent-{uid}"
         with self._lock:
             self.snapshots[uid] = {"namespace": meta["namespace"], "name": name, "content": content_name,

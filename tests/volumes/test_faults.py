@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 
 import pytest
 
 from dr.cli.main import main
 from tests.harness import EmulatedCluster, write_kubeconfig
 from tests.harness.jobs import JobRunner
-from tests.harness.volumes import CsiStandIn
+from tests.harness.volumes import CsiStandIn, delete, list_objects
 from tests.volumes.helpers import claim, findings, volumes_plan
 
 @pytest.fixture
@@ -81,3 +82,36 @@ def test_a_claim_too_small_fails_the_restore_with_nothing_placed(cluster, tmp_pa
             assert code != 0 and "the volume is full" in out, out
             folder = small.directory_of("ml", "big")
             assert os.listdir(folder) == [], "something was placed on the full volume"
+
+
+def test_a_claim_deleted_before_its_snapshot_is_named_as_skipped_and_the_others_are_copied(cluster, tmp_path,
+                                                                                             capsys):
+    c, kubeconfig = cluster
+
+    def deleted_while_dr_waits(ns: str, snapshot: str) -> bool:
+        """The stand-in asks whether a snapshot stays unready: ml/gone's does, and the claim is deleted."""
+        (snap,) = [s for s in list_objects(c, "snapshot.storage.k8s.io/v1", "VolumeSnapshot")
+                   if s["metadata"]["name"] == snapshot]
+        if snap["spec"]["source"]["persistentVolumeClaimName"] != "gone":
+            return False
+        delete(c, "v1", "PersistentVolumeClaim", "gone", ns)
+        return True
+
+    with CsiStandIn(c, tmp_path / "csi", never_ready=deleted_while_dr_waits) as csi, \
+            JobRunner(c, csi, tmp_path / "pods", programs={"python": sys.executable}):
+        c.create_objects(claim("ml", "gone") + claim("ml", "kept")[1:])
+        with open(os.path.join(csi.directory_of("ml", "kept"), "a.txt"), "w") as handle:
+            handle.write("kept")
+        csi.directory_of("ml", "gone")
+        plan = volumes_plan(tmp_path, kubeconfig, "source", namespaces=["ml"], snapshot_timeout_seconds=60)
+        started = time.monotonic()
+        code = main(["backup", "--plan", plan, "--json"])
+        out = capsys.readouterr().out
+        document = json.loads(out)
+        skipped = [f for f in findings(document) if f["code"] == "volumes-claim-skipped"]
+        assert [f["message"] for f in skipped] == ["ml/gone: deleted during the backup, before its snapshot was "
+                                                   "taken: not copied"], out
+        assert code == 0, out
+        assert time.monotonic() - started < 30, "dr waited out the snapshot time-out for a claim that is gone"
+        (result,) = document["results"]
+        assert result["stats"]["artifacts"] == 3, out  # ml/kept: the claim, its root directory, a.txt

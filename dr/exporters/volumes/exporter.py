@@ -12,7 +12,7 @@ from dr.exporters.volumes.cluster import Cluster, ClusterError
 from dr.exporters.volumes.exporting import CLAIM_KIND, ENTRY_KINDS, ClaimBackup, entry_identity
 from dr.exporters.volumes.options import VolumesOptions
 from dr.exporters.volumes.selecting import Claim, claims
-from dr.exporters.volumes.temporaries import SNAPSHOTS, Run, VolumeError
+from dr.exporters.volumes.temporaries import SNAPSHOTS, ClaimGone, Run, VolumeError
 from dr.kits.kubeconfigs import parse_destination
 from dr.model.artifacts import Artifact
 
@@ -123,6 +123,10 @@ class VolumesExporter(Exporter, Planning, AuditDeclarations, OutsideCopies, Depl
         for claim in (c for c in found if not c.skipped):
             try:
                 tally = ClaimBackup(self, cluster, run, sink, claim).run_copy()
+            except ClaimGone as exc:
+                self.context.log(f"skipped claim {exc}")
+                self.context.finding("info", "volumes-claim-skipped", f"{exc}: not copied", claim=claim.key)
+                continue
             except (VolumeError, ClusterError, OSError, ValueError) as exc:
                 self.context.finding("error", COPY_FAILED.code, f"{claim.key}: {exc}", claim=claim.key)
                 continue

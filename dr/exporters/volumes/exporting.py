@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from dr.contract import ArtifactSink, ExportContext
 from dr.exporters.volumes.cluster import Cluster, lines
 from dr.exporters.volumes.selecting import Claim
-from dr.exporters.volumes.temporaries import Mover, Run, VolumeError
+from dr.exporters.volumes.temporaries import ClaimGone, Mover, Run, VolumeError, path_of
 from dr.exporters.volumes.wire import PORT, TOKEN_HEADER, Entry, FrameFailed, FrameReader, WireError, line, read_line
 from dr.model.artifacts import Dependency, Sensitivity
 
@@ -84,6 +84,8 @@ class ClaimBackup:
         self.tally = Tally()
 
     def run_copy(self) -> Tally:
+        if self.cluster.get(path_of(self.claim.namespace, "persistentvolumeclaims", self.claim.name)) is None:
+            raise ClaimGone(f"{self.claim.key}: deleted during the backup, before its copy began")
         copy, mounted, snapshot_class = self._source()
         node = self.claim.node if copy == "live" else None
         mover = self.run.mover(self.claim.namespace, mounted, write=False, for_claim=self.claim.key, node=node)

@@ -31,7 +31,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Iterator
 
-from dr.exporters.volumes.wire import (STAGING, TOKEN_ENV, TOKEN_HEADER, Entry, WireError, line, read_line)
+from dr.exporters.volumes.wire import (MOVERS_OWN, REPLACED, STAGING, TOKEN_ENV, TOKEN_HEADER, Entry, WireError, line,
+                                       read_line)
 
 CHUNK = 1 << 20
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -93,7 +94,7 @@ def walk(root: str) -> Iterator[dict]:
         except OSError as exc:
             yield {"path": rel, "error": f"cannot list: {exc.strerror or exc}"}
             continue
-        stack.extend(n if rel == "." else f"{rel}/{n}" for n in names if not (rel == "." and n == STAGING))
+        stack.extend(n if rel == "." else f"{rel}/{n}" for n in names if not (rel == "." and n in MOVERS_OWN))
 
 
 def _entry(rel: str, full: str, st: os.stat_result) -> Entry | None:
@@ -219,7 +220,7 @@ class Staging:
     def commit(self) -> int:
         """Each staged top-level name replaces the volume's; then the root's own facts."""
         placed = 0
-        old = os.path.join(self.root, STAGING + ".old")
+        old = os.path.join(self.root, REPLACED)
         shutil.rmtree(old, ignore_errors=True)
         os.mkdir(old, 0o700)
         for name in sorted(os.listdir(self.dir)):

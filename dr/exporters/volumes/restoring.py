@@ -27,7 +27,7 @@ from dr.exporters.volumes.cluster import Cluster, ClusterError, lines
 from dr.exporters.volumes.exporting import CLAIM_KIND, ENTRY_KINDS
 from dr.exporters.volumes.mover import safe_parts
 from dr.exporters.volumes.temporaries import Mover, Run, VolumeError
-from dr.exporters.volumes.wire import PORT, STAGING, TOKEN_HEADER, Entry, WireError, line
+from dr.exporters.volumes.wire import MOVERS_OWN, PORT, TOKEN_HEADER, Entry, WireError, line
 from dr.model.artifacts import Artifact
 
 KIND_OF = {v: k for k, v in ENTRY_KINDS.items()}
@@ -96,6 +96,7 @@ def catalog_problems(artifacts: list[Artifact]) -> list[str]:
 class ClaimRestore:
     def __init__(self, cluster: Cluster, run: Run, reader: ContentReader, request: RequestView):
         self.cluster, self.run, self.reader, self.request = cluster, run, reader, request
+        self.empty = False  # the existing claim holds nothing (a workload's new claim, a killed restore's)
 
     def restore(self, key: str, claim: Artifact, entries: list[Artifact]) -> Iterator[Outcome]:
         manifest = json.loads(self.reader.read(claim))
@@ -109,7 +110,7 @@ class ClaimRestore:
             if not differing:
                 yield from self._all(claim, entries, Status.UNCHANGED, f"claim {target} holds the backup's files")
                 return
-            if not self.request.overwrite:
+            if not self.request.overwrite and not self.empty:
                 yield from self._split(claim, entries, differing, Status.CONFLICT,
                                        f"claim {target}: --overwrite replaces it with the backup's")
                 return
@@ -168,7 +169,9 @@ class ClaimRestore:
             if "kind" in item:
                 found[item["path"]] = Entry.from_json(item).to_json()
         response.release_conn()
-        found.pop(STAGING, None)
+        for name in MOVERS_OWN:
+            found.pop(name, None)
+        self.empty = set(found) <= {".", "lost+found"}
         mine = {e.path: e.to_json() for e in wanted}
         differing = {p: "missing from the claim" for p in mine.keys() - found.keys()}
         extra = sorted(found.keys() - mine.keys())

@@ -44,6 +44,11 @@ class VolumeError(Exception):
     """One claim's copy failed; the message names the claim and the cause."""
 
 
+class ClaimGone(VolumeError):
+    """The claim was deleted after the backup listed it, before its copy began: there is nothing
+    to copy, and nothing of it is lost that still exists."""
+
+
 def label_value(text: str) -> str:
     """A label value (63 characters of [A-Za-z0-9._-]) standing for text."""
     clean = re.sub(r"[^A-Za-z0-9._-]", "-", text).strip("-._")
@@ -112,6 +117,8 @@ class Run:
             error = (status.get("error") or {}).get("message")
             if error:
                 raise VolumeError(f"{namespace}/{claim}: snapshot {name} failed: {error}")
+            if self.cluster.get(path_of(namespace, "persistentvolumeclaims", claim)) is None:
+                raise ClaimGone(f"{namespace}/{claim}: deleted during the backup, before its snapshot was taken")
             if time.monotonic() > deadline:
                 raise VolumeError(f"{namespace}/{claim}: snapshot {name} (class {snapshot_class}) was not "
                                   f"readyToUse after {timeout:.0f} s (options.snapshot_timeout_seconds)")

@@ -31,6 +31,8 @@ TOKEN_ENV = "DR_MOVER_TOKEN"
 PORT = 8080
 MAX_LINE = 1 << 20  # a header, trailer or entry line: paths and facts, never megabytes
 STAGING = ".dr-restore-staging"  # on the volume, so the rename into place is atomic
+REPLACED = STAGING + ".old"  # what a commit moves aside, removed once the staged names are in place
+MOVERS_OWN = (STAGING, REPLACED)  # never listed, compared or backed up: a killed mover may leave them
 KINDS = ("file", "directory", "symlink")
 
 
