@@ -54,7 +54,7 @@ from typing import Any
 from .kube import EmulatedCluster, _now
 from .volumes import CsiStandIn, _Background, create, delete, list_objects, set_status
 
-__all__ = ["JobRunner", "PodRun"]
+__all__ = ["JobRunner", "PodRun", "container_exec"]
 
 MANAGER = "kubelet-job-controller-stand-in"
 
@@ -423,6 +423,20 @@ class JobRunner(_Background):
             elif not ref.get("optional"):
                 raise MissingKey(f"couldn't find key {ref['key']} in {kind} {run.namespace}/{ref['name']}")
         return env
+
+
+def container_exec(folders: Mapping[str, str], programs: Mapping[str, str] | None = None,
+                   timeout: float = 120) -> Any:
+    """A stand-in for the container runtime's exec (for ``EmulatedCluster.serve_pod_exec``): the
+    command runs as a local process, an argument at or under a mount path moved to the folder that
+    stands for it (as a Job's container here), argv[0] through ``programs``."""
+    def run(container: str, argv: list[str]) -> tuple[int, bytes, bytes]:
+        moved = [_moved(a, folders) for a in argv]
+        if moved:
+            moved[0] = (programs or {}).get(moved[0], moved[0])
+        done = subprocess.run(moved, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        return done.returncode, done.stdout, done.stderr
+    return run
 
 
 # ---- helpers ---------------------------------------------------------------------------------

@@ -62,6 +62,12 @@ What is emulated (as a real API server does it)
   not Running, has no IP or no such port registered, or a refused connection answer 503. Logged as
   verb get/create/update/patch/delete on resource ``pods``, subresource ``proxy``, name as in the
   path (``pod:8080``, as RBAC sees it); faults apply, kmock DSL reactions do not.
+* Exec, ``/api/v1/namespaces/<ns>/pods/<name>/exec?command=...&container=...`` over a websocket
+  (``v4.channel.k8s.io``: stdout on channel 1, stderr on 2, the exit status on 3): the command is
+  handed to what ``serve_pod_exec`` registered for the pod (a stand-in for the container runtime,
+  e.g. ``JobRunner.serve_exec``, which runs it as a local process). A missing pod answers 404, a
+  pod that is not Running or has no such container 400, one with nothing registered 500. Logged
+  as verb create on resource ``pods``, subresource ``exec`` (what RBAC checks); faults apply.
 * Fault injection (``fail_next``, ``throttle_next``, ``hang_next``) and a request log with
   counters (``count``, ``counts``).
 
@@ -207,6 +213,7 @@ _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: a 3 MiB
 
 # The API server's pod proxy: /api/v1/namespaces/<ns>/pods/[<scheme>:]<name>[:<port>]/proxy[/<path>]
 _POD_PROXY = re.compile(r"/api/v1/namespaces/([^/]+)/pods/([^/]+)/proxy(/.*)?")
+_POD_EXEC = re.compile(r"/api/v1/namespaces/([^/]+)/pods/([^/]+)/exec")
 # Not forwarded (RFC 7230 hop-by-hop, and what kube-apiserver's proxy drops: the client's
 # credentials, which its authentication filter removes once the request is authenticated).
 _HOP_HEADERS = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
@@ -629,6 +636,8 @@ class KubeApiEmulator(kmock.KubernetesEmulator):
         # (namespace, pod, container port) -> (host, port) where the pod's port is served on this
         # machine (a pod here has no IP of its own): set by the test's kubelet stand-in.
         self.pod_ports: dict[tuple[str, str, int], tuple[str, int]] = {}
+        # (namespace, pod) -> run(container, argv, timeout) -> (exit code, stdout, stderr)
+        self.pod_execs: dict[tuple[str, str], Callable[[str, list[str]], tuple[int, bytes, bytes]]] = {}
         for group, version, plural, kind, namespaced, subs, shorts, cats in _BUILTINS:
             self.add_type(ResourceType(group=group, plural=plural, kind=kind, namespaced=namespaced,
                                        versions=[version], subresources=subs, short_names=shorts,
@@ -659,6 +668,9 @@ class KubeApiEmulator(kmock.KubernetesEmulator):
         proxied = _POD_PROXY.fullmatch(raw.rel_url.raw_path)
         if proxied:  # streamed both ways, never read whole: no body limit applies (as kube-apiserver)
             return await self._proxy(raw, *proxied.groups())
+        execed = _POD_EXEC.fullmatch(raw.rel_url.raw_path)
+        if execed:
+            return await self._exec(raw, *map(urllib.parse.unquote, execed.groups()))
         raw = raw.clone(client_max_size=0)  # read it all: the limit is the API server's, below
         body = await raw.read()
         route = _Route.parse(raw.method, raw.path, raw.query)
@@ -753,6 +765,59 @@ class KubeApiEmulator(kmock.KubernetesEmulator):
             return response  # the client or the pod went away mid-stream: the connection is dropped
         finally:
             await session.close()
+
+    async def _exec(self, raw: aiohttp.web.BaseRequest, namespace: str, name: str) -> aiohttp.web.StreamResponse:
+        """kube-apiserver's pods/exec subresource over a websocket (v4.channel.k8s.io): the command
+        runs where serve_pod_exec says; its output and exit status go back on the channels."""
+        record = RequestRecord(method=raw.method.upper(), path=raw.path, query=dict(raw.query), verb="create",
+                               group="", version="v1", resource="pods", namespace=namespace, name=name,
+                               subresource="exec")
+        self.log.append(record)
+        route = _Route(method=record.method, path=raw.path, segments=[s for s in raw.path.split("/") if s],
+                       verb="create", discovery=False, group="", version="v1", plural="pods",
+                       namespace=namespace, name=name, subresource="exec")
+        argv, container = raw.query.getall("command", []), raw.query.get("container", "")
+        try:
+            await self._apply_faults(route, record)
+            run = self._exec_target(namespace, name, container)
+            container = container or run[1]
+        except ApiError as exc:
+            record.status = exc.code
+            return aiohttp.web.json_response(exc.body(), status=exc.code, headers=exc.headers)
+        ws = aiohttp.web.WebSocketResponse(protocols=("v4.channel.k8s.io",))
+        await ws.prepare(raw)
+        record.status = 101
+        try:
+            code, out, err = await asyncio.to_thread(run[0], container, argv)
+        except Exception as exc:  # the runtime stand-in could not start it: as a missing executable
+            code, out, err = 126, b"", f"exec failed: {exc}".encode()
+        for channel, data in ((1, out), (2, err)):
+            if data:
+                await ws.send_bytes(bytes([channel]) + data)
+        status = {"metadata": {}, "status": "Success"} if code == 0 else {
+            "metadata": {}, "status": "Failure", "reason": "NonZeroExitCode",
+            "message": f"command terminated with non-zero exit code: error executing command {argv}, exit "
+                       f"status {code}", "details": {"causes": [{"reason": "ExitCode", "message": str(code)}]}}
+        try:
+            await ws.send_bytes(b"\x03" + json.dumps(status).encode())
+            await ws.close()
+        except (ConnectionResetError, RuntimeError):
+            pass  # the client went away (its own time-out): the command's end is not reported
+        return ws
+
+    def _exec_target(self, namespace: str, name: str, container: str) -> tuple[Callable, str]:
+        pod = self.get_object(self.types[("", "pods")], namespace, name)
+        if pod is None:
+            raise ApiError(404, f'pods "{name}" not found', details={"name": name, "kind": "pods"})
+        names = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or []]
+        if container and container not in names:
+            raise ApiError(400, f"container {container} is not valid for pod {name}")
+        if (pod.get("status") or {}).get("phase") != "Running":
+            raise ApiError(400, f"unable to upgrade connection: pod {name} is not running")
+        run = self.pod_execs.get((namespace, name))
+        if run is None:
+            raise ApiError(500, f"no container runtime stands in for pod {namespace}/{name} (serve_pod_exec)")
+        return run, (names[0] if names else "")
 
     def _pod_endpoint(self, namespace: str, target: str) -> tuple[str, int, str]:
         """Where a pods/proxy request goes: (host, port, scheme), or the API server's refusal."""
@@ -1897,6 +1962,17 @@ class EmulatedCluster:
                 em.pod_ports.pop((namespace, pod, int(port)), None)
             else:
                 em.pod_ports[(namespace, pod, int(port))] = (address[0], int(address[1]))
+        self.call(serve)
+
+    def serve_pod_exec(self, namespace: str, pod: str,
+                       run: Callable[[str, list[str]], tuple[int, bytes, bytes]] | None) -> None:
+        """What runs an exec in ``pod``: run(container, argv) -> (exit code, stdout, stderr), called
+        on a worker thread (a stand-in for the container runtime); None forgets it."""
+        def serve(em: KubeApiEmulator) -> None:
+            if run is None:
+                em.pod_execs.pop((namespace, pod), None)
+            else:
+                em.pod_execs[(namespace, pod)] = run
         self.call(serve)
 
     @property

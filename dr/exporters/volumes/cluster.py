@@ -72,6 +72,46 @@ class Cluster:
         except urllib3.exceptions.HTTPError as exc:
             raise TemporaryClusterError(0, f"{method} {path}: no answer: {exc}") from None
 
+    def exec(self, namespace: str, pod: str, container: str | None, argv: list[str],
+             timeout: float) -> tuple[int, str, str]:
+        """Run argv in the pod's container (pods/exec, a websocket); (exit code, stdout, stderr).
+        TimeoutError past `timeout` (the command goes on in the container); ClusterError when the
+        API server refuses (no such pod or container, not running, forbidden)."""
+        import time
+
+        import kubernetes.client
+        import kubernetes.stream
+
+        api = kubernetes.client.CoreV1Api(kubernetes.client.ApiClient(self._configuration))
+        extra = {"container": container} if container else {}
+        try:
+            ws = kubernetes.stream.stream(api.connect_get_namespaced_pod_exec, pod, namespace, command=argv,
+                                          stderr=True, stdin=False, stdout=True, tty=False, _preload_content=False,
+                                          **extra)
+        except kubernetes.client.ApiException as exc:
+            raise _error("exec", f"pods/{pod}", exc.status or 0, (exc.body or "").encode()) from None
+        except Exception as exc:  # the websocket could not be opened
+            raise ClusterError(0, f"exec in pod {namespace}/{pod}: {exc}") from None
+        out, err = [], []
+        deadline = time.monotonic() + timeout
+        try:
+            while ws.is_open():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"exec in pod {namespace}/{pod}")
+                ws.update(timeout=min(left, 1.0))
+                out.append(ws.read_stdout(timeout=0) if ws.peek_stdout() else "")
+                err.append(ws.read_stderr(timeout=0) if ws.peek_stderr() else "")
+            out.append(ws.read_stdout(timeout=0) if ws.peek_stdout() else "")
+            err.append(ws.read_stderr(timeout=0) if ws.peek_stderr() else "")
+            try:
+                code = ws.returncode
+            except (TypeError, KeyError, IndexError, ValueError):  # no exit status came (the server went away)
+                code = None
+        finally:
+            ws.close()
+        return (code if code is not None else -1), "".join(out), "".join(err)
+
     def request(self, method: str, path: str, body: Any = None, *, query: dict | None = None,
                 content_type: str = "application/json", missing_ok: bool = False) -> dict | None:
         """One JSON request, retried while the failure is transient; None for a 404 when missing_ok."""

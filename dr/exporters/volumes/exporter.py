@@ -23,6 +23,9 @@ UNREADABLE = FindingCode("volumes-unreadable", "Files of a volume could not be r
                          "make the files readable to the mover (it reads as root with DAC_READ_SEARCH), or exclude them")
 LIVE_COPY = FindingCode("volumes-live-copy", "A volume was copied live, without a snapshot: it may be inconsistent",
                         "give the claim's CSI driver a VolumeSnapshotClass, or quiesce the workload during the backup")
+HOOK_FAILED = FindingCode("volumes-hook-failed", "A pre or post hook failed in a claim's pod",
+                          "run the hook's command in the pod by hand (kubectl exec), fix it or its timeout_seconds; "
+                          "a failed post hook may have left the workload frozen")
 
 
 class VolumesExporter(Exporter, Planning, AuditDeclarations, OutsideCopies, DeployNeeds):
@@ -31,7 +34,7 @@ class VolumesExporter(Exporter, Planning, AuditDeclarations, OutsideCopies, Depl
     Options = VolumesOptions
     contract_version = 2
     sizing = Sizing(256, "volume copy through the mover: dr vs restic, 10,625 files of 1 MB")
-    finding_codes = (COPY_FAILED, UNREADABLE, LIVE_COPY)
+    finding_codes = (COPY_FAILED, UNREADABLE, LIVE_COPY, HOOK_FAILED)
     reads_plan_dependencies = True  # the claims' volume-data references the kubernetes source recorded
     ordering = Ordering(frozenset({"volume-data"}), (OrderingRule(
         "role:volume-data", "@workloads",
@@ -178,6 +181,8 @@ class VolumesExporter(Exporter, Planning, AuditDeclarations, OutsideCopies, Depl
                   ("batch", ("jobs",), ("create", "delete", "get", "list")),
                   ("snapshot.storage.k8s.io", ("volumesnapshots",), ("create", "delete", "get", "list")),
                   ("", ("pods/proxy",), ("get", "create", "update")))
+        if self.options.hooks:  # the hooks' commands, in the claims' pods
+            writes += (("", ("pods/exec",), ("create", "get")),)
         for namespace in namespaces:
             needs.api_writes += [ApiWrite(g, r, v, namespace, "the temporary snapshot, claim and mover Job of "
                                           "each copy, and the mover's port") for g, r, v in writes]

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from dr.contract import ArtifactSink, ExportContext
 from dr.exporters.volumes.cluster import Cluster, lines
+from dr.exporters.volumes.hooks import Hooks
 from dr.exporters.volumes.selecting import Claim
 from dr.exporters.volumes.temporaries import ClaimGone, Mover, Run, VolumeError, path_of
 from dr.exporters.volumes.wire import PORT, TOKEN_HEADER, Entry, FrameFailed, FrameReader, WireError, line, read_line
@@ -86,14 +87,28 @@ class ClaimBackup:
     def run_copy(self) -> Tally:
         if self.cluster.get(path_of(self.claim.namespace, "persistentvolumeclaims", self.claim.name)) is None:
             raise ClaimGone(f"{self.claim.key}: deleted during the backup, before its copy began")
-        copy, mounted, snapshot_class = self._source()
-        node = self.claim.node if copy == "live" else None
-        mover = self.run.mover(self.claim.namespace, mounted, write=False, for_claim=self.claim.key, node=node)
-        entries = self.entries(mover)
-        self._write_entries(mover, entries)
-        self._write_claim(copy, snapshot_class)
-        self.exit(mover)
+        hooks = Hooks(self.cluster, self.claim, self.options.hooks, warn=self._hook_failed,
+                      log=self.exporter.context.log)
+        thawed = False
+        try:
+            hooks.pre()
+            copy, mounted, snapshot_class = self._source()
+            if copy == "snapshot":  # the snapshot is taken: the workload need not wait for the copy
+                thawed = True
+                hooks.post()
+            node = self.claim.node if copy == "live" else None
+            mover = self.run.mover(self.claim.namespace, mounted, write=False, for_claim=self.claim.key, node=node)
+            entries = self.entries(mover)
+            self._write_entries(mover, entries)
+            self._write_claim(copy, snapshot_class)
+            self.exit(mover)
+        finally:
+            if not thawed:
+                hooks.post()
         return self.tally
+
+    def _hook_failed(self, message: str) -> None:
+        self.exporter.context.finding("warning", "volumes-hook-failed", message, claim=self.claim.key)
 
     def _source(self) -> tuple[str, str, str]:
         """("snapshot" or "live", the claim the mover mounts, the snapshot class used)."""

@@ -4,9 +4,38 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from dr.contract import ExporterOptions
+
+
+class Hook(ExporterOptions):
+    """A command run in the pods that mount a claim: `pre` before its snapshot is taken (or its
+    live copy begins), `post` once the snapshot is readyToUse (or the live copy ended), and
+    always after a `pre` that was tried, so that what `pre` froze is thawed."""
+
+    #: how the output names the hook (default: `hook N`, its place in the list)
+    name: str | None = None
+    #: a label selector on the pods that mount the claim (empty: every running pod that mounts it)
+    pods: str = ""
+    #: the container to run in (default: the pod's first container)
+    container: str | None = None
+    #: the command run before the snapshot (argv, no shell: `[sh, -c, "..."]` for one)
+    pre: list[str] = Field(default_factory=list)
+    #: the command run after it
+    post: list[str] = Field(default_factory=list)
+    #: how long each command may take; past it the hook failed (the command itself is left to run
+    #: in the container: the API server's exec cannot stop it)
+    timeout_seconds: float = Field(60.0, gt=0)
+    #: `fail`: a failed `pre` fails the claim's copy (its `post` still runs); `continue`: it is a
+    #: warning and the copy goes on
+    on_error: Literal["fail", "continue"] = "fail"
+
+    @model_validator(mode="after")
+    def _a_command(self) -> "Hook":
+        if not self.pre and not self.post:
+            raise ValueError("a hook needs `pre`, `post`, or both")
+        return self
 
 
 class VolumesOptions(ExporterOptions):
@@ -40,3 +69,5 @@ class VolumesOptions(ExporterOptions):
     image: str = Field(min_length=1)
     #: globs on a file's path in its volume (`lost+found`, `*.tmp`); an excluded directory is not entered
     exclude: list[str] = Field(default_factory=lambda: ["lost+found"])
+    #: commands run in the claim's pods around its snapshot (`CHECKPOINT`, `fsfreeze`)
+    hooks: list[Hook] = Field(default_factory=list)
