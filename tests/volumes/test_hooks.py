@@ -15,6 +15,7 @@ import os
 import sys
 
 import pytest
+import yaml
 
 from dr.cli.main import main
 from dr.repository.catalogs import read_catalog
@@ -98,3 +99,19 @@ def test_on_error_continue_copies_with_a_warning_and_a_hung_hook_times_out(platf
     assert "still running after 0.5 s (timeout_seconds)" in warned["message"], out
     assert code == 0, out
     assert _backed_up(tmp_path) == {"pg/data/base.bin"}
+
+
+def test_the_rendered_role_grants_exec_only_to_a_source_with_hooks(tmp_path, capsys):
+    def roles(hooks: list[dict]) -> list[dict]:
+        plan = volumes_plan(tmp_path, "kubeconfig", "source", namespaces=["pg"], schedule="0 * * * *",
+                            **({"hooks": hooks} if hooks else {}))
+        assert main(["deploy", "render", "--plan", plan, "--image", "dr:test", "-q"]) == 0
+        docs = [d for d in yaml.safe_load_all(capsys.readouterr().out) if d]
+        return [rule for d in docs if d["kind"] == "Role" and d["metadata"].get("namespace") == "pg"
+                for rule in d["rules"]]
+
+    def execs(rules):
+        return [r for r in rules if "pods/exec" in r.get("resources", [])]
+    assert execs(roles([])) == []
+    (rule,) = execs(roles([_hook(pre="checkpointed")]))
+    assert "create" in rule["verbs"]
