@@ -18,7 +18,7 @@ DEPLOY = os.path.join(ROOT, "deploy")
 RESOURCE = os.path.join(DEPLOY, "prometheus-rules.yaml")
 RULES = os.path.join(DEPLOY, "prometheus-rules.rules.yaml")
 UNIT_TESTS = os.path.join(DEPLOY, "prometheus-rules.test.yaml")
-ALERTS = {"DrBackupFailed", "DrBackupMissing", "DrRpoBreached", "DrAuditBlockers", "DrVerifyProblems",
+ALERTS = {"DrBackupFailed", "DrBackupMissing", "DrRpoBreached", "DrAuditBlockers", "DrVerifyProblems", "DrStatusProblems",
           "DrJobStale", "DrJobAbsent"}
 # What each scheduled command publishes to say it ran: a rule watches each one's staleness and absence
 REPORTED = {"backup": "dr_backup_last_success_timestamp_seconds", "prune": "dr_prune_last_success_timestamp_seconds",
