@@ -128,7 +128,7 @@ class SnapshotWriter:
                       futures: list[Future]) -> tuple[list[str], str, int]:
         """Chunk and upload content; return (chunk digests, plaintext digest or '', size)."""
         secret = sensitivity == Sensitivity.SECRET
-        whole = hashlib.sha256()
+        whole = None if secret else hashlib.sha256()  # a secret's plaintext digest is never recorded
         chunks: list[str] = []
         size = 0
         stream = io.BytesIO(content) if isinstance(content, bytes) else content()
@@ -138,7 +138,8 @@ class SnapshotWriter:
                 if not piece and chunks:
                     break
                 size += len(piece)
-                whole.update(piece)
+                if whole is not None:
+                    whole.update(piece)
                 self.on_progress(len(piece))
                 stored = encryption.encrypt(piece, self.recipients) if secret else piece
                 chunks.append(self._upload(stored, futures))
@@ -146,7 +147,7 @@ class SnapshotWriter:
                     break
         with self._lock:
             self.stats["bytes_read"] += size
-        return chunks, ("" if secret else whole.hexdigest()), size
+        return chunks, ("" if whole is None else whole.hexdigest()), size
 
     def source(self, name: str, exporter: str, parent: Iterable[Artifact] = ()) -> "SourceSink":
         return SourceSink(self, name, exporter, parent)
