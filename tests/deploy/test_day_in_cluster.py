@@ -36,6 +36,7 @@ from pathlib import Path
 import pytest
 
 from tests.deploy.day_deployment import Deployment, rbac_holds
+from tests.metrics.test_alert_rules import ALERTS
 
 pytestmark = pytest.mark.slow
 
@@ -78,7 +79,7 @@ def test_the_midnight_tick(deployment):
     assert {name: t.failed for name, t in deployment.kubelet.tally.items() if t.failed} == {}
     rbac_holds(deployment)
     rules = deployment.prometheus.query_rules()
-    assert len(rules) == 7 and all(r["health"] == "ok" for r in rules), rules
+    assert len(rules) == len(ALERTS) and all(r["health"] == "ok" for r in rules), rules
     ok = deployment.prometheus.wait_for("dr_backup_success == 1", lambda found: len(found) == 4)
     assert sorted(dict(k)["source"] for k in ok) == ["cluster", "code", "config", "etcd"]
     assert day.alerts == {} and deployment.prometheus.firing() == set()
