@@ -54,25 +54,44 @@ class _ChunkStream(io.RawIOBase):
         self._reader = reader
         self._artifact = artifact
         self._pending = list(artifact.chunks)
-        self._buffer = b""
-        self._whole = hashlib.sha256()
+        self._buffer = memoryview(b"")  # the chunk being read out, from _offset on (no copy per read)
+        self._offset = 0
+        # a secret's plaintext digest is not recorded (age's authentication stands for it)
+        self._whole = hashlib.sha256() if artifact.digest else None
         self._size = 0
         self._checked = False
 
     def readable(self) -> bool:
         return True
 
-    def readinto(self, target) -> int:
-        while not self._buffer and self._pending:
-            self._buffer = self._reader.chunk(self._artifact, self._pending.pop(0))
-            self._whole.update(self._buffer)
-            self._size += len(self._buffer)
+    def _fill(self) -> None:
+        """The next chunk, once the current one is read out; the whole checked before the last
+        chunk's bytes are handed out."""
+        while self._offset >= len(self._buffer) and self._pending:
+            chunk = self._reader.chunk(self._artifact, self._pending.pop(0))
+            if self._whole is not None:
+                self._whole.update(chunk)
+            self._size += len(chunk)
+            self._buffer, self._offset = memoryview(chunk), 0
         if not self._pending and not self._checked:
             self._check_whole()
-        n = min(len(target), len(self._buffer))
-        target[:n] = self._buffer[:n]
-        self._buffer = self._buffer[n:]
+
+    def readinto(self, target) -> int:
+        self._fill()
+        n = min(len(target), len(self._buffer) - self._offset)
+        target[:n] = self._buffer[self._offset:self._offset + n]
+        self._offset += n
         return n
+
+    def readall(self) -> bytes:
+        """The rest at once, a chunk at a time (RawIOBase's would read it 8 KiB at a time)."""
+        parts = []
+        while True:
+            self._fill()
+            if self._offset >= len(self._buffer):
+                return b"".join(parts)
+            parts.append(self._buffer[self._offset:].tobytes())
+            self._offset = len(self._buffer)
 
     def _check_whole(self) -> None:
         self._checked = True
@@ -80,7 +99,7 @@ class _ChunkStream(io.RawIOBase):
         if self._size != artifact.size:
             raise self._reader.met(IntegrityError(f"{artifact.source}/{artifact.identity}: content is "
                                                   f"{self._size} bytes, catalog says {artifact.size}"))
-        if artifact.digest and self._whole.hexdigest() != artifact.digest:
+        if self._whole is not None and self._whole.hexdigest() != artifact.digest:
             raise self._reader.met(IntegrityError(f"{artifact.source}/{artifact.identity}: content does not "
                                                   "match its digest"))
 
