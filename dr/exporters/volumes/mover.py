@@ -405,7 +405,9 @@ class _Dechunked:
     """A chunked request body as a stream (http.server does not undo the chunking)."""
 
     def __init__(self, rfile):
-        self.rfile, self.buffer, self.ended = rfile, b"", False
+        # a bytearray: appending a chunk and taking from the front cost what they move, where
+        # bytes would copy the whole buffer each time (16 times a MiB for every MiB read)
+        self.rfile, self.buffer, self.ended = rfile, bytearray(), False
 
     def _fill(self, want: int) -> None:
         while not self.ended and len(self.buffer) < want:
@@ -420,7 +422,8 @@ class _Dechunked:
     def read(self, size: int = -1) -> bytes:
         self._fill(size if size >= 0 else 1 << 62)
         size = len(self.buffer) if size < 0 else size
-        data, self.buffer = self.buffer[:size], self.buffer[size:]
+        data = bytes(self.buffer[:size])
+        del self.buffer[:size]
         return data
 
     def readline(self, limit: int = -1) -> bytes:
@@ -430,7 +433,8 @@ class _Dechunked:
         end = len(self.buffer) if end < 0 else end + 1
         if limit >= 0:
             end = min(end, limit)
-        data, self.buffer = self.buffer[:end], self.buffer[end:]
+        data = bytes(self.buffer[:end])
+        del self.buffer[:end]
         return data
 
 
