@@ -31,6 +31,10 @@ class IntegrityError(RepositoryError):
     """Stored data does not match its digest, or a referenced object is missing."""
 
 
+class NoSuchSnapshot(RepositoryError):
+    """No manifest under that id (never written, or forgotten by a prune)."""
+
+
 class NotARepository(RepositoryError):
     pass
 
@@ -122,7 +126,7 @@ class Repository:
         try:
             data = self.store.get(layout.snapshot_key(snapshot_id))
         except ObjectMissing:
-            raise RepositoryError(f"no snapshot {snapshot_id}") from None
+            raise NoSuchSnapshot(f"no snapshot {snapshot_id}") from None
         if layout.sha256(data) != snapshot_id:
             raise IntegrityError(f"snapshot {snapshot_id} is damaged: its manifest does not match its id")
         return data
@@ -146,7 +150,9 @@ class Repository:
         The manifests are fetched several at a time: a backup reads all of them to find each
         source's parent, one round trip each, and an hourly backup's repository holds many.
         Only a backup's parent search passes its local `cache` (checked against the ids like the
-        store): verify and restore must see the store as it is."""
+        store): verify and restore must see the store as it is. A manifest listed and gone when
+        read was forgotten meanwhile (a prune beside a reader without the lock): it is no longer
+        a snapshot, and no damage."""
         ids = self.snapshot_ids()
         held: dict[str, bytes | None] = dict.fromkeys(ids)
         if cache is not None:
@@ -162,7 +168,10 @@ class Repository:
         cached = [(i, _parsed_or_problem(i, data)) for i, data in held.items() if data is not None]
         intact: list[Snapshot] = [snapshot for _, (_, snapshot, problem) in cached if not problem]
         damaged: dict[str, str] = {i: problem for i, (_, _, problem) in cached if problem}
-        for snapshot_id, (data, snapshot, problem) in zip(missing, fetched):
+        for snapshot_id, loaded in zip(missing, fetched):
+            if loaded is None:
+                continue
+            data, snapshot, problem = loaded
             if problem:
                 damaged[snapshot_id] = problem
                 continue
@@ -171,9 +180,12 @@ class Repository:
                 cache.put(snapshot_id, data)
         return sorted(intact, key=lambda s: s.time), damaged
 
-    def _loaded(self, snapshot_id: str) -> tuple[bytes, Snapshot | None, str]:
+    def _loaded(self, snapshot_id: str) -> tuple[bytes, Snapshot | None, str] | None:
+        """(bytes, snapshot, problem), or None when the manifest is gone."""
         try:
             data = self._manifest(snapshot_id)
+        except NoSuchSnapshot:
+            return None
         except IntegrityError as exc:
             return b"", None, str(exc)
         return _parsed_or_problem(snapshot_id, data)

@@ -246,3 +246,29 @@ def test_catalog_records_refuse_what_read_catalog_refuses(repo, change):
     with pytest.raises(IntegrityError) as records:
         list(read_catalog_records(repo, digest))
     assert str(records.value) == str(built.value)
+
+
+class _PruneBetweenListAndRead(LocalStore):
+    """A local store on which a prune forgets `gone` right after a reader listed the snapshots:
+    the interleaving a reader without the lock (`dr snapshots`, `dr audit`) can meet."""
+
+    gone: str = ""
+
+    def list(self, prefix: str):
+        listed = list(super().list(prefix))
+        if prefix == layout.SNAPSHOTS and self.gone:
+            self.delete(layout.snapshot_key(self.gone))
+        return iter(listed)
+
+
+def test_a_manifest_forgotten_between_listing_and_reading_is_no_snapshot_and_no_damage(tmp_path):
+    store = _PruneBetweenListAndRead(str(tmp_path / "repo"))
+    repository = Repository(store)
+    repository.init()
+    first, _ = _backup(repository, {"a": b"one"})
+    second, _ = _backup(repository, {"a": b"two"})
+    store.gone = first.id
+    intact, damaged = repository.intact_snapshots()
+    assert [s.id for s in intact] == [second.id] and damaged == {}
+    store.gone = second.id
+    assert repository.snapshots() == []  # a reader that must see all or none sees what is there
