@@ -207,6 +207,56 @@ def test_concurrent_puts_one_winner(store):
         assert store.get(key) in payloads  # one input, whole
 
 
+def test_a_published_batch_holds_every_object_whole(store):
+    batch = store.batch()
+    objects = {f"batched/{i}": os.urandom(100 + i) for i in range(20)}
+    for key, data in objects.items():
+        batch.put(key, data)
+    assert batch.publish() == 0
+    assert {key: store.get(key) for key in objects} == objects
+    assert dict(store.list("batched/")) == {key: len(data) for key, data in objects.items()}
+    assert batch.publish() == 0  # nothing left to publish
+
+
+def test_a_batch_never_replaces_a_stored_object(store):
+    store.put("taken", b"first")
+    batch = store.batch()
+    try:
+        batch.put("taken", b"second")
+        taken = batch.publish()
+    except ObjectExists:  # a batch that puts at once refuses it there
+        taken = 1
+    assert taken == 1 and store.get("taken") == b"first"
+
+
+def test_two_batches_racing_for_one_key_leave_one_whole_object(store):
+    first, second = store.batch(), store.batch()
+    outcomes = []
+    for batch, data in ((first, b"a" * 5000), (second, b"b" * 5000)):
+        try:
+            batch.put("race/batched", data)
+            outcomes.append(batch.publish())
+        except ObjectExists:
+            outcomes.append(1)
+    assert sorted(outcomes) == [0, 1] and store.get("race/batched") in (b"a" * 5000, b"b" * 5000)
+
+
+def test_a_local_batch_is_invisible_until_published_and_leaves_nothing_when_discarded(tmp_path):
+    """The local store defers a batch's durability: until publish, its objects are files under
+    tmp/ only (no reader sees them, no fsync was paid); discard removes them."""
+    store = LocalStore(str(tmp_path / "repo"))
+    batch = store.batch()
+    batch.put("blobs/ab/abc", b"data")
+    with pytest.raises(ObjectMissing):
+        store.get("blobs/ab/abc")
+    assert list(store.list("")) == [] and len(os.listdir(tmp_path / "repo" / "tmp")) == 1
+    batch.discard()
+    assert os.listdir(tmp_path / "repo" / "tmp") == [] and list(store.list("")) == []
+    batch.put("blobs/ab/abd", b"more")
+    assert batch.publish() == 0 and store.get("blobs/ab/abd") == b"more"
+    assert os.listdir(tmp_path / "repo" / "tmp") == []
+
+
 # --- S3 only -----------------------------------------------------------------------------
 
 

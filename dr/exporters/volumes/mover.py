@@ -19,7 +19,6 @@ however it is spelled, reaches outside the volume.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import errno
 import hashlib
 import json
@@ -34,6 +33,7 @@ from typing import Iterator
 
 from dr.exporters.volumes.wire import (MOVERS_OWN, REPLACED, STAGING, TOKEN_ENV, TOKEN_HEADER, Entry, WireError, line,
                                        read_line)
+from dr.kits.places.local import sync_filesystem as sync_filesystem_of
 
 CHUNK = 1 << 20
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -439,24 +439,10 @@ class _Dechunked:
 
 
 def sync_filesystem(directory: str) -> None:
-    """syncfs(2) of the filesystem holding `directory`: one flush for every file staged, where an
-    fsync per file costs a journal commit each; where syncfs is not there, fsync each file."""
-    fd = os.open(directory, DIR_FLAGS)
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        if getattr(libc, "syncfs", None) is not None and libc.syncfs(fd) == 0:
-            return
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-    for root, _, files in os.walk(directory):
-        for name in files:
-            file_fd = os.open(os.path.join(root, name), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-            try:
-                os.fsync(file_fd)
-            finally:
-                os.close(file_fd)
+    """One flush for every file staged (syncfs), where an fsync per file costs a journal commit
+    each; where syncfs is not there, each file is fsynced."""
+    sync_filesystem_of(directory, (os.path.join(root, name) for root, _, files in os.walk(directory)
+                                   for name in files))
 
 
 def _watch_idle(server: Mover) -> None:

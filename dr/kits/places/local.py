@@ -18,6 +18,7 @@ OSError (access denied, no space, a symlink where a file was) is permanent.
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import fcntl
 import os
@@ -25,7 +26,7 @@ import secrets
 import stat as stat_mod
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from dr.kits.places.bodies import fill
 from dr.kits.places.files import check_relative_path
@@ -140,6 +141,48 @@ class LocalPlace(Place):
                 os.unlink(self._abs(path))
             except FileNotFoundError:
                 pass
+
+    # -- deferred durability (a local repository's blobs: docs/format.md, sections 3 and 16) --
+    def stage(self, path: str, data: bytes) -> Path:
+        """`data` written under the staging directory, not fsynced and not yet at `path`: what
+        publish_staged later makes durable and visible. An fsync of the file and of its
+        directory costs about 1 ms each on ext4; a backup of 100,000 small files paid that for
+        every blob, where one syncfs before the catalog covers them all."""
+        if not self.staging:
+            raise ValueError(f"{self.url}: deferred puts need a staging directory")
+        with local_errors(self.url_of(path)):
+            tmp = self._temp(self._abs(path))
+            try:
+                with open(tmp, "wb") as f:
+                    f.write(data)
+            except BaseException:
+                tmp.unlink(missing_ok=True)
+                raise
+        return tmp
+
+    def publish_staged(self, staged: list[tuple[Path, str]]) -> int:
+        """Each (staged file, path): flushed to disk, then linked to its path (create-only: a
+        taken path keeps its object), then the links flushed too; returns how many paths were
+        taken. Nothing is visible under its path before its bytes are durable, so a crash at
+        any point leaves each object whole or absent, as a put does."""
+        with local_errors(self.url):
+            sync_filesystem(str(self.root), [tmp for tmp, _ in staged])
+            taken = 0
+            for tmp, path in staged:
+                final = self._abs(path)
+                try:
+                    os.link(tmp, final)
+                except FileExistsError:
+                    taken += 1
+                finally:
+                    tmp.unlink(missing_ok=True)
+            sync_filesystem(str(self.root), sorted({self._abs(path).parent for _, path in staged}))
+        return taken
+
+    @staticmethod
+    def discard_staged(staged: list[tuple[Path, str]]) -> None:
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
 
     def delete_many(self, paths: list[str]) -> None:
         for path in paths:
@@ -315,6 +358,27 @@ def _publish(tmp: Path, final: Path, create_only: bool) -> bool:
     finally:
         os.close(dfd)
     return True
+
+
+def sync_filesystem(directory: str, fallback: Iterable) -> None:
+    """syncfs(2) of the filesystem holding `directory`: one flush for everything written to it,
+    where an fsync per file costs a journal commit each. Where syncfs is not there (not Linux),
+    each path of `fallback` (files or directories; a generator is only run then) is fsynced."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if getattr(libc, "syncfs", None) is not None and libc.syncfs(fd) == 0:
+            return
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    for path in fallback:
+        each = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            os.fsync(each)
+        finally:
+            os.close(each)
 
 
 def _check_same(path: str, st: os.stat_result, expect: FileStat | None) -> None:

@@ -20,6 +20,12 @@ Contract, for every method:
 - list(prefix) yields (key, size) for every object whose key starts with prefix, in no
   particular order, each exactly once, and is complete: it pages through everything.
 - delete(key) removes the object; deleting a missing key is not an error.
+- batch() returns a PutBatch: its put(key, data) may defer the object's durability and
+  visibility until publish() (a local repository's blobs: one flush for all of them instead of
+  two fsyncs each); publish() makes every object of the batch durable and visible, whole, and
+  returns how many keys were already taken (their objects unchanged); discard() drops what was
+  not published. A writer publishes before it writes anything that references the batch's
+  objects. The default batch puts at once (S3: each PUT is atomic and durable).
 - clear_staging() removes what crashed writers left in the store's private staging area
   (never visible as objects) and returns how many it removed; prune calls it under the
   exclusive lock. Stores whose put needs no staging (S3) keep the default: nothing, 0.
@@ -91,9 +97,31 @@ class Store(ABC):
     def delete(self, key: str) -> None:
         """Remove the object; no error if it is absent."""
 
+    def batch(self) -> "PutBatch":
+        """Puts whose durability may wait for publish() (the module docstring)."""
+        return PutBatch(self)
+
     def clear_staging(self) -> int:
         """Remove crashed writers' staging leftovers; how many. The default stages nothing."""
         return 0
 
     def close(self) -> None:
         """Release connections; the default has nothing to release."""
+
+
+class PutBatch:
+    """The default batch: each put is a store put, at once; publish and discard have nothing to do."""
+
+    def __init__(self, store: Store):
+        self.store = store
+        self.taken = 0
+
+    def put(self, key: str, data: bytes) -> None:
+        """ObjectExists when the key is taken now; a deferring batch counts that at publish."""
+        self.store.put(key, data)
+
+    def publish(self) -> int:
+        return 0
+
+    def discard(self) -> None:
+        pass

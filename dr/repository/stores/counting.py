@@ -15,7 +15,7 @@ import io
 import threading
 from typing import BinaryIO, Iterator
 
-from dr.repository.stores.base import ObjectExists, Store
+from dr.repository.stores.base import ObjectExists, PutBatch, Store
 
 _FIELDS = ("puts", "bytes_put", "puts_refused", "gets", "bytes_got", "lists", "deletes")
 
@@ -71,11 +71,38 @@ class CountingStore(Store):
         self._add(deletes=1)
         self.inner.delete(key)
 
+    def batch(self) -> PutBatch:
+        return _CountingBatch(self, self.inner.batch())
+
     def clear_staging(self) -> int:
         return self.inner.clear_staging()
 
     def close(self) -> None:
         self.inner.close()
+
+
+class _CountingBatch(PutBatch):
+    """The inner store's batch, its puts counted as puts (a refused key at publish, too)."""
+
+    def __init__(self, owner: CountingStore, inner: PutBatch):
+        super().__init__(owner)
+        self.owner, self.inner = owner, inner
+
+    def put(self, key: str, data: bytes) -> None:
+        self.owner._add(puts=1, bytes_put=len(data))
+        try:
+            self.inner.put(key, data)
+        except ObjectExists:
+            self.owner._add(puts_refused=1)
+            raise
+
+    def publish(self) -> int:
+        taken = self.inner.publish()
+        self.owner._add(puts_refused=taken)
+        return taken
+
+    def discard(self) -> None:
+        self.inner.discard()
 
 
 class _CountingReader(io.RawIOBase):
