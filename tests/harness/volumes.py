@@ -22,8 +22,10 @@ machine) and the controllers around it, against the emulated API server (tests/h
 What a real driver and controllers do differently (not emulated): no finalizers (pvc-protection,
 snapshot protection) are added, so a claim in use by a pod can be deleted at once; no capacity is
 enforced unless ``size_limited`` (a tmpfs of the requested size per volume, root only); a snapshot is
-taken at once (``never_ready`` is the knob to keep one from ever being ready); no
-WaitForFirstConsumer, no volume expansion, no error statuses on snapshots of missing claims (they
+taken at once (``never_ready`` is the knob to keep one from ever being ready); with
+``binding_mode="WaitForFirstConsumer"`` (the class's volumeBindingMode) a claim stays Pending until a
+pod not ended mounts it, then is annotated with the pod's node as the scheduler would and provisioned
+(topology is not checked); no volume expansion, no error statuses on snapshots of missing claims (they
 just stay without status); restore size is not checked against the new claim's request.
 """
 
@@ -216,13 +218,13 @@ class CsiStandIn(_Background):
                  *, storage_class: str | None = "csi-hostpath-sc",
                  snapshot_class: str | None = "csi-hostpath-snapclass",
                  never_ready: Iterable[str] | Callable[[str, str], bool] = (), size_limited: bool = False,
-                 install_crds: bool = True, copy_on_write: bool = False) -> None:
+                 install_crds: bool = True, copy_on_write: bool = False, binding_mode: str = "Immediate") -> None:
         super().__init__(f"csi-stand-in-{cluster.name}")
         self.cluster, self.root, self.driver = cluster, os.fspath(root), driver
         self.storage_class, self.snapshot_class = storage_class, snapshot_class
         self.never_ready = never_ready if callable(never_ready) else set(never_ready)
         self.size_limited, self.install_crds = size_limited, install_crds
-        self.copy_on_write = copy_on_write
+        self.copy_on_write, self.binding_mode = copy_on_write, binding_mode
         self.volumes: dict[str, dict[str, Any]] = {}  # claim uid -> {namespace, name, pv, dir, mounted}
         self.snapshots: dict[str, dict[str, Any]] = {}  # snapshot uid -> {namespace, name, content, dir, ready}
         self._lock = threading.Lock()
@@ -239,7 +241,7 @@ class CsiStandIn(_Background):
             create(self.cluster, {
                 "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
                 "metadata": {"name": self.storage_class}, "provisioner": self.driver,
-                "reclaimPolicy": "Delete", "volumeBindingMode": "Immediate", "allowVolumeExpansion": True})
+                "reclaimPolicy": "Delete", "volumeBindingMode": self.binding_mode, "allowVolumeExpansion": True})
         if self.snapshot_class:
             create(self.cluster, {
                 "apiVersion": f"{SNAPSHOT_GROUP}/v1", "kind": "VolumeSnapshotClass",
@@ -329,9 +331,31 @@ class CsiStandIn(_Background):
         for snapshot in snapshots:
             if snapshot["metadata"]["uid"] not in self.snapshots:
                 self._take_snapshot(snapshot, snap_classes)
+        waiting = {name for name, c in classes.items() if c.get("volumeBindingMode") == "WaitForFirstConsumer"}
+        consumers = self._consumers() if waiting else {}
         for claim in claims:
-            if claim["metadata"]["uid"] not in self.volumes and not claim["metadata"].get("deletionTimestamp"):
-                self._provision(claim, classes)
+            meta = claim["metadata"]
+            if meta["uid"] in self.volumes or meta.get("deletionTimestamp"):
+                continue
+            if (claim.get("spec") or {}).get("storageClassName") in waiting:
+                node = consumers.get((meta.get("namespace"), meta["name"]))
+                if node is None:
+                    continue  # WaitForFirstConsumer: Pending until a pod that mounts it is scheduled
+                patch(self.cluster, claim, {"metadata": {"annotations": {"volume.kubernetes.io/selected-node": node}}})
+            self._provision(claim, classes)
+
+    def _consumers(self) -> dict[tuple[str, str], str]:
+        """{(namespace, claim): node} of the pods not ended that mount a claim: the scheduler's
+        part for WaitForFirstConsumer (it picks the pod's node, or this stand-in's one node)."""
+        found = {}
+        for pod in list_objects(self.cluster, "v1", "Pod"):
+            if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                continue
+            for volume in (pod.get("spec") or {}).get("volumes") or []:
+                claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
+                if claim:
+                    found[(pod["metadata"].get("namespace"), claim)] = pod["spec"].get("nodeName") or "stand-in-node"
+        return found
 
     def _mine(self, claim: dict[str, Any], classes: dict[str, dict[str, Any]]) -> bool:
         spec = claim.get("spec") or {}

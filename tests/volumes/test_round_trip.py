@@ -116,3 +116,36 @@ def test_a_second_restore_is_unchanged_and_a_changed_claim_a_conflict_until_over
     code, seen, text = statuses(["--overwrite"])
     assert code == 0 and seen == {"restored", "unchanged"}, text
     assert tree(restored) == tree(two["csi_a"].directory_of("pg", "data"))
+
+
+def test_round_trip_where_both_clusters_bind_on_first_consumer(tmp_path, capsys):
+    """Storage classes with volumeBindingMode WaitForFirstConsumer (EBS, PD, local volumes): a
+    claim stays Pending until a pod that mounts it is scheduled. The temporary claim of a backup
+    and the new claim of a restore are first mounted by dr's own mover pod, so dr must not wait
+    for either to be Bound before it starts the mover; this deadlocks if it does."""
+    with EmulatedCluster(name="source") as a, EmulatedCluster(name="recovery") as b:
+        kubeconfig = str(write_kubeconfig(tmp_path / "kubeconfig", {"source": a, "recovery": b}))
+        wffc = "WaitForFirstConsumer"
+        with CsiStandIn(a, tmp_path / "csi-a", binding_mode=wffc) as csi_a, \
+                CsiStandIn(b, tmp_path / "csi-b", binding_mode=wffc) as csi_b, \
+                JobRunner(a, csi_a, tmp_path / "pods-a", programs={"python": sys.executable}), \
+                JobRunner(b, csi_b, tmp_path / "pods-b", programs={"python": sys.executable}):
+            a.create_objects(claim("qdrant", "data-qdrant-0"))
+            time.sleep(0.3)
+            assert a.get_object("v1", "PersistentVolumeClaim", "data-qdrant-0", "qdrant")["status"]["phase"] == "Pending"
+            a.create_objects([{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "qdrant-0", "namespace": "qdrant"},
+                               "spec": {"nodeName": "node-a", "containers": [{"name": "q", "image": "qdrant"}],
+                                        "volumes": [{"name": "d", "persistentVolumeClaim":
+                                                     {"claimName": "data-qdrant-0"}}]}}])
+            folder = csi_a.directory_of("qdrant", "data-qdrant-0")  # bound now that a pod mounts it
+            seed(folder)
+            bound = a.get_object("v1", "PersistentVolumeClaim", "data-qdrant-0", "qdrant")
+            assert bound["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] == "node-a"
+            path = volumes_plan(tmp_path, kubeconfig, "source", namespaces=["qdrant"])
+            assert main(["backup", "--plan", path, "--json"]) == 0, capsys.readouterr()
+            capsys.readouterr()
+            code = main(["restore", "--plan", path, "--source", "vols", "--to", f"vols={kubeconfig}:recovery",
+                         "--json"])
+            out = capsys.readouterr().out
+            assert code == 0, out
+            assert tree(csi_b.directory_of("qdrant", "data-qdrant-0")) == tree(folder)
