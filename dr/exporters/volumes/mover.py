@@ -33,7 +33,7 @@ from typing import Iterator
 
 from dr.exporters.volumes.wire import (MOVERS_OWN, REPLACED, STAGING, TOKEN_ENV, TOKEN_HEADER, Entry, WireError, line,
                                        read_line)
-from dr.kits.places.local import sync_filesystem as sync_filesystem_of
+from dr.kits.syncing import sync_filesystem as sync_filesystem_of
 
 CHUNK = 1 << 20
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC

@@ -18,7 +18,6 @@ OSError (access denied, no space, a symlink where a file was) is permanent.
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import fcntl
 import os
@@ -26,9 +25,10 @@ import secrets
 import stat as stat_mod
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterator
 
 from dr.kits.places.bodies import fill
+from dr.kits.syncing import sync_filesystem
 from dr.kits.places.files import check_relative_path
 from dr.kits.places.files import FileStat, LocalTree
 from dr.kits.places.contract import (PermanentPlaceError, Place, PlaceError, PlaceMissing, Retention,
@@ -358,27 +358,6 @@ def _publish(tmp: Path, final: Path, create_only: bool) -> bool:
     finally:
         os.close(dfd)
     return True
-
-
-def sync_filesystem(directory: str, fallback: Iterable) -> None:
-    """syncfs(2) of the filesystem holding `directory`: one flush for everything written to it,
-    where an fsync per file costs a journal commit each. Where syncfs is not there (not Linux),
-    each path of `fallback` (files or directories; a generator is only run then) is fsynced."""
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        if getattr(libc, "syncfs", None) is not None and libc.syncfs(fd) == 0:
-            return
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-    for path in fallback:
-        each = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        try:
-            os.fsync(each)
-        finally:
-            os.close(each)
 
 
 def _check_same(path: str, st: os.stat_result, expect: FileStat | None) -> None:
