@@ -6,7 +6,8 @@ provide those references).
   options     the plan's options             selecting    which claims, and why not the others
   temporaries snapshots, claims, mover Jobs   exporting    one claim's copy into the sink
   cluster     API requests, the pod proxy    restoring    claims created, filled, verified
-  wire        what dr and the mover say      mover        the process in the volume's pod
+  wire        what dr and the mover say      mover        the process in the volume's pod (HTTP)
+  movertree   the mover reading the tree     staging      the mover writing, then committing
   exporter    the contract's class
 
 Per claim: a VolumeSnapshot when the claim's CSI driver has a VolumeSnapshotClass (a

@@ -3,6 +3,7 @@
 Run by the mover Job as `python -m dr.exporters.volumes.mover --root /data --port 8080
 [--write]`; dr reaches it through the API server's pod proxy and speaks wire.py to it. The
 standard library only, and no access to the API (the Job mounts no service account token).
+This module is the HTTP side; movertree.py reads the tree, staging.py writes it.
 
 Reading: the tree under --root, never following a symlink, never leaving its filesystem (a
 mount below it), the staging directory left out; a file or directory it cannot read is named
@@ -20,245 +21,17 @@ from __future__ import annotations
 
 import argparse
 import errno
-import hashlib
 import json
 import os
 import shutil
-import stat
 import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Iterator
 
-from dr.exporters.volumes.wire import (MOVERS_OWN, REPLACED, STAGING, TOKEN_ENV, TOKEN_HEADER, Entry, WireError, line,
-                                       read_line)
-from dr.kits.syncing import sync_filesystem as sync_filesystem_of
-
-CHUNK = 1 << 20
-DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
-BLOCK = 4096  # a run of zeros this long, aligned, is written as a hole in a sparse file
-ZEROS = bytes(BLOCK)
-
-
-def safe_parts(path: str) -> list[str]:
-    """The components of a relative path; '..', absolute paths and empty names refused."""
-    if path in (".", ""):
-        return []
-    parts = path.split("/")
-    if path.startswith("/") or any(p in ("", ".", "..") for p in parts) or "\0" in path:
-        raise WireError(f"refused path {path!r}")
-    return parts
-
-
-def open_under(root: str, path: str, flags: int, mode: int = 0o600) -> int:
-    """An fd for `path` under root, every directory on the way opened with O_NOFOLLOW."""
-    parts = safe_parts(path)
-    fd = os.open(root, DIR_FLAGS)
-    try:
-        for part in parts[:-1]:
-            next_fd = os.open(part, DIR_FLAGS, dir_fd=fd)
-            os.close(fd)
-            fd = next_fd
-        if not parts:
-            return os.dup(fd)
-        return os.open(parts[-1], flags, mode, dir_fd=fd)
-    finally:
-        os.close(fd)
-
-
-def walk(root: str) -> Iterator[dict]:
-    """Entry JSON per item, parents first; {"path", "error"} for what cannot be read."""
-    root_dev = os.lstat(root).st_dev
-    stack = ["."]
-    while stack:
-        rel = stack.pop()
-        full = root if rel == "." else os.path.join(root, rel)
-        try:
-            st = os.lstat(full)
-        except OSError as exc:
-            yield {"path": rel, "error": exc.strerror or str(exc)}
-            continue
-        entry = _entry(rel, full, st)
-        if entry is None:
-            yield {"path": rel, "error": "not a file, directory or symlink: skipped"}
-            continue
-        yield entry.to_json()
-        if entry.kind != "directory":
-            continue
-        if st.st_dev != root_dev:
-            yield {"path": rel, "error": "another filesystem mounted here: not entered"}
-            continue
-        try:
-            names = sorted(os.listdir(full), reverse=True)
-        except OSError as exc:
-            yield {"path": rel, "error": f"cannot list: {exc.strerror or exc}"}
-            continue
-        stack.extend(n if rel == "." else f"{rel}/{n}" for n in names if not (rel == "." and n in MOVERS_OWN))
-
-
-def _entry(rel: str, full: str, st: os.stat_result) -> Entry | None:
-    kind = "file" if stat.S_ISREG(st.st_mode) else "directory" if stat.S_ISDIR(st.st_mode) else \
-        "symlink" if stat.S_ISLNK(st.st_mode) else ""
-    if not kind:
-        return None
-    entry = Entry(rel, kind, stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid, st.st_mtime_ns)
-    if kind == "file":
-        entry.size = st.st_size
-        entry.sparse = st.st_blocks * 512 < st.st_size
-    elif kind == "symlink":
-        entry.target = os.readlink(full)
-    return entry
-
-
-def send_file(root: str, path: str, out) -> None:
-    """One frame: header, the bytes, trailer (an error trailer when the file changed while read)."""
-    try:
-        fd = open_under(root, path, READ_FLAGS)
-    except (OSError, WireError) as exc:
-        out.write(line({"path": path, "error": getattr(exc, "strerror", None) or str(exc)}))
-        return
-    with os.fdopen(fd, "rb", buffering=0) as handle:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            out.write(line({"path": path, "error": "no longer a regular file"}))
-            return
-        size, sent, digest, error = st.st_size, 0, hashlib.sha256(), ""
-        out.write(line({"path": path, "size": size}))
-        while sent < size:
-            try:
-                data = handle.read(min(CHUNK, size - sent))
-            except OSError as exc:
-                data, error = b"", exc.strerror or str(exc)
-            if not data:  # shrank, or failed: the frame is still `size` long, and marked bad
-                error = error or "the file shrank while it was read"
-                data = bytes(min(CHUNK, size - sent))
-            digest.update(data)
-            out.write(data)
-            sent += len(data)
-        if not error and os.fstat(fd).st_mtime_ns != st.st_mtime_ns:
-            error = "the file changed while it was read"
-        out.write(line({"error": error} if error else {"ok": True, "sha256": digest.hexdigest()}))
-
-
-class Staging:
-    """What /write puts on the volume before /commit renames it into place."""
-
-    def __init__(self, root: str):
-        self.root = root
-        self.dir = os.path.join(root, STAGING)
-        self.entries: list[Entry] = []
-
-    def reset(self) -> None:
-        shutil.rmtree(self.dir, ignore_errors=True)
-        os.mkdir(self.dir, 0o700)
-        self.entries = []
-
-    def write(self, stream) -> dict[str, str]:
-        """Every frame of the request into staging; the digests of the files as read back."""
-        self.reset()
-        while (header := read_line(stream)) is not None:
-            entry = Entry.from_json(header)
-            self._write_one(entry, stream)
-            self.entries.append(entry)
-        for entry in reversed(self.entries):  # children first: a directory's mtime is set last
-            self._facts(entry)
-        sync_filesystem(self.dir)  # once for all: what /commit renames into place is on the disk
-        return {e.path: _digest(self.dir, e.path) for e in self.entries if e.kind == "file"}
-
-    def _parent(self, path: str) -> tuple[int, str]:
-        """(an fd of the staged entry's directory, opened without following symlinks, its name)."""
-        parts = safe_parts(path)
-        return open_under(self.dir, "/".join(parts[:-1]) or ".", DIR_FLAGS), parts[-1]
-
-    def _write_one(self, entry: Entry, stream) -> None:
-        if entry.path == ".":
-            return
-        parent, name = self._parent(entry.path)
-        try:
-            if entry.kind == "directory":
-                os.mkdir(name, 0o700, dir_fd=parent)
-            elif entry.kind == "symlink":
-                os.symlink(entry.target, name, dir_fd=parent)
-            else:
-                fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
-                             dir_fd=parent)
-                with os.fdopen(fd, "wb") as handle:
-                    self._fill(entry, handle, stream)
-        finally:
-            os.close(parent)
-
-    @staticmethod
-    def _fill(entry: Entry, handle, stream) -> None:
-        digest, left = hashlib.sha256(), entry.size
-        while left:
-            data = stream.read(min(CHUNK, left))
-            if not data:
-                raise WireError(f"{entry.path}: the stream ended inside the file")
-            digest.update(data)
-            _put(handle, data, entry.sparse)
-            left -= len(data)
-        handle.truncate(entry.size)  # a hole at the end still counts in the size
-        trailer = read_line(stream) or {}
-        if trailer.get("sha256") != digest.hexdigest():
-            raise WireError(f"{entry.path}: the bytes received are not the catalog's")
-
-    def _facts(self, entry: Entry) -> None:
-        if entry.path == ".":
-            return  # the root's facts are set on the volume's root at commit
-        parent, name = self._parent(entry.path)
-        try:
-            if os.geteuid() == 0:
-                os.chown(name, entry.uid, entry.gid, dir_fd=parent, follow_symlinks=False)
-            if entry.kind != "symlink":
-                os.chmod(name, entry.mode, dir_fd=parent)
-            os.utime(name, ns=(entry.mtime_ns, entry.mtime_ns), dir_fd=parent, follow_symlinks=False)
-        finally:
-            os.close(parent)
-
-    def commit(self) -> int:
-        """Each staged top-level name replaces the volume's; then the root's own facts."""
-        placed = 0
-        old = os.path.join(self.root, REPLACED)
-        shutil.rmtree(old, ignore_errors=True)
-        os.mkdir(old, 0o700)
-        for name in sorted(os.listdir(self.dir)):
-            here = os.path.join(self.root, name)
-            if os.path.lexists(here):
-                os.rename(here, os.path.join(old, name))
-            os.rename(os.path.join(self.dir, name), here)
-            placed += 1
-        root_entry = next((e for e in self.entries if e.path == "."), None)
-        os.rmdir(self.dir)
-        shutil.rmtree(old, ignore_errors=True)
-        if root_entry is not None:
-            if os.geteuid() == 0:
-                os.lchown(self.root, root_entry.uid, root_entry.gid)
-            os.chmod(self.root, root_entry.mode)
-            os.utime(self.root, ns=(root_entry.mtime_ns, root_entry.mtime_ns))
-        return placed
-
-
-def _put(handle, data: bytes, sparse: bool) -> None:
-    """Write data; in a sparse file, aligned all-zero blocks become holes (seek past them)."""
-    if not sparse:
-        handle.write(data)
-        return
-    for start in range(0, len(data), BLOCK):
-        block = data[start:start + BLOCK]
-        if block == ZEROS[:len(block)] and len(block) == BLOCK:
-            handle.seek(BLOCK, os.SEEK_CUR)
-        else:
-            handle.write(block)
-
-
-def _digest(root: str, path: str) -> str:
-    digest = hashlib.sha256()
-    with os.fdopen(open_under(root, path, READ_FLAGS), "rb") as handle:
-        while data := handle.read(CHUNK):
-            digest.update(data)
-    return digest.hexdigest()
+from dr.exporters.volumes.movertree import send_file, walk
+from dr.exporters.volumes.staging import Staging, file_digest
+from dr.exporters.volumes.wire import TOKEN_ENV, TOKEN_HEADER, WireError, line, read_line
 
 
 class Mover(ThreadingHTTPServer):
@@ -333,7 +106,7 @@ class Handler(BaseHTTPRequestHandler):
             out = self._streaming()
             for path in paths:
                 try:
-                    out.write(line({"path": path, "sha256": _digest(self.server.root, path)}))
+                    out.write(line({"path": path, "sha256": file_digest(self.server.root, path)}))
                 except (OSError, WireError) as exc:
                     out.write(line({"path": path, "error": getattr(exc, "strerror", None) or str(exc)}))
             out.close()
@@ -436,13 +209,6 @@ class _Dechunked:
         data = bytes(self.buffer[:end])
         del self.buffer[:end]
         return data
-
-
-def sync_filesystem(directory: str) -> None:
-    """One flush for every file staged (syncfs), where an fsync per file costs a journal commit
-    each; where syncfs is not there, each file is fsynced."""
-    sync_filesystem_of(directory, (os.path.join(root, name) for root, _, files in os.walk(directory)
-                                   for name in files))
 
 
 def _watch_idle(server: Mover) -> None:

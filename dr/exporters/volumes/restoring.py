@@ -27,7 +27,7 @@ from dr.contract import ContentReader, IntegrityError, Outcome, RestoreRequest
 from dr.contract import OutcomeStatus as Status
 from dr.exporters.volumes.cluster import Cluster, ClusterError, lines
 from dr.exporters.volumes.exporting import CLAIM_KIND, ENTRY_KINDS
-from dr.exporters.volumes.mover import safe_parts
+from dr.exporters.volumes.movertree import safe_parts
 from dr.exporters.volumes.temporaries import Mover, Run, VolumeError
 from dr.exporters.volumes.wire import MOVERS_OWN, PORT, TOKEN_HEADER, Entry, WireError, line
 from dr.model.artifacts import Artifact
