@@ -1,7 +1,7 @@
-"""One flush of a filesystem (syncfs), for writers that stage many files and need them durable
-at one point: a local repository publishing its batched blobs (places/local.py), the volumes
-mover committing a restored tree. The standard library only: the mover imports it in the
-volume's pod, where it loads nothing else of dr.
+"""Making many staged files durable at one point: syncfs for a filesystem that is the writer's
+own (the volumes mover committing a restored tree on its volume), fsyncs issued together for one
+that is shared (a local repository publishing its batched blobs, places/local.py). The standard
+library only: the mover imports it in the volume's pod, where it loads nothing else of dr.
 """
 
 from __future__ import annotations
@@ -25,8 +25,32 @@ def sync_filesystem(directory: str, fallback: Iterable[str]) -> None:
     finally:
         os.close(fd)
     for path in fallback:
-        each = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        try:
-            os.fsync(each)
-        finally:
-            os.close(each)
+        _fsync(path)
+
+
+FSYNC_THREADS = 16  # fsyncs in flight at once: the filesystem's journal commits them in groups
+
+
+def fsync_all(paths: Iterable[str]) -> None:
+    """fsync each of `paths` (files or directories), several at once. For a writer sharing its
+    filesystem with others (a local repository): syncfs would also wait for everything else
+    written there, which on a busy disk costs seconds; the files' own fsyncs cost ~0.1 ms each
+    when issued together (0.17 ms one by one, 1 ms with a rename and a directory fsync each)."""
+    paths = list(paths)
+    if len(paths) < 2:
+        for path in paths:
+            _fsync(path)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(FSYNC_THREADS, len(paths)), thread_name_prefix="fsync") as pool:
+        for _ in pool.map(_fsync, paths):
+            pass
+
+
+def _fsync(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -274,20 +274,31 @@ def test_a_manifest_forgotten_between_listing_and_reading_is_no_snapshot_and_no_
     assert repository.snapshots() == []  # a reader that must see all or none sees what is there
 
 
-def test_a_small_file_backup_pays_no_fsync_per_blob_and_an_unfinished_one_leaves_no_blob(tmp_path, monkeypatch):
-    """Small blobs go into the local store's batch: one syncfs before the catalog makes them
-    durable, instead of an fsync of each file and of its directory (~2 ms a blob on ext4).
-    os.fsync is counted, not replaced: the writes are real."""
+def test_a_small_file_backup_fsyncs_its_blobs_together_at_the_end_and_an_unfinished_one_leaves_no_blob(
+        tmp_path, monkeypatch):
+    """Small blobs go into the local store's batch: written without an fsync, then fsynced all
+    together (16 at once) and linked into place before the catalog, instead of an fsync, a link
+    and a directory fsync one blob after another (~1 ms a blob on ext4). os.fsync is counted,
+    not replaced: the writes are real."""
     synced = []
     real_fsync = os.fsync
     monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
     repository = Repository(LocalStore(str(tmp_path / "repo")))
     repository.init()
-    synced.clear()
     files = {f"f{i}": os.urandom(500 + i) for i in range(300)}
-    snapshot, stats = _backup(repository, files)
-    assert stats["blobs_uploaded"] == 301  # 300 files and the catalog
-    assert len(synced) <= 4, len(synced)  # the manifest's file and directory (before: 2 per blob)
+    writer = SnapshotWriter(repository, [])
+    sink = writer.source("src", "files")
+    for name, data in files.items():
+        sink.write("file", name, data, change_token=layout.sha256(data)[:16])
+    result = sink.commit()
+    synced.clear()  # the repository's config and this run's lock are written before
+    assert writer.stats["blobs_uploaded"] == 300 and not list(repository.list_blobs())  # staged, not visible
+    snapshot = writer.finish("plan", [result])
+    writer.close()
+    folders = {os.path.dirname(layout.blob_key(d)) for d in [layout.sha256(v) for v in files.values()]}
+    # each staged file once, each blob folder once, the catalog (staged too) and the manifest
+    assert len(synced) <= len(files) + len(folders) + 6, (len(synced), len(files), len(folders))
+    assert len(list(repository.list_blobs())) == 301
     reader = ArtifactReader(repository, [])
     assert {a.identity: reader.read(a) for a in read_catalog(repository, snapshot.catalog)} == files
     writer = SnapshotWriter(repository, [])  # a backup that fails before finishing

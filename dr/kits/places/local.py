@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Iterator
 
 from dr.kits.places.bodies import fill
-from dr.kits.syncing import sync_filesystem
+from dr.kits.syncing import fsync_all
 from dr.kits.places.files import check_relative_path
 from dr.kits.places.files import FileStat, LocalTree
 from dr.kits.places.contract import (PermanentPlaceError, Place, PlaceError, PlaceMissing, Retention,
@@ -147,7 +147,7 @@ class LocalPlace(Place):
         """`data` written under the staging directory, not fsynced and not yet at `path`: what
         publish_staged later makes durable and visible. An fsync of the file and of its
         directory costs about 1 ms each on ext4; a backup of 100,000 small files paid that for
-        every blob, where one syncfs before the catalog covers them all."""
+        every blob; publish_staged fsyncs them all together, then their directories once each."""
         if not self.staging:
             raise ValueError(f"{self.url}: deferred puts need a staging directory")
         with local_errors(self.url_of(path)):
@@ -166,7 +166,7 @@ class LocalPlace(Place):
         taken. Nothing is visible under its path before its bytes are durable, so a crash at
         any point leaves each object whole or absent, as a put does."""
         with local_errors(self.url):
-            sync_filesystem(str(self.root), [tmp for tmp, _ in staged])
+            fsync_all(str(tmp) for tmp, _ in staged)
             taken = 0
             for tmp, path in staged:
                 final = self._abs(path)
@@ -176,7 +176,7 @@ class LocalPlace(Place):
                     taken += 1
                 finally:
                     tmp.unlink(missing_ok=True)
-            sync_filesystem(str(self.root), sorted({self._abs(path).parent for _, path in staged}))
+            fsync_all(sorted({str(self._abs(path).parent) for _, path in staged}))
         return taken
 
     @staticmethod

@@ -21,8 +21,8 @@ Contract, for every method:
   particular order, each exactly once, and is complete: it pages through everything.
 - delete(key) removes the object; deleting a missing key is not an error.
 - batch() returns a PutBatch: its put(key, data) may defer the object's durability and
-  visibility until publish() (a local repository's blobs: one flush for all of them instead of
-  two fsyncs each); publish() makes every object of the batch durable and visible, whole, and
+  visibility until publish() (a local repository's blobs: their fsyncs issued together, not one
+  blob after another); publish() makes every object of the batch durable and visible, whole, and
   returns how many keys were already taken (their objects unchanged); discard() drops what was
   not published. A writer publishes before it writes anything that references the batch's
   objects. The default batch puts at once (S3: each PUT is atomic and durable).

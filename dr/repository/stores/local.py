@@ -34,8 +34,8 @@ class LocalStore(PlaceStore):
 
 
 class _StagedBatch(PutBatch):
-    """Objects written under tmp/ without an fsync; publish() flushes the filesystem once, links
-    each to its key (create-only) and flushes the links. Until then no reader sees them, so a
+    """Objects written under tmp/ without an fsync; publish() fsyncs them together, links each to
+    its key (create-only) and fsyncs the keys' directories. Until then no reader sees them, so a
     crash, an interrupt or a failed backup leaves only tmp/ files (removed by discard, or by
     prune's clear_staging), never an object whose bytes a power loss could have lost."""
 
