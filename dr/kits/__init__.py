@@ -10,6 +10,6 @@ exporter, built-in or third-party, may import it without touching another export
   repository's stores;
 - s3: the S3 plumbing under the S3 places (botocore clients, the lean client);
 - tls: CA bundles, client certificates and proxies, the way each ecosystem configures them;
-- syncing: one filesystem flush (syncfs) for writers that stage many files;
+- syncing: many staged files made durable together (fsyncs issued at once);
 - validators: the names and values that several exporters check alike.
 """

@@ -1,31 +1,14 @@
-"""Making many staged files durable at one point: syncfs for a filesystem that is the writer's
-own (the volumes mover committing a restored tree on its volume), fsyncs issued together for one
-that is shared (a local repository publishing its batched blobs, places/local.py). The standard
-library only: the mover imports it in the volume's pod, where it loads nothing else of dr.
+"""Making many staged files durable at one point: their fsyncs issued together, for a local
+repository publishing its batched blobs (places/local.py) and the volumes mover committing a
+restored tree. Not syncfs: it waits for everything else written to the same filesystem (a
+shared disk, a hostPath volume on the node's own). The standard library only: the mover imports
+it in the volume's pod, where it loads nothing else of dr.
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
 from typing import Iterable
-
-
-def sync_filesystem(directory: str, fallback: Iterable[str]) -> None:
-    """syncfs(2) of the filesystem holding `directory`: one flush for everything written to it,
-    where an fsync per file costs a journal commit each. Where syncfs is not there (not Linux),
-    each path of `fallback` (files or directories; a generator is only run then) is fsynced."""
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        if getattr(libc, "syncfs", None) is not None and libc.syncfs(fd) == 0:
-            return
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-    for path in fallback:
-        _fsync(path)
 
 
 FSYNC_THREADS = 16  # fsyncs in flight at once: the filesystem's journal commits them in groups

@@ -11,7 +11,7 @@ import shutil
 
 from dr.exporters.volumes.movertree import CHUNK, DIR_FLAGS, READ_FLAGS, open_under, safe_parts
 from dr.exporters.volumes.wire import REPLACED, STAGING, Entry, WireError, read_line
-from dr.kits.syncing import sync_filesystem as sync_filesystem_of
+from dr.kits.syncing import fsync_all
 
 BLOCK = 4096  # a run of zeros this long, aligned, is written as a hole in a sparse file
 ZEROS = bytes(BLOCK)
@@ -39,7 +39,11 @@ class Staging:
             self.entries.append(entry)
         for entry in reversed(self.entries):  # children first: a directory's mtime is set last
             self._facts(entry)
-        sync_filesystem(self.dir)  # once for all: what /commit renames into place is on the disk
+        # what /commit renames into place is on the disk: every staged file and directory fsynced,
+        # 16 at a time (syncfs would also wait for all else written to the filesystem, which on
+        # a hostPath or local-path volume is the node's own disk)
+        fsync_all([self.dir] + [os.path.join(self.dir, e.path) for e in self.entries
+                                if e.kind in ("file", "directory") and e.path != "."])
         return {e.path: file_digest(self.dir, e.path) for e in self.entries if e.kind == "file"}
 
     def _parent(self, path: str) -> tuple[int, str]:
@@ -134,10 +138,3 @@ def file_digest(root: str, path: str) -> str:
         while data := handle.read(CHUNK):
             digest.update(data)
     return digest.hexdigest()
-
-
-def sync_filesystem(directory: str) -> None:
-    """One flush for every file staged (syncfs), where an fsync per file costs a journal commit
-    each; where syncfs is not there, each file is fsynced."""
-    sync_filesystem_of(directory, (os.path.join(root, name) for root, _, files in os.walk(directory)
-                                   for name in files))
