@@ -68,7 +68,6 @@ class SnapshotWriter:
         self._listing: Future = self._pool.submit(lambda: {digest for digest, _ in repo.list_blobs()})
         self._pending: dict[str, Future] = {}
         self._batch = repo.store.batch()
-        self._finished = False
         self._catalog = CatalogBuilder()
         # Object Lock (dr.repository.immutability): blobs the snapshot names but this run did
         # not write are handed to on_reused, with a runner, before the manifest is written.
@@ -184,7 +183,6 @@ class SnapshotWriter:
                             catalog=catalog, catalog_entries=entries, sources=sources,
                             stats=dict(self.stats), tags=list(tags))
         self.repo.write_snapshot(snapshot)
-        self._finished = True
         return snapshot
 
     def _publish(self) -> None:
@@ -198,8 +196,9 @@ class SnapshotWriter:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
-        if not self._finished:  # failed or interrupted: no snapshot, nothing staged is kept
-            self._batch.discard()
+        # what is still staged no snapshot names (a failed or interrupted run's, or a failed
+        # source's upload that ended after the catalog): dropped, not left for prune
+        self._batch.discard()
 
 
 class SourceSink:

@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Iterator
 
 from dr.kits.places.bodies import fill
-from dr.kits.syncing import fsync_all
 from dr.kits.places.files import check_relative_path
 from dr.kits.places.files import FileStat, LocalTree
 from dr.kits.places.contract import (PermanentPlaceError, Place, PlaceError, PlaceMissing, Retention,
                                     SourceChanged, TransientPlaceError, Upload)
+from dr.kits.syncing import fsync_all
 
 PARTIAL = ".dr-partial-"
 RESUMABLE = "resume"  # the suffix of a copy's partial file, kept across runs to resume from

@@ -11,7 +11,6 @@ tmp/ for staging only.
 from __future__ import annotations
 
 import os
-
 import threading
 from pathlib import Path
 
