@@ -4,7 +4,9 @@ Create first: into an empty cluster that is one request per object. Only when th
 answers AlreadyExists is the live object read and compared with the backup, both in
 cleaning.normalized() form: equal is UNCHANGED; different is CONFLICT with the paths that
 differ, or, with overwrite, a PUT carrying the live resourceVersion (so a concurrent change
-is refused, not lost), which is RESTORED.
+is refused, not lost), which is RESTORED. Where the type's objects in the destination were
+listed first (surveying.py), a listed object equal to the backup is UNCHANGED with no request,
+and a listed one that differs is read without trying the create.
 
 ownerReferences carry the owner's uid, which is new in the destination. Each reference is
 rewritten to the live owner's uid; an owner that does not exist yet (cert-manager's Secrets
@@ -22,6 +24,7 @@ from dr.exporters.kubernetes.admission import refused_by_webhook
 from dr.exporters.kubernetes.cleaning import differences, for_create, normalized
 from dr.exporters.kubernetes.requesting import Api, KubeError
 from dr.exporters.kubernetes.resources import ResourceType, item_name
+from dr.exporters.kubernetes.surveying import Key, fingerprint, survey
 
 MERGE_PATCH = "application/merge-patch+json"
 
@@ -37,6 +40,17 @@ class Applier:
         self._uids: dict[tuple, str | None] = {}
         self._lock = threading.Lock()
         self.deferred: list[tuple[ResourceType, dict, list[dict]]] = []
+        self._listed: dict[tuple[str, str], dict[Key, bytes]] = {}  # type key -> what the survey found
+
+    def survey(self, rtype: ResourceType, expected: int) -> str:
+        """List the type's objects in the destination before its first create (surveying.py);
+        "" when the type is surveyed, else why it goes object by object."""
+        if rtype.key in self._listed:
+            return ""
+        found, why = survey(self.api, rtype, expected)
+        if found is not None:
+            self._listed[rtype.key] = found
+        return why
 
     def apply(self, rtype: ResourceType, obj: dict, held: list | None = None) -> Outcome | None:
         """The object's outcome; None when an admission webhook refused it and `held` takes it
@@ -61,17 +75,23 @@ class Applier:
         return outcome
 
     def _create_or_compare(self, rtype: ResourceType, body: dict, item: str) -> Outcome:
-        namespace = body["metadata"].get("namespace")
-        try:
-            # the created object is not read: parsing every answer cost a JSON decode per object
-            self.api.request("post", rtype.path(namespace), body=body, what=f"create {item}", parse=False)
-            return Outcome(item, OutcomeStatus.RESTORED, "created")
-        except KubeError as exc:
-            if exc.status != 409:
-                raise
-        live = self.api.get(rtype.path(namespace, body["metadata"]["name"]), what=f"read {item}")
-        if live is None:
-            raise KubeError(409, "Conflict", f"create {item}: exists, then vanished before it could be compared")
+        namespace, name = body["metadata"].get("namespace"), body["metadata"]["name"]
+        listed = self._listed.get(rtype.key)
+        seen = None if listed is None else listed.get((namespace if rtype.namespaced else None, name))
+        if seen is not None and seen == fingerprint(rtype, body):
+            return Outcome(item, OutcomeStatus.UNCHANGED, "exists and matches the backup")
+        live = None if seen is None else self.api.get(rtype.path(namespace, name), what=f"read {item}")
+        if live is None:  # not listed, or deleted since the list
+            try:
+                # the created object is not read: parsing every answer cost a JSON decode per object
+                self.api.request("post", rtype.path(namespace), body=body, what=f"create {item}", parse=False)
+                return Outcome(item, OutcomeStatus.RESTORED, "created")
+            except KubeError as exc:
+                if exc.status != 409:
+                    raise
+            live = self.api.get(rtype.path(namespace, name), what=f"read {item}")
+            if live is None:
+                raise KubeError(409, "Conflict", f"create {item}: exists, then vanished before it could be compared")
         return self._compare(rtype, body, live, item)
 
     def _compare(self, rtype: ResourceType, body: dict, live: dict, item: str) -> Outcome:

@@ -110,7 +110,7 @@ class Restore:
         with ThreadPoolExecutor(self.options.parallelism, thread_name_prefix="kube-restore") as pool:
             for level in plan:
                 crds: list[dict] = []
-                work = self._level_items(level, by_type, remap, crds)
+                work = self._level_items(level, by_type, remap, crds, applier)
                 yield from self._apply_level(pool, applier, work, limit)
                 if crds:
                     self._wait_for_crds(api, crds)
@@ -156,11 +156,19 @@ class Restore:
             outcome.reason = f"{outcome.reason}; {note}" if outcome.reason else note
         return outcome
 
-    def _level_items(self, level: Level, by_type, remap: Remap, crds: list[dict]) -> Iterator[tuple]:
+    def _level_items(self, level: Level, by_type, remap: Remap, crds: list[dict],
+                     applier: Applier) -> Iterator[tuple]:
         """(type, object, None) to apply, or (type, None, outcome) already decided."""
         for info in level.types:
             rtype = info.rtype
             blocked = self._blocked(rtype)
+            if not blocked and rtype.qualified != CRDS:
+                # CRDs are few and can be megabytes each: compared one by one, not listed
+                expected = sum(int(a.meta.get("objects") or 1) for a in by_type[rtype.qualified])
+                why = applier.survey(rtype, expected)
+                if why:
+                    self.log(f"restore: {rtype.qualified}: {why}: each object is created, "
+                             "and read and compared if it exists")
             for artifact in by_type[rtype.qualified]:
                 for item, obj in self._objects(artifact, rtype, remap):
                     if obj is None:
