@@ -331,6 +331,7 @@ class RequestRecord:
     status: int | None = None
     fault: bool = False
     time: float = dataclasses.field(default_factory=time.monotonic)
+    authorization: str | None = None  # the credential the client sent (tests of token renewal)
     size: int = 0  # bytes of the request body
 
 
@@ -677,7 +678,8 @@ class KubeApiEmulator(kmock.KubernetesEmulator):
         record = RequestRecord(method=route.method, path=route.path, query=dict(raw.query),
                                verb=route.verb, group=route.group, version=route.version,
                                resource=route.plural, namespace=route.namespace, name=route.name,
-                               subresource=route.subresource, size=len(body))
+                               subresource=route.subresource, size=len(body),
+                               authorization=raw.headers.get("Authorization"))
         self.log.append(record)
         try:
             data = json.loads(body) if body else None
