@@ -78,15 +78,17 @@ def child_dr_backup(kubeconfig: str, context: str, repo_dir: str, recipient: str
     from dr.repository.repositories import Repository
     from dr.repository.stores.local import LocalStore
     from dr.repository.writing import SnapshotWriter
+    from dr.kits.collecting import collecting_less
     repo = Repository(LocalStore(repo_dir))
     repo.init()
     started = time.perf_counter()
-    writer = SnapshotWriter(repo, [recipient])
-    sink = writer.source("cluster", "kubernetes")
-    exporter = _exporter(kubeconfig, context, parallelism, page_size)
-    exporter.export(sink)
-    snapshot = writer.finish("bench", [sink.commit()])
-    writer.close()
+    with collecting_less():  # as dr.cli.main runs every command
+        writer = SnapshotWriter(repo, [recipient])
+        sink = writer.source("cluster", "kubernetes")
+        exporter = _exporter(kubeconfig, context, parallelism, page_size)
+        exporter.export(sink)
+        snapshot = writer.finish("bench", [sink.commit()])
+        writer.close()
     return {"seconds": time.perf_counter() - started, "artifacts": snapshot.stats["artifacts"],
             "bytes": snapshot.stats["bytes_read"], "findings": len(exporter.context.findings)}
 
@@ -103,11 +105,13 @@ def child_dr_restore(kubeconfig: str, context: str, repo_dir: str, identity: str
     snapshot = repo.snapshots()[-1]
     artifacts = list(read_catalog(repo, snapshot.catalog))
     reader = ArtifactReader(repo, [pyrage.x25519.Identity.from_str(identity)])
+    from dr.kits.collecting import collecting_less
     started = time.perf_counter()
     counts: dict[str, int] = {}
-    for outcome in _exporter(kubeconfig, "source", parallelism, 500).restore(
-            artifacts, reader, RestoreRequest(to=f"{kubeconfig}:{context}")):
-        counts[outcome.status.value] = counts.get(outcome.status.value, 0) + 1
+    with collecting_less():  # as dr.cli.main runs every command
+        for outcome in _exporter(kubeconfig, "source", parallelism, 500).restore(
+                artifacts, reader, RestoreRequest(to=f"{kubeconfig}:{context}")):
+            counts[outcome.status.value] = counts.get(outcome.status.value, 0) + 1
     return {"seconds": time.perf_counter() - started, "counts": counts}
 
 

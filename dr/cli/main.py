@@ -194,6 +194,7 @@ class _Version(argparse.Action):
 def main(argv: list[str] | None = None) -> int:
     from dr.cli.output import Output
     from dr.cli.stopping import Terminated, sigterm_unwinds
+    from dr.kits.collecting import collecting_less
     from dr.repository.locks import release_unreleased
     from dr.model.failure_reports import DEBUG_ENV
 
@@ -214,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.debug:  # the library reads it too: a failed source's traceback (dr.model.failure_reports)
         os.environ[DEBUG_ENV] = "1"
     try:
-        with sigterm_unwinds():
+        with sigterm_unwinds(), collecting_less():
             return int(args.handler(args, out))
     except Terminated:
         release_unreleased()

@@ -159,7 +159,9 @@ class Export:
     def _drain(self, futures: list[Future]) -> None:
         while True:
             try:
-                self._write(self._queue.get(timeout=0.05))
+                # a short wait: once the last list is done, this wait is all that is left
+                # before the backup moves on (it was 50 ms, 25 on average, on every backup)
+                self._write(self._queue.get(timeout=0.005))
                 continue
             except queue.Empty:
                 pass

@@ -18,7 +18,7 @@ from typing import Iterator
 
 from dr.exporters.kubernetes.readiness.disruption import pdb_findings
 from dr.exporters.kubernetes.readiness.serving import serving_findings
-from dr.exporters.kubernetes.readiness.spot import SpotCapacity, preemptible_jobs, spot_findings
+from dr.exporters.kubernetes.readiness.spot import Exposed, SpotCapacity, exposures, preemptible_jobs, spot_findings
 from dr.exporters.kubernetes.readiness.workloads import workload_of
 from dr.exporters.kubernetes.resources import ResourceType
 
@@ -34,6 +34,7 @@ class ReadinessCheck:
         self._lock = threading.Lock()
         self._kept: dict[str, list[dict]] = {name: [] for name in _KEPT.values()}
         self._workloads: list = []
+        self._exposed: Exposed | None = None  # the spot analysis, shared by findings() and facts()
 
     def observe(self, rtype: ResourceType, obj: dict) -> None:
         if not self.options.checks:
@@ -52,15 +53,14 @@ class ReadinessCheck:
     def findings(self) -> Iterator[dict]:
         """Every finding, in a stable order (objects arrive in any order from the threads)."""
         checks = self.options.checks
-        workloads = sorted(self._workloads, key=lambda w: w.ref)
+        workloads = self._sorted()
         found: list[dict] = []
         if "pdb" in checks:
             found += pdb_findings(sorted(self._kept["pdbs"], key=_name), workloads)
         if "serving" in checks:
             found += serving_findings(workloads, self.options)
         if "spot" in checks:
-            capacity = SpotCapacity(self._kept["flavors"], self._kept["cluster_queues"], self._kept["local_queues"])
-            found += spot_findings(workloads, capacity, self.options.spot_notice_seconds)
+            found += spot_findings(self._spot(), self.options.spot_notice_seconds)
         yield from _folded(sorted(found, key=lambda f: (f["code"], f["object"], f["message"])))
 
     def facts(self) -> Iterator[dict]:
@@ -69,14 +69,24 @@ class ReadinessCheck:
         the training runs (spot-save-exceeds-notice); the audit never lists it as a finding."""
         if "spot" not in self.options.checks:
             return
-        capacity = SpotCapacity(self._kept["flavors"], self._kept["cluster_queues"], self._kept["local_queues"])
-        jobs = preemptible_jobs(sorted(self._workloads, key=lambda w: w.ref), capacity,
-                                self.options.spot_notice_seconds)
+        jobs = preemptible_jobs(self._spot(), self.options.spot_notice_seconds)
         if jobs:
             yield {"severity": "info", "code": "spot-preemptible-jobs", "category": "readiness-fact",
                    "message": f"{len(jobs)} workload(s) can run on spot capacity: "
                               + ", ".join(j["object"] for j in jobs[:20]) + (" ..." if len(jobs) > 20 else ""),
                    "preemptible_jobs": jobs}
+
+    def _sorted(self) -> list:
+        """The workloads in a stable order (they arrive in any order from the threads)."""
+        return sorted(self._workloads, key=lambda w: w.ref)
+
+    def _spot(self) -> Exposed:
+        """Each workload that can land on spot capacity, worked out once: findings() and facts()
+        both need it, and at 10,000 workloads it was most of the checks' time."""
+        if self._exposed is None:
+            capacity = SpotCapacity(self._kept["flavors"], self._kept["cluster_queues"], self._kept["local_queues"])
+            self._exposed = list(exposures(self._sorted(), capacity))
+        return self._exposed
 
 
 def _folded(found: list[dict]) -> Iterator[dict]:

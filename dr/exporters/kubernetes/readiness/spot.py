@@ -103,8 +103,9 @@ def exposures(workloads: list[Workload], capacity: SpotCapacity) -> Iterator[tup
     for workload in workloads:
         exposure = capacity.through_queue(workload)
         for template in workload.templates:
-            if template_providers(template):
-                exposure["its pod template's node selection"] = template_providers(template)
+            providers = template_providers(template)
+            if providers:
+                exposure["its pod template's node selection"] = providers
         if exposure:
             yield workload, exposure
 
@@ -115,17 +116,20 @@ def grace_seconds(workload: Workload) -> int:
     return min((g for g in graces if isinstance(g, int)), default=DEFAULT_GRACE)
 
 
-def spot_findings(workloads: list[Workload], capacity: SpotCapacity, notice: dict[str, int]) -> Iterator[dict]:
-    for workload, exposure in exposures(workloads, capacity):
+Exposed = list[tuple[Workload, dict[str, set[str]]]]  # what exposures() yields, kept for both uses
+
+
+def spot_findings(exposed: Exposed, notice: dict[str, int]) -> Iterator[dict]:
+    for workload, exposure in exposed:
         yield from _judge(workload, exposure, notice)
 
 
-def preemptible_jobs(workloads: list[Workload], capacity: SpotCapacity, notice: dict[str, int]) -> list[dict]:
+def preemptible_jobs(exposed: Exposed, notice: dict[str, int]) -> list[dict]:
     """Every spot-capable workload (flagged or not), as the fact the audit joins with the
     measured save durations of the training runs it writes (docs/readiness.md, check 3)."""
     return [{"job": f"{w.namespace}/{w.name}", "object": w.ref, "providers": sorted(set().union(*e.values())),
              "notice_seconds": max(notice[p] for p in set().union(*e.values())), "grace_seconds": grace_seconds(w)}
-            for w, e in exposures(workloads, capacity)]
+            for w, e in exposed]
 
 
 def _judge(workload: Workload, exposure: dict[str, set[str]], notice: dict[str, int]) -> Iterator[dict]:
