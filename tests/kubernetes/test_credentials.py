@@ -74,3 +74,21 @@ def test_an_expired_token_is_renewed_before_the_next_request(tmp_path, pipeline,
     assert issued >= 2, "the plugin ran once: the expired token was never renewed"
     later = _sent(dest)
     assert later and later <= {f"Bearer plugin-{n}" for n in range(2, issued + 1)}, (first, later)
+
+
+def test_the_credential_hook_is_asked_about_once_a_second_not_per_request(pipeline, dest, monkeypatch):
+    import kubernetes.client
+
+    backup = pipeline.backup()
+    asked: list[float] = []
+    hook = kubernetes.client.ApiClient.update_params_for_auth
+
+    def counting(self, *args, **kwargs):
+        asked.append(time.monotonic())
+        return hook(self, *args, **kwargs)
+    monkeypatch.setattr(kubernetes.client.ApiClient, "update_params_for_auth", counting)
+    assert failures(pipeline.restore(backup.artifacts)) == []
+    # the discovery's requests go through the generated client and ask each time; dr's own
+    # reuse one answer for a second (requesting.CREDENTIALS_REUSE_SECONDS)
+    assert len(dest.requests) > 100
+    assert len(asked) < len(dest.requests) / 4, (len(asked), len(dest.requests))

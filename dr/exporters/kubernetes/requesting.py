@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime
 import json
 import re
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterator
 
@@ -27,6 +28,11 @@ import urllib3.exceptions
 from dr.kits.retrying import Transient, policy, retry_after
 
 MAX_RETRY_AFTER = 120.0
+# How long one answer of the client's credential hook serves further requests. The hook runs the
+# kubeconfig loader's expiry check and copies its settings over the configuration on every call,
+# ~9% of a create's client CPU; the client renews a token 5 minutes before it expires, so a
+# second's reuse never sends an expired one.
+CREDENTIALS_REUSE_SECONDS = 1.0
 _TEMPORARY = {429, 500, 502, 503, 504}
 
 
@@ -74,6 +80,7 @@ class Api:
         self.dynamic = dynamic
         self.timeout = timeout
         self.log = log
+        self._credentials: tuple[float, dict, list] | None = None  # (when, headers, query) from the hook
         self._retrying = lambda: policy(attempts, 0.5, backoff_max, retry_on=TemporaryFailure,
                                         before_sleep=lambda s: log(f"retrying after {s.outcome.exception()}"))
 
@@ -122,10 +129,9 @@ class Api:
                    "Content-Type": content_type or "application/json"}
         if client.cookie:
             headers["Cookie"] = client.cookie
-        queries = list(query)
-        # the credentials as the client would send them: this calls the kubeconfig's refresh
-        # hook, so an exec plugin's or an expired token is renewed here as well
-        client.update_params_for_auth(headers, queries, ["BearerToken"], path, method.upper(), body)
+        auth_headers, auth_query = self._auth(client)
+        headers.update(auth_headers)
+        queries = [*query, *auth_query]
         url = client.configuration.host + path
         if queries:
             url += "?" + client.parameters_to_url_query(queries, {})
@@ -137,6 +143,21 @@ class Api:
             raise refusal(response.status, response.reason or "", response.data.decode("utf-8", "replace"),
                           response.headers, what)
         return response
+
+    def _auth(self, client) -> tuple[dict, list]:
+        """The credentials as the client would send them. The hook behind this is the kubeconfig's
+        refresh (an exec plugin's or an expiring token is renewed there) or the in-cluster
+        account's rotated token; its answer is reused for CREDENTIALS_REUSE_SECONDS. Threads
+        may both ask at a boundary: each answer is whole, and the last one is kept."""
+        now = time.monotonic()
+        kept = self._credentials
+        if kept is not None and now - kept[0] < CREDENTIALS_REUSE_SECONDS:
+            return kept[1], kept[2]
+        headers: dict = {}
+        queries: list = []
+        client.update_params_for_auth(headers, queries, ["BearerToken"], "", "", None)
+        self._credentials = (now, headers, queries)
+        return headers, queries
 
     @staticmethod
     def read(response, *, what: str, timeout: float) -> bytes:
