@@ -1,9 +1,10 @@
 """Requests to the API server on the kubernetes client's pool: retries, timeouts, plain JSON.
 
 Every call is sent by Api._http on the client's own pool (its TLS, proxy and credentials; the
-kubeconfig's token refresh runs before each request) and the body is parsed with json.loads:
-wrapping a 500-object page in ResourceInstance objects would cost more than the request, and
-DynamicClient.request's walk over every body cost a third of the client's CPU per create.
+kubeconfig's token refresh is asked at most once a second, Api._auth) and the body is parsed
+with json.loads: wrapping a 500-object page in ResourceInstance objects would cost more than
+the request, and DynamicClient.request's walk over every body cost a third of the client's CPU
+per create.
 Discovery still goes through the DynamicClient (discovering.py).
 
 Errors carry their retry intent in their type (kopf's habit):
@@ -155,6 +156,7 @@ class Api:
             return kept[1], kept[2]
         headers: dict = {}
         queries: list = []
+        # path, method and body are for signing schemes; a bearer token does not read them
         client.update_params_for_auth(headers, queries, ["BearerToken"], "", "", None)
         self._credentials = (now, headers, queries)
         return headers, queries
