@@ -10,6 +10,7 @@ import sys
 from typing import Any, Hashable
 
 from dr.exporters.volumes import VolumesExporter
+from dr.exporters.volumes.restoring import items_of
 from dr.testing import ConformanceFixture
 
 IMAGE = "registry.dr.example/platform/dr:0.9.0"
@@ -111,9 +112,15 @@ class VolumesFixture(ConformanceFixture):
     def change_source(self) -> str:
         _, csi = self.clusters["source"]
         namespace, name = CLAIMS[1]
-        with open(os.path.join(csi.directory_of(namespace, name), "segments/2.bin"), "ab") as handle:
+        with open(os.path.join(csi.directory_of(namespace, name), "segments/0.bin"), "ab") as handle:
             handle.write(b"more")
-        return f"{namespace}/{name}/segments/2.bin"
+        # the files are small: they are in a pack, named by its first file (a directory's first
+        # small file always begins one)
+        return f"{namespace}/{name}/segments/0.bin"
+
+    def expected_items(self, artifacts, reader) -> set[str]:
+        """A pack of small files is restored, and reported, file by file."""
+        return {item for artifact in artifacts for item, _ in items_of(artifact)}
 
     def close(self) -> None:
         self.stack.close()

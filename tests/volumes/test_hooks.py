@@ -64,7 +64,9 @@ def _hook(pre=None, post=None, **more) -> dict:
 def _backed_up(tmp_path) -> set[str]:
     repo = Repository(LocalStore(str(tmp_path / "repo")))
     (snapshot,) = repo.snapshots()
-    return {a.identity for a in read_catalog(repo, snapshot.catalog) if a.kind == "volume-file"}
+    artifacts = read_catalog(repo, snapshot.catalog)
+    packed = {"pg/data/" + item[0] for a in artifacts if a.kind == "volume-files" for item in a.meta["files"]}
+    return packed | {a.identity for a in artifacts if a.kind == "volume-file"}
 
 
 def test_pre_runs_before_the_snapshot_and_post_after_it(platform, tmp_path, capsys):

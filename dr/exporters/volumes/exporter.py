@@ -11,6 +11,7 @@ from dr.contract import (ApiRead, ApiWrite, ArtifactSink, AuditDeclarations, Con
 from dr.exporters.volumes.cluster import Cluster, ClusterError
 from dr.exporters.volumes.exporting import CLAIM_KIND, ENTRY_KINDS, ClaimBackup, entry_identity
 from dr.exporters.volumes.options import VolumesOptions
+from dr.exporters.volumes.packing import Pack, packs_of
 from dr.exporters.volumes.selecting import Claim, claims
 from dr.exporters.volumes.temporaries import SNAPSHOTS, ClaimGone, Run, VolumeError
 from dr.kits.kubeconfigs import parse_destination
@@ -97,9 +98,13 @@ class VolumesExporter(Exporter, Planning, AuditDeclarations, OutsideCopies, Depl
                 yield Discovered(CLAIM_KIND, claim.key, f"class {claim.storage_class or '(none)'}")
                 mover = run.mover(claim.namespace, claim.name, write=False, for_claim=claim.key, node=claim.node)
                 listing = ClaimBackup(self, cluster, run, None, claim)
-                for entry in listing.entries(mover):
-                    yield Discovered(ENTRY_KINDS[entry.kind], entry_identity(claim.key, entry.path),
-                                     f"{entry.size} bytes" if entry.kind == "file" else "")
+                units, _ = packs_of(listing.entries(mover), self.options.pack_below)
+                for unit in units:  # a packed file is a member of its pack, at its change token
+                    packed = isinstance(unit, Pack)
+                    for entry in unit.members if packed else [unit]:
+                        yield Discovered(ENTRY_KINDS[entry.kind], entry_identity(claim.key, entry.path),
+                                         f"{entry.size} bytes" if entry.kind == "file" else "",
+                                         version=entry.change_token if packed else "")
                 listing.exit(mover)
                 run.remove_for(claim.key)
         finally:

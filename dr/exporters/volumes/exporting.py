@@ -1,9 +1,11 @@
 """One claim's backup: snapshot (or live volume), mover Job, the tree into the sink.
 
-The mover lists the tree (wire.py /entries). Every entry becomes an artifact whose change token
-is its kind, size, mtime, mode, owner and link target; the sink is asked which of the files it
-already holds (ArtifactSink.unchanged) and the mover streams the others in one request (/read),
-in listing order, so an unchanged volume moves nothing but its listing and uploads nothing.
+The mover lists the tree (wire.py /entries). Every directory, symlink and large file becomes an
+artifact whose change token is its kind, size, mtime, mode, owner and link target; files under
+`pack_below` go into packs (packing.py: one artifact for many small files of a directory, its
+token their tokens'). The sink is asked which files and packs it already holds
+(ArtifactSink.unchanged) and the mover streams the others in one request (/read), in that
+order, so an unchanged volume moves nothing but its listing and uploads nothing.
 Last comes the claim's own artifact (kind `volume`): the claim as restore creates it, and the
 counts; it provides the claim's `volume-data` references (see provided_references), so the
 audit counts on this copy when the volume's own place is lost.
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 from dr.contract import ArtifactSink, ExportContext
 from dr.exporters.volumes.cluster import Cluster, lines
 from dr.exporters.volumes.hooks import Hooks
+from dr.exporters.volumes.packing import PACK_KIND, Pack, change_token, facts, packs_of
 from dr.exporters.volumes.selecting import Claim
 from dr.exporters.volumes.temporaries import ClaimGone, Mover, Run, VolumeError, path_of
 from dr.exporters.volumes.wire import PORT, TOKEN_HEADER, Entry, FrameFailed, FrameReader, WireError, line, read_line
@@ -166,22 +169,73 @@ class ClaimBackup:
                                       path=path)
 
     def _write_entries(self, mover: Mover, entries: list[Entry]) -> None:
-        wanted = [e for e in entries if e.kind == "file" and not self.sink.unchanged(
-            ENTRY_KINDS["file"], entry_identity(self.claim.key, e.path), e.change_token,
-            sensitivity=self.sensitivity)]
+        units, _ = packs_of(entries, self.options.pack_below)
+        wanted = [u for u in units if self._wanted(u)]
         response = stream = None
         if wanted:
-            body = b"".join(line({"path": e.path}) for e in wanted)
+            paths = [e.path for u in wanted for e in (u.members if isinstance(u, Pack) else [u])]
+            body = b"".join(line({"path": p}) for p in paths)
             response = self.cluster.proxy(mover.namespace, mover.pod, PORT, "POST", "/read", body=body,
                                           headers=self._headers(mover), timeout=self.options.job_timeout_seconds)
             stream = io.BufferedReader(response, 1 << 20)  # header lines are read a line at a time
-        wanted_paths = {e.path for e in wanted}
+        read = {id(u) for u in wanted}
         try:
-            for entry in entries:
-                self._write_entry(entry, stream if entry.path in wanted_paths else None)
+            for unit in units:
+                if isinstance(unit, Pack):
+                    self._write_pack(unit, stream if id(unit) in read else None)
+                else:
+                    self._write_entry(unit, stream if id(unit) in read else None)
         finally:
             if response is not None:
                 response.release_conn()
+
+    def _wanted(self, unit: Entry | Pack) -> bool:
+        """A file or pack the sink does not hold as it is now (its content must be read)."""
+        if isinstance(unit, Pack):
+            return not self.sink.unchanged(PACK_KIND, entry_identity(self.claim.key, unit.path),
+                                           change_token(unit.members), sensitivity=self.sensitivity)
+        return unit.kind == "file" and not self.sink.unchanged(
+            ENTRY_KINDS["file"], entry_identity(self.claim.key, unit.path), unit.change_token,
+            sensitivity=self.sensitivity)
+
+    def _write_pack(self, pack: Pack, stream) -> None:
+        """The pack's files, read whole (at most PACK_BYTES), as one artifact; a file the mover
+        could not read whole is named and left out (the pack's token then differs, so the next
+        backup reads it again)."""
+        members, content = pack.members, b""
+        if stream is not None:
+            members, parts = [], []
+            for entry in pack.members:
+                data = self._frame_bytes(stream, entry)
+                if data is not None:
+                    members.append(entry)
+                    parts.append(data)
+            if not members:
+                return
+            content = b"".join(parts)
+        self.sink.write(PACK_KIND, entry_identity(self.claim.key, pack.path),
+                        content if stream is not None else _not_read(pack.members[0]),
+                        sensitivity=self.sensitivity, meta={"files": [facts(e) for e in members], "members": {
+                            entry_identity(self.claim.key, e.path): e.change_token for e in members}},
+                        change_token=change_token(members))
+        self.tally.entries += len(members)
+        self.tally.files += len(members)
+        self.tally.bytes += sum(e.size for e in members)
+        self.tally.read += len(members) if stream is not None else 0
+
+    def _frame_bytes(self, stream, entry: Entry) -> bytes | None:
+        """One small file's frame, whole; None (named unreadable) when its trailer says it failed."""
+        reader = self._frame(stream, entry)
+        if reader is None:
+            return None
+        pieces = []
+        try:
+            while piece := reader.read():
+                pieces.append(piece)
+        except FrameFailed as exc:
+            self._unreadable(entry.path, str(exc).split(": ", 1)[-1])
+            return None
+        return b"".join(pieces)
 
     def _write_entry(self, entry: Entry, stream) -> None:
         meta = {"mode": f"{entry.mode:04o}", "uid": entry.uid, "gid": entry.gid, "mtime_ns": entry.mtime_ns}

@@ -69,5 +69,9 @@ class VolumesOptions(ExporterOptions):
     image: str = Field(min_length=1)
     #: globs on a file's path in its volume (`lost+found`, `*.tmp`); an excluded directory is not entered
     exclude: list[str] = Field(default_factory=lambda: ["lost+found"])
+    #: files smaller than this many bytes are stored together, a directory's in packs of up to
+    #: 4 MiB and 1,024 files (one encryption, blob and catalog line each); 0: every file its own
+    #: artifact (at most 4 MiB: a pack is held in memory while it is read)
+    pack_below: int = Field(1 << 20, ge=0, le=4 << 20)
     #: commands run in the claim's pods around its snapshot (`CHECKPOINT`, `fsfreeze`)
     hooks: list[Hook] = Field(default_factory=list)

@@ -28,6 +28,7 @@ from dr.contract import OutcomeStatus as Status
 from dr.exporters.volumes.cluster import Cluster, ClusterError, lines
 from dr.exporters.volumes.exporting import CLAIM_KIND, ENTRY_KINDS
 from dr.exporters.volumes.movertree import safe_parts
+from dr.exporters.volumes.packing import PACK_KIND, members_of, split
 from dr.exporters.volumes.temporaries import Mover, Run, VolumeError
 from dr.exporters.volumes.wire import MOVERS_OWN, PORT, TOKEN_HEADER, Entry, WireError, line
 from dr.model.artifacts import Artifact
@@ -53,7 +54,7 @@ def group(artifacts: list[Artifact]) -> dict[str, tuple[Artifact | None, list[Ar
     for artifact in artifacts:
         if artifact.kind == CLAIM_KIND:
             claims[artifact.identity] = artifact
-        elif artifact.kind in KIND_OF:
+        elif artifact.kind in KIND_OF or artifact.kind == PACK_KIND:
             namespace, name, _ = (artifact.identity.split("/", 2) + ["", ""])[:3]
             entries[f"{namespace}/{name}"].append(artifact)
     return {key: (claims.get(key), entries.get(key, [])) for key in sorted(set(claims) | set(entries))}
@@ -75,6 +76,23 @@ def entry_of(artifact: Artifact) -> Entry:
     return entry
 
 
+def entries_of(artifact: Artifact) -> list[Entry]:
+    """The entries an artifact records: a pack's files, or the one entry; WireError when damaged."""
+    if artifact.kind == PACK_KIND:
+        return members_of(artifact.identity, artifact.meta, artifact.size)
+    return [entry_of(artifact)]
+
+
+def items_of(artifact: Artifact) -> list[tuple[str, str | None]]:
+    """(the item an outcome names, its path) for each file or entry the artifact records: a
+    pack's files one by one, as their own artifacts would be (a damaged pack: the pack)."""
+    claim_key = "/".join(artifact.identity.split("/", 2)[:2])
+    try:
+        return [(f"{claim_key}/{e.path}", e.path) for e in entries_of(artifact)]
+    except WireError:
+        return [(artifact.identity, None)]
+
+
 def catalog_problems(artifacts: list[Artifact]) -> list[str]:
     """What restore() would refuse as damage, for dr verify: bad paths and facts, entries
     without their claim, a claim manifest missing."""
@@ -85,13 +103,14 @@ def catalog_problems(artifacts: list[Artifact]) -> list[str]:
         seen: set[str] = set()
         for artifact in entries:
             try:
-                entry = entry_of(artifact)
+                recorded = entries_of(artifact)
             except WireError as exc:
                 problems.append(str(exc))
                 continue
-            if entry.path in seen:
-                problems.append(f"{artifact.identity}: recorded twice")
-            seen.add(entry.path)
+            for entry in recorded:
+                if entry.path in seen:
+                    problems.append(f"{key}/{entry.path}: recorded twice")
+                seen.add(entry.path)
     return problems
 
 
@@ -128,7 +147,7 @@ class ClaimRestore:
             self.cluster.create(f"/api/v1/namespaces/{quote(namespace)}/persistentvolumeclaims", body)
         mover = self.run.mover(namespace, name, write=True, for_claim=target)
         try:
-            placed = self._fill(mover, [(a, entry_of(a)) for a in entries])
+            placed = self._fill(mover, [(a, entries_of(a)) for a in entries])
         finally:
             self._exit(mover)
             self.run.remove_for(target)
@@ -136,31 +155,29 @@ class ClaimRestore:
             yield from self._split(claim, entries, differing, Status.RESTORED,
                                    f"written to claim {target}, read back and verified")
             return
-        yield from (Outcome(a.identity, Status.RESTORED, f"written to claim {target}, read back and verified")
-                    for a in entries)
+        yield from (Outcome(item, Status.RESTORED, f"written to claim {target}, read back and verified")
+                    for a in entries for item, _ in items_of(a))
         yield Outcome(claim.identity, Status.RESTORED, f"claim {target}: {placed} files written and verified")
 
     @staticmethod
     def _split(claim: Artifact, entries: list[Artifact], differing: dict[str, str], status: Status,
                reason: str) -> Iterator[Outcome]:
         """`status` for the entries (and the claim record) that differ, unchanged for the others."""
-        for artifact in [*entries, claim]:
-            path = artifact.identity.split("/", 2)[2] if artifact is not claim else ""
-            why = differing.get(path if artifact is not claim else "")
-            yield Outcome(artifact.identity, status if why else Status.UNCHANGED,
-                          f"{why}: {reason}" if why else "already held")
+        for item, path in [*(i for a in entries for i in items_of(a)), (claim.identity, "")]:
+            why = differing.get(path)
+            yield Outcome(item, status if why else Status.UNCHANGED, f"{why}: {reason}" if why else "already held")
 
     def _difference(self, namespace: str, name: str, target: str, entries: list[Artifact]) -> dict[str, str]:
         """How the existing claim's tree differs from the backup's (empty: it does not), read by
         a read-only mover: the entries' facts, then each file's digest against the repository's bytes."""
         mover = self.run.mover(namespace, name, write=False, for_claim=target)
         try:
-            return self._compare(mover, [entry_of(a) for a in entries], entries)
+            return self._compare(mover, [(a, entries_of(a)) for a in entries])
         finally:
             self._exit(mover)
             self.run.remove_for(target)
 
-    def _compare(self, mover: Mover, wanted: list[Entry], artifacts: list[Artifact]) -> dict[str, str]:
+    def _compare(self, mover: Mover, units: list[tuple[Artifact, list[Entry]]]) -> dict[str, str]:
         """Path -> how it differs, for each backed-up entry the claim does not hold as backed up
         ("" stands for the claim itself: entries it holds that the backup has not)."""
         headers = {TOKEN_HEADER: mover.token}
@@ -174,26 +191,38 @@ class ClaimRestore:
         for name in MOVERS_OWN:
             found.pop(name, None)
         self.empty = set(found) <= {".", "lost+found"}
-        mine = {e.path: e.to_json() for e in wanted}
+        mine = {e.path: e.to_json() for _, recorded in units for e in recorded}
         differing = {p: "missing from the claim" for p in mine.keys() - found.keys()}
         extra = sorted(found.keys() - mine.keys())
         if extra:
             differing[""] = f"the claim holds {len(extra)} entries the backup has not (first: {extra[0]})"
         differing |= {p: "other mode, owner, time, size or target" for p in mine.keys() & found.keys()
                       if mine[p] != found[p] and not (p == "." and _root_only(mine[p], found[p]))}
-        files = [(a, e) for a, e in zip(artifacts, wanted) if e.kind == "file" and e.path not in differing]
-        body = b"".join(line({"path": e.path}) for _, e in files)
+        units = [(a, recorded) for a, recorded in units
+                 if all(e.kind == "file" and e.path not in differing for e in recorded)]
+        body = b"".join(line({"path": e.path}) for _, recorded in units for e in recorded)
         response = self.cluster.proxy(mover.namespace, mover.pod, PORT, "POST", "/digests", body=body, headers=headers)
         digests = {item["path"]: item.get("sha256") for item in map(json.loads, lines(response))}
         response.release_conn()
-        for artifact, entry in files:
-            digest = hashlib.sha256()
-            with self.reader.open(artifact) as stream:
-                while data := stream.read(1 << 20):
-                    digest.update(data)
-            if digests.get(entry.path) != digest.hexdigest():
-                differing[entry.path] = "other bytes"
+        for artifact, recorded in units:
+            if artifact.kind == PACK_KIND:
+                found_digests = [hashlib.sha256(p).hexdigest() for p in split(self._pack_bytes(artifact), recorded)]
+            else:
+                digest = hashlib.sha256()
+                with self.reader.open(artifact) as stream:
+                    while data := stream.read(1 << 20):
+                        digest.update(data)
+                found_digests = [digest.hexdigest()]
+            for entry, found_digest in zip(recorded, found_digests):
+                if digests.get(entry.path) != found_digest:
+                    differing[entry.path] = "other bytes"
         return differing
+
+    def _pack_bytes(self, artifact: Artifact) -> bytes:
+        data = self.reader.read(artifact)
+        if len(data) != artifact.size:
+            raise WireError(f"{artifact.identity}: the pack holds {len(data)} bytes, its line says {artifact.size}")
+        return data
 
     def _namespace(self, namespace: str) -> None:
         if self.cluster.get(f"/api/v1/namespaces/{quote(namespace)}") is None:
@@ -204,11 +233,23 @@ class ClaimRestore:
                 if exc.status != 409:
                     raise
 
-    def _fill(self, mover: Mover, entries: list[tuple[Artifact, Entry]]) -> int:
+    def _fill(self, mover: Mover, units: list[tuple[Artifact, list[Entry]]]) -> int:
         sent: dict[str, str] = {}
 
         def frames() -> Iterator[bytes]:
-            for artifact, entry, ahead in read_ahead(self.reader, entries):
+            for artifact, recorded, ahead in read_ahead(self.reader, units):
+                if artifact.kind == PACK_KIND:
+                    data = ahead.result() if ahead is not None else self._pack_bytes(artifact)
+                    if len(data) != artifact.size:
+                        raise WireError(f"{artifact.identity}: the pack holds {len(data)} bytes, "
+                                        f"its line says {artifact.size}")
+                    frames = []  # the pack's frames sent as one piece: a write per file cost more
+                    for entry, piece in zip(recorded, split(data, recorded)):
+                        sent[entry.path] = hashlib.sha256(piece).hexdigest()
+                        frames += [line(entry.to_json()), piece, line({"ok": True, "sha256": sent[entry.path]})]
+                    yield b"".join(frames)
+                    continue
+                (entry,) = recorded
                 yield line(entry.to_json())
                 if entry.kind != "file":
                     continue
@@ -260,7 +301,7 @@ class ClaimRestore:
     @staticmethod
     def _all(claim: Artifact, entries: list[Artifact], status: Status, reason: str,
              damaged: bool = False) -> Iterator[Outcome]:
-        yield from (Outcome(a.identity, status, reason, damaged) for a in entries)
+        yield from (Outcome(item, status, reason, damaged) for a in entries for item, _ in items_of(a))
         yield Outcome(claim.identity, status, reason, damaged)
 
 
@@ -268,21 +309,22 @@ READ_AHEAD_FILES = 16  # files read from the repository ahead of the stream to t
 READ_AHEAD_BELOW = 4 << 20  # a file this small is read ahead whole: at most 64 MiB held
 
 
-def read_ahead(reader: ContentReader, entries: list[tuple[Artifact, Entry]]
-               ) -> Iterator[tuple[Artifact, Entry, Future | None]]:
-    """The entries in order, each small file's content already being read on a pool: the
-    repository's latency per blob (an S3 GET) overlaps the stream instead of adding up. A large
-    file is None here and streamed by the caller."""
+def read_ahead(reader: ContentReader, entries: list[tuple[Artifact, list[Entry]]]
+               ) -> Iterator[tuple[Artifact, list[Entry], Future | None]]:
+    """The artifacts in order, each small file's or pack's content already being read on a pool:
+    the repository's latency per blob (an S3 GET) overlaps the stream instead of adding up. A
+    large file is None here and streamed by the caller."""
     with ThreadPoolExecutor(4, thread_name_prefix="dr-volume-read") as pool:
         window: collections.deque = collections.deque()
         pending = iter(entries)
         try:
             while True:
                 while len(window) < READ_AHEAD_FILES and (item := next(pending, None)) is not None:
-                    artifact, entry = item
+                    artifact, recorded = item
                     # one chunk: the bytes held are bounded by the chunk size whatever a catalog says
-                    small = entry.kind == "file" and entry.size <= READ_AHEAD_BELOW and len(artifact.chunks) <= 1
-                    window.append((artifact, entry, pool.submit(reader.read, artifact) if small else None))
+                    small = (artifact.kind == PACK_KIND or recorded[0].kind == "file") \
+                        and artifact.size <= READ_AHEAD_BELOW and len(artifact.chunks) <= 1
+                    window.append((artifact, recorded, pool.submit(reader.read, artifact) if small else None))
                 if not window:
                     return
                 yield window.popleft()
