@@ -79,7 +79,8 @@ class Output:
         """The command's JSON document on stdout (--json only), with its schema_version."""
         if self.as_json:
             data = {"schema_version": SCHEMA_VERSION, **data}
-            emit(sys.stdout, redact(json.dumps(data, indent=2, sort_keys=True, default=str)) + "\n")
+            for piece in _json_pieces(data):
+                emit(sys.stdout, piece)
 
     @contextmanager
     def progress(self, description: str, total: int | None = None, unit: str = "B") -> Iterator:
@@ -113,6 +114,27 @@ def deliver(out: Output, text: str, path: str | None, what: str) -> None:
         out.document({"written": path, "document": what})
     else:
         emit(sys.stdout, text)
+
+
+JSON_PIECE = 1 << 16  # characters of a document encoded, redacted and written at a time
+
+
+def _json_pieces(data: dict[str, Any]) -> Iterator[str]:
+    """The document as indented JSON, redacted, in pieces of whole lines: a restore's document
+    lists every item (100,000 files), which as one string, then its redacted copy, held twice
+    as much as everything else the command kept. Redacting line by line finds what the whole
+    text would: a JSON string, where every secret sits, never spans lines."""
+    held: list[str] = []
+    size = 0
+    for chunk in json.JSONEncoder(indent=2, sort_keys=True, default=str).iterencode(data):
+        held.append(chunk)
+        size += len(chunk)
+        if size >= JSON_PIECE and "\n" in chunk:
+            text = "".join(held)
+            cut = text.rindex("\n") + 1
+            yield redact(text[:cut])
+            held, size = [text[cut:]], len(text) - cut
+    yield redact("".join(held)) + "\n"
 
 
 def emit(stream, text: str) -> None:

@@ -207,3 +207,16 @@ def test_pack_below_zero_keeps_a_file_per_artifact(two, tmp_path, capsys):
     assert main(["restore", "--plan", path, "--source", "vols", "--to", f"vols={two['kubeconfig']}:recovery",
                  "-q"]) == 0, capsys.readouterr()
     assert tree(two["csi_b"].directory_of("ml", "segments")) == tree(folder)
+
+
+def test_what_the_mover_read_back_otherwise_is_named_in_either_answer():
+    from dr.exporters.volumes.restoring import _differing
+
+    pack = _pack([["d/a", "0644", 0, 0, 1, 3, False], ["d/b", "0644", 0, 0, 1, 1, False]], 4)
+    sent = [hashlib.sha256(b"aaa").digest(), hashlib.sha256(b"b").digest()]
+    assert _differing({"files": 2, "differing": []}, sent, [pack]) == []
+    assert _differing({"files": 2, "differing": ["d/b"]}, sent, [pack]) == ["d/b"]
+    assert "staged 1 files of 2" in _differing({"files": 1, "differing": []}, sent, [pack])[0]
+    # a mover of an earlier version answers every digest by path
+    old = {"digests": {"d/a": _sha(b"aaa"), "d/b": _sha(b"other")}}
+    assert _differing(old, sent, [pack]) == ["d/b"]

@@ -29,9 +29,9 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from dr.exporters.volumes.movertree import send_file, walk
+from dr.exporters.volumes.movertree import OpenFolders, send_file, walk
 from dr.exporters.volumes.staging import Staging, file_digest
-from dr.exporters.volumes.wire import TOKEN_ENV, TOKEN_HEADER, WireError, line, read_line
+from dr.exporters.volumes.wire import ANSWER_HEADER, TOKEN_ENV, TOKEN_HEADER, WireError, line, read_line
 
 
 class Mover(ThreadingHTTPServer):
@@ -98,8 +98,9 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/read":
             paths = [str(item.get("path", "")) for item in iter(lambda: read_line(body), None)]
             out = self._streaming()
-            for path in paths:
-                send_file(self.server.root, path, out)
+            with OpenFolders(self.server.root) as folders:
+                for path in paths:
+                    send_file(folders, path, out)
             out.close()
         elif self.path == "/digests":
             paths = [str(item.get("path", "")) for item in iter(lambda: read_line(body), None)]
@@ -135,13 +136,16 @@ class Handler(BaseHTTPRequestHandler):
             return self._json(404, {"error": f"no {self.path} (is the mover started with --write?)"})
         staging = self.server.staging
         try:
-            digests = staging.write(self._body())
+            digests, differing = staging.write(self._body())
         except (OSError, WireError) as exc:
             shutil.rmtree(staging.dir, ignore_errors=True)  # nothing half-written stays
             full = isinstance(exc, OSError) and exc.errno == errno.ENOSPC
             self.close_connection = True
             return self._json(507 if full else 400, {"error": getattr(exc, "strerror", None) or str(exc),
                                                      "full": full})
+        if self.headers.get(ANSWER_HEADER) == "differing":
+            return self._json(200, {"written": len(staging.entries), "files": len(digests),
+                                    "differing": differing[:100], "differing_total": len(differing)})
         self._json(200, {"written": len(staging.entries), "digests": digests})
 
 

@@ -17,6 +17,7 @@ from dr.exporters.volumes.wire import MOVERS_OWN, Entry, WireError, line
 CHUNK = 1 << 20
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+FOLDERS_KEPT = 64  # directories kept open while their files are read or written
 
 
 def safe_parts(path: str) -> list[str]:
@@ -43,6 +44,38 @@ def open_under(root: str, path: str, flags: int, mode: int = 0o600) -> int:
         return os.open(parts[-1], flags, mode, dir_fd=fd)
     finally:
         os.close(fd)
+
+
+class OpenFolders:
+    """Open descriptors of the directories under `top`, the FOLDERS_KEPT most recently used:
+    paths come parents first, depth first (the listing's order), so a directory's files find it
+    open, where open_under walked every component again for each file (each directory is opened
+    under `top` one component at a time, without following a symlink)."""
+
+    def __init__(self, top: str):
+        self.top, self.open = top, {}
+
+    def __enter__(self) -> "OpenFolders":
+        return self
+
+    def __exit__(self, *_) -> None:
+        for fd in self.open.values():
+            os.close(fd)
+        self.open.clear()
+
+    def of(self, path: str) -> tuple[int, str]:
+        """(a descriptor of the entry's directory, the entry's name in it)."""
+        parts = safe_parts(path)
+        if not parts:
+            raise WireError("refused path '.': not a name in a directory")
+        folder = "/".join(parts[:-1]) or "."
+        fd = self.open.pop(folder, None)
+        if fd is None:
+            fd = open_under(self.top, folder, DIR_FLAGS)
+            if len(self.open) >= FOLDERS_KEPT:
+                os.close(self.open.pop(next(iter(self.open))))
+        self.open[folder] = fd  # the most recently used last
+        return fd, parts[-1]
 
 
 def walk(root: str) -> Iterator[dict]:
@@ -89,10 +122,11 @@ def _entry(rel: str, full: str, st: os.stat_result) -> Entry | None:
     return entry
 
 
-def send_file(root: str, path: str, out) -> None:
+def send_file(folders: "OpenFolders", path: str, out) -> None:
     """One frame: header, the bytes, trailer (an error trailer when the file changed while read)."""
     try:
-        fd = open_under(root, path, READ_FLAGS)
+        parent, name = folders.of(path)
+        fd = os.open(name, READ_FLAGS, dir_fd=parent)
     except (OSError, WireError) as exc:
         out.write(line({"path": path, "error": getattr(exc, "strerror", None) or str(exc)}))
         return

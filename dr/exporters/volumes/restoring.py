@@ -30,7 +30,7 @@ from dr.exporters.volumes.exporting import CLAIM_KIND, ENTRY_KINDS
 from dr.exporters.volumes.movertree import safe_parts
 from dr.exporters.volumes.packing import PACK_KIND, members_of, split
 from dr.exporters.volumes.temporaries import Mover, Run, VolumeError
-from dr.exporters.volumes.wire import MOVERS_OWN, PORT, TOKEN_HEADER, Entry, WireError, line
+from dr.exporters.volumes.wire import ANSWER_HEADER, MOVERS_OWN, PORT, TOKEN_HEADER, Entry, WireError, line
 from dr.model.artifacts import Artifact
 
 KIND_OF = {v: k for k, v in ENTRY_KINDS.items()}
@@ -147,7 +147,7 @@ class ClaimRestore:
             self.cluster.create(f"/api/v1/namespaces/{quote(namespace)}/persistentvolumeclaims", body)
         mover = self.run.mover(namespace, name, write=True, for_claim=target)
         try:
-            placed = self._fill(mover, [(a, entries_of(a)) for a in entries])
+            placed = self._fill(mover, entries)
         finally:
             self._exit(mover)
             self.run.remove_for(target)
@@ -233,11 +233,16 @@ class ClaimRestore:
                 if exc.status != 409:
                     raise
 
-    def _fill(self, mover: Mover, units: list[tuple[Artifact, list[Entry]]]) -> int:
-        sent: dict[str, str] = {}
+    def _fill(self, mover: Mover, artifacts: list[Artifact]) -> int:
+        """Every entry streamed to the mover and staged, read back, compared, then committed.
+        The entries are worked out as they are sent (a pack's files held one pack at a time),
+        after one pass that refuses damaged facts before anything is written."""
+        for artifact in artifacts:
+            entries_of(artifact)
+        sent: list[bytes] = []  # each file's digest, in the order sent (not keyed: 100,000 paths again)
 
         def frames() -> Iterator[bytes]:
-            for artifact, recorded, ahead in read_ahead(self.reader, units):
+            for artifact, recorded, ahead in read_ahead(self.reader, artifacts):
                 if artifact.kind == PACK_KIND:
                     data = ahead.result() if ahead is not None else self._pack_bytes(artifact)
                     if len(data) != artifact.size:
@@ -245,8 +250,8 @@ class ClaimRestore:
                                         f"its line says {artifact.size}")
                     frames = []  # the pack's frames sent as one piece: a write per file cost more
                     for entry, piece in zip(recorded, split(data, recorded)):
-                        sent[entry.path] = hashlib.sha256(piece).hexdigest()
-                        frames += [line(entry.to_json()), piece, line({"ok": True, "sha256": sent[entry.path]})]
+                        sent.append(hashlib.sha256(piece).digest())
+                        frames += [line(entry.to_json()), piece, line({"ok": True, "sha256": sent[-1].hex()})]
                     yield b"".join(frames)
                     continue
                 (entry,) = recorded
@@ -267,17 +272,18 @@ class ClaimRestore:
                             if digest is not None:
                                 digest.update(data)
                             yield data
-                sent[entry.path] = artifact.digest or digest.hexdigest()
-                yield line({"ok": True, "sha256": sent[entry.path]})
+                sent.append(bytes.fromhex(artifact.digest) if artifact.digest else digest.digest())
+                yield line({"ok": True, "sha256": sent[-1].hex()})
 
         try:
             response = self.cluster.proxy(mover.namespace, mover.pod, PORT, "PUT", "/write", body=frames(),
-                                          headers={TOKEN_HEADER: mover.token}, timeout=self.run.job_seconds)
+                                          headers={TOKEN_HEADER: mover.token, ANSWER_HEADER: "differing"},
+                                          timeout=self.run.job_seconds)
         except ClusterError as exc:
             raise VolumeError(_write_refusal(exc)) from None
         answer = json.loads(response.read() or b"{}")
         response.release_conn()
-        wrong = sorted(p for p, d in sent.items() if answer.get("digests", {}).get(p) != d)
+        wrong = _differing(answer, sent, artifacts)
         if wrong:
             self._post(mover, "/abort")
             raise VolumeError(f"{len(wrong)} files read back from the volume differ from the backup "
@@ -309,18 +315,18 @@ READ_AHEAD_FILES = 16  # files read from the repository ahead of the stream to t
 READ_AHEAD_BELOW = 4 << 20  # a file this small is read ahead whole: at most 64 MiB held
 
 
-def read_ahead(reader: ContentReader, entries: list[tuple[Artifact, list[Entry]]]
+def read_ahead(reader: ContentReader, artifacts: list[Artifact]
                ) -> Iterator[tuple[Artifact, list[Entry], Future | None]]:
     """The artifacts in order, each small file's or pack's content already being read on a pool:
     the repository's latency per blob (an S3 GET) overlaps the stream instead of adding up. A
     large file is None here and streamed by the caller."""
     with ThreadPoolExecutor(4, thread_name_prefix="dr-volume-read") as pool:
         window: collections.deque = collections.deque()
-        pending = iter(entries)
+        pending = iter(artifacts)
         try:
             while True:
-                while len(window) < READ_AHEAD_FILES and (item := next(pending, None)) is not None:
-                    artifact, recorded = item
+                while len(window) < READ_AHEAD_FILES and (artifact := next(pending, None)) is not None:
+                    recorded = entries_of(artifact)
                     # one chunk: the bytes held are bounded by the chunk size whatever a catalog says
                     small = (artifact.kind == PACK_KIND or recorded[0].kind == "file") \
                         and artifact.size <= READ_AHEAD_BELOW and len(artifact.chunks) <= 1
@@ -332,6 +338,19 @@ def read_ahead(reader: ContentReader, entries: list[tuple[Artifact, list[Entry]]
             for *_, future in window:
                 if future is not None:
                     future.cancel()
+
+
+def _differing(answer: dict, sent: list[bytes], artifacts: list[Artifact]) -> list[str]:
+    """The files the mover read back otherwise than sent. A mover of this version compared each
+    file's read-back digest with its frame's trailer itself ("differing"); an older one answers
+    every digest by path, compared here in the order sent."""
+    if "differing" in answer:
+        if answer.get("files") != len(sent):
+            return [f"(the mover staged {answer.get('files')} files of {len(sent)} sent)"]
+        return [str(p) for p in answer["differing"]]
+    digests = answer.get("digests") or {}
+    files = (e.path for a in artifacts for e in entries_of(a) if e.kind == "file")
+    return sorted(path for path, digest in zip(files, sent) if digests.get(path) != digest.hex())
 
 
 def _root_only(mine: dict, found: dict) -> bool:
