@@ -18,10 +18,6 @@ from dr.kits.syncing import FSYNC_THREADS, fsync_all
 BLOCK = 4096  # a run of zeros this long, aligned, is written as a hole in a sparse file
 ZEROS = bytes(BLOCK)
 FINISHING = 4 * FSYNC_THREADS  # written files waiting for their fsync and read-back, at most
-# A file this small is received whole and created, written, fsynced and read back on the pool:
-# creating files one after another was most of a restore of many small files (0.1-0.35 ms a
-# file on ext4 here), and the filesystem creates them in parallel. At most FINISHING x this held.
-WRITTEN_ON_POOL = 1 << 20
 CREATE_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -72,9 +68,6 @@ class Staging:
             os.mkdir(name, 0o700, dir_fd=parent)
         elif entry.kind == "symlink":
             os.symlink(entry.target, name, dir_fd=parent)
-        elif entry.size <= WRITTEN_ON_POOL:
-            data = self._receive(entry, stream)
-            finisher.create(os.dup(parent), name, entry, data)
         else:
             fd = os.open(name, CREATE_FLAGS, 0o600, dir_fd=parent)
             try:
@@ -84,17 +77,6 @@ class Staging:
                 os.close(fd)
                 raise
             finisher.add(entry.path, fd, expected)
-
-    @staticmethod
-    def _receive(entry: Entry, stream) -> bytes:
-        """A small file's bytes, whole, checked against its trailer."""
-        data = stream.read(entry.size) if entry.size else b""
-        if len(data) != entry.size:
-            raise WireError(f"{entry.path}: the stream ended inside the file")
-        trailer = read_line(stream) or {}
-        if trailer.get("sha256") != hashlib.sha256(data).hexdigest():
-            raise WireError(f"{entry.path}: the bytes received are not the catalog's")
-        return data
 
     @staticmethod
     def _fill(entry: Entry, fd: int, stream) -> str:
@@ -187,32 +169,9 @@ class _Finisher:
         self.window.clear()
 
     def add(self, path: str, fd: int, expected: str) -> None:
-        self._submit(self._finish, path, fd, expected)
-
-    def create(self, parent: int, name: str, entry: Entry, data: bytes) -> None:
-        """Create, write and finish a small file on the pool; `parent` (a descriptor of its
-        directory, the task's own) is closed by the task."""
-        self._submit(self._create, parent, name, entry, data)
-
-    def _submit(self, *task) -> None:
         if len(self.window) >= FINISHING:
             self.window.popleft().result()
-        self.window.append(self.pool.submit(*task))
-
-    def _create(self, parent: int, name: str, entry: Entry, data: bytes) -> None:
-        try:
-            fd = os.open(name, CREATE_FLAGS, 0o600, dir_fd=parent)
-        finally:
-            os.close(parent)
-        try:
-            _put(fd, data, 0, entry.sparse)
-            if entry.sparse:
-                os.ftruncate(fd, entry.size)
-            _set_facts(fd, entry)
-        except BaseException:
-            os.close(fd)
-            raise
-        self._finish(entry.path, fd, hashlib.sha256(data).hexdigest())
+        self.window.append(self.pool.submit(self._finish, path, fd, expected))
 
     def wait(self) -> None:
         while self.window:

@@ -51,9 +51,10 @@ class ClaimGone(VolumeError):
 
 
 def pause(attempt: int) -> float:
-    """Seconds between two looks at an object dr waits for: 50 ms doubling to 1 s (a CSI
-    snapshot or a pod is often ready within a second, and some take minutes)."""
-    return min(1.0, 0.05 * 2 ** min(attempt, 5))
+    """Seconds between two looks at an object dr waits for: 50 ms doubling to 200 ms for the
+    first ~8 s, then 1 s (a CSI snapshot or a pod is often ready within a second, where a
+    doubling to 1 s overshot it by up to half a second, and some take minutes)."""
+    return min(0.2 if attempt < 40 else 1.0, 0.05 * 2 ** min(attempt, 5))
 
 
 def label_value(text: str) -> str:
