@@ -1,12 +1,14 @@
 """Making many staged files durable at one point: their fsyncs issued together, for a local
 repository publishing its batched blobs (places/local.py) and the volumes mover committing a
-restored tree. Not syncfs: it waits for everything else written to the same filesystem (a
-shared disk, a hostPath volume on the node's own). The standard library only: the mover imports
-it in the volume's pod, where it loads nothing else of dr.
+restored tree; and syncfs, which the mover uses only for a tree of many files (it waits for
+everything else written to the same filesystem too: a shared disk, a hostPath volume on the
+node's own). The standard library only: the mover imports it in the volume's pod, where it
+loads nothing else of dr.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 from typing import Iterable
 
@@ -43,5 +45,18 @@ def _fsync(path: str) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def syncfs(directory: str) -> bool:
+    """syncfs(2) of the filesystem holding `directory`: everything written to it made durable
+    by one call. False where there is no syncfs (not Linux) or it failed: then fsync instead."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        call = getattr(ctypes.CDLL(None, use_errno=True), "syncfs", None)
+        return call is not None and call(fd) == 0
+    except OSError:
+        return False
     finally:
         os.close(fd)
