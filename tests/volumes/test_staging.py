@@ -24,11 +24,15 @@ def _frames(count: int, wrong: set[int] = frozenset()) -> io.BufferedReader:
     return io.BufferedReader(io.BytesIO(b"".join(parts)))
 
 
-@pytest.mark.parametrize("count,synced", [(10, False), (staging.SYNCFS_FROM + 5, True)])
+@pytest.mark.parametrize("count,synced", [(10, False), (1200, False), (1200, True)])
 def test_a_tree_is_staged_read_back_and_made_durable(tmp_path, monkeypatch, count, synced):
     calls = []
     real = staging.syncfs
     monkeypatch.setattr(staging, "syncfs", lambda d: calls.append(d) or real(d))  # a spy: the real call runs
+    if synced:  # the kernel's mount table, as it reads when a block volume is mounted at tmp_path
+        table = tmp_path.parent / f"mountinfo-{tmp_path.name}"
+        table.write_text(f"1 0 8:1 / / rw - ext4 /dev/vda rw\n7 1 253:4 / {tmp_path} rw - ext4 /dev/rbd0 rw\n")
+        monkeypatch.setattr(staging, "MOUNTINFO", str(table))
     stage = staging.Staging(str(tmp_path))
     digests, differing = stage.write(_frames(count))
     assert differing == [] and len(digests) == count
@@ -46,3 +50,18 @@ def test_a_frame_whose_bytes_are_not_its_trailers_fails_the_write(tmp_path):
     raw = _frames(3).read().replace(b"file 2file 2", b"FILE 2file 2", 1)
     with pytest.raises(Exception, match="not the catalog's"):
         staging.Staging(str(tmp_path)).write(io.BufferedReader(io.BytesIO(raw)))
+
+
+MOUNTS = """22 27 0:21 / /proc rw,relatime - proc proc rw
+1205 1190 253:4 / /data rw,relatime - ext4 /dev/rbd0 rw
+1206 1190 8:1 /var/lib/rancher/k3s/storage/pvc-1_ns_data /local rw - ext4 /dev/vda1 rw
+1207 1190 8:1 / /with\\040space rw - xfs /dev/nvme1n1 rw
+1208 1190 0:55 / /over rw - ext4 /dev/sdb rw
+1209 1190 8:1 /srv/share /over rw - ext4 /dev/vda1 rw
+"""
+
+
+@pytest.mark.parametrize("root,whole", [("/data", True), ("/local", False), ("/with space", True),
+                                        ("/over", False), ("/data/sub", False), ("/nowhere", False)])
+def test_a_volume_is_its_own_filesystem_only_where_a_whole_one_is_mounted(root, whole):
+    assert staging.own_filesystem(root, MOUNTS) is whole
