@@ -198,8 +198,25 @@ def bench_set(name: str, scale: float, rounds: int, work: str, env: dict) -> dic
                          ("restic", lambda: run_restic(work, data, env))]
                 for tool, run in order if round_no % 2 == 0 else reversed(order):
                     results[tool].append(run())
+                    settle()
                     print(f"round {round_no + 1} {tool}: {results[tool][-1]}", flush=True)
     return results
+
+
+def settle(longest: float = 60.0) -> None:
+    """Let the disk finish what the last run left (its tree deleted by the stand-in or by the
+    bench, writeback of what it wrote) before the other tool starts: on this machine's disk a
+    restore of 100,000 files that began while the other tool's 100,000 were being deleted took
+    up to three times as long, so whichever tool ran second in a round paid for the first."""
+    time.sleep(1.0)  # the stand-in deletes a deleted claim's directory from its own loop
+    os.sync()
+    deadline = time.monotonic() + longest
+    while time.monotonic() < deadline:
+        with open("/proc/meminfo") as handle:
+            held = sum(int(line.split()[1]) for line in handle if line.startswith(("Dirty:", "Writeback:")))
+        if held < 16 << 10:  # kB
+            return
+        time.sleep(0.5)
 
 
 def claim_objects() -> list[dict]:
