@@ -29,7 +29,7 @@ from dr.repository.catalogs import read_catalog
 from tests.harness import EmulatedCluster, write_kubeconfig
 from tests.harness.jobs import JobRunner
 from tests.harness.volumes import CsiStandIn
-from tests.volumes.helpers import claim, findings, tree, volumes_plan
+from tests.volumes.helpers import claim, findings, outcomes, tree, volumes_plan
 
 
 def _file(path: str, size: int = 100, mtime: int = 1) -> Entry:
@@ -192,8 +192,23 @@ def test_many_small_files_round_trip_in_packs_and_one_changed_file_stores_one_pa
                  "--json"])
     out = capsys.readouterr().out
     assert code == 0, out
-    assert tree(two["csi_b"].directory_of("ml", "segments")) == tree(folder)
+    restored = two["csi_b"].directory_of("ml", "segments")
+    assert tree(restored) == tree(folder)
     assert not [f for f in findings(json.loads(out)) if f.get("severity") == "error"], out
+
+    # two files of one pack changed at the destination: one's mode, the other's bytes alone
+    # (same size and mtime): both are conflicts, the pack's other files unchanged
+    os.chmod(os.path.join(restored, "shard-0", "seg-0000.json"), 0o600)
+    other = os.path.join(restored, "shard-0", "seg-0003.json")
+    st = os.stat(other)
+    with open(other, "r+b") as handle:
+        handle.write(bytes(16))
+    os.utime(other, ns=(st.st_atime_ns, st.st_mtime_ns))
+    code = main(["restore", "--plan", path, "--source", "vols", "--to", f"vols={two['kubeconfig']}:recovery",
+                 "--json"])
+    out = capsys.readouterr().out
+    conflicts = {o["item"] for o in outcomes(json.loads(out)) if o["status"] == "conflict"}
+    assert code != 0 and conflicts == {"ml/segments/shard-0/seg-0000.json", "ml/segments/shard-0/seg-0003.json"}, out
 
 
 def test_pack_below_zero_keeps_a_file_per_artifact(two, tmp_path, capsys):

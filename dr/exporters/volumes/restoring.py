@@ -198,9 +198,11 @@ class ClaimRestore:
             differing[""] = f"the claim holds {len(extra)} entries the backup has not (first: {extra[0]})"
         differing |= {p: "other mode, owner, time, size or target" for p in mine.keys() & found.keys()
                       if mine[p] != found[p] and not (p == "." and _root_only(mine[p], found[p]))}
+        # a pack is read when any of its files has still to be compared (its others' facts may differ)
         units = [(a, recorded) for a, recorded in units
-                 if all(e.kind == "file" and e.path not in differing for e in recorded)]
-        body = b"".join(line({"path": e.path}) for _, recorded in units for e in recorded)
+                 if any(e.kind == "file" and e.path not in differing for e in recorded)]
+        body = b"".join(line({"path": e.path}) for _, recorded in units for e in recorded
+                        if e.path not in differing)
         response = self.cluster.proxy(mover.namespace, mover.pod, PORT, "POST", "/digests", body=body, headers=headers)
         digests = {item["path"]: item.get("sha256") for item in map(json.loads, lines(response))}
         response.release_conn()
@@ -214,7 +216,7 @@ class ClaimRestore:
                         digest.update(data)
                 found_digests = [digest.hexdigest()]
             for entry, found_digest in zip(recorded, found_digests):
-                if digests.get(entry.path) != found_digest:
+                if entry.path not in differing and digests.get(entry.path) != found_digest:
                     differing[entry.path] = "other bytes"
         return differing
 
