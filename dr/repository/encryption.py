@@ -10,6 +10,8 @@ import os
 
 import pyrage
 
+from dr.repository import agefile
+
 
 class EncryptionError(Exception):
     pass
@@ -25,7 +27,8 @@ def parse_recipients(recipients: list[str]) -> list[pyrage.x25519.Recipient]:
 def encrypt(data: bytes, recipients: list[pyrage.x25519.Recipient]) -> bytes:
     if not recipients:
         raise EncryptionError("secret content and no recipients: refusing to store it unencrypted")
-    return pyrage.encrypt(data, recipients)
+    # pyrage parsed the keys; the bytes go through agefile (OpenSSL's cipher, not pyrage's: why there)
+    return agefile.encrypt(data, [agefile.recipient_key(str(r)) for r in recipients])
 
 
 def decrypt(data: bytes, identities: list[pyrage.x25519.Identity]) -> bytes:
@@ -34,9 +37,9 @@ def decrypt(data: bytes, identities: list[pyrage.x25519.Identity]) -> bytes:
             "this content is encrypted and no identity was given: set the plan's identity_env "
             "variable (default DR_AGE_IDENTITY_FILE) to the path of the age identity file")
     try:
-        return pyrage.decrypt(data, identities)
-    except Exception:
-        raise EncryptionError("cannot decrypt: none of the given identities is a recipient") from None
+        return agefile.decrypt(data, [str(i) for i in identities])
+    except agefile.AgeError as exc:
+        raise EncryptionError(f"cannot decrypt: {exc}") from None
 
 
 def load_identities(path: str) -> list[pyrage.x25519.Identity]:

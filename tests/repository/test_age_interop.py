@@ -3,6 +3,7 @@ reads what `age` writes. A repository's secrets stay recoverable without dr."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 
@@ -18,19 +19,22 @@ def age_tool():
     return path
 
 
-def test_the_reference_tool_decrypts_what_dr_encrypts(tmp_path, age_tool):
+# a short secret, a payload of exactly one STREAM chunk, and one of several with a short last chunk
+@pytest.mark.parametrize("plaintext", [b"vault unseal key share 3", b"k" * 65536, os.urandom(3 * 65536 + 17)])
+def test_the_reference_tool_decrypts_what_dr_encrypts(tmp_path, age_tool, plaintext):
     identity, recipient = encryption.generate_identity()
     (tmp_path / "key.txt").write_text(identity + "\n")
-    blob = encryption.encrypt(b"vault unseal key share 3", encryption.parse_recipients([recipient]))
+    blob = encryption.encrypt(plaintext, encryption.parse_recipients([recipient]))
     (tmp_path / "blob").write_bytes(blob)
     out = subprocess.run([age_tool, "-d", "-i", str(tmp_path / "key.txt"), str(tmp_path / "blob")],
                          capture_output=True, check=True)
-    assert out.stdout == b"vault unseal key share 3"
+    assert out.stdout == plaintext
 
 
 def test_dr_decrypts_what_the_reference_tool_encrypts(tmp_path, age_tool):
     identity, recipient = encryption.generate_identity()
     (tmp_path / "key.txt").write_text(identity + "\n")
-    out = subprocess.run([age_tool, "-r", recipient], input=b"sealed-secrets key", capture_output=True, check=True)
-    identities = encryption.load_identities(str(tmp_path / "key.txt"))
-    assert encryption.decrypt(out.stdout, identities) == b"sealed-secrets key"
+    for plaintext in (b"sealed-secrets key", os.urandom(2 * 65536)):
+        out = subprocess.run([age_tool, "-r", recipient], input=plaintext, capture_output=True, check=True)
+        identities = encryption.load_identities(str(tmp_path / "key.txt"))
+        assert encryption.decrypt(out.stdout, identities) == plaintext
