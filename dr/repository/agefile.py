@@ -152,8 +152,9 @@ def _seal(aead: ChaCha20Poly1305, plaintext: bytes) -> list[bytes]:
 
 
 # -- decrypt ------------------------------------------------------------------------------
-def decrypt(data: bytes, identities: list[str]) -> bytes:
-    """The plaintext of an age file, for identities given as `AGE-SECRET-KEY-1...` strings."""
+def decrypt(data: bytes, identities: list[str]) -> bytearray:
+    """The plaintext of an age file, for identities given as `AGE-SECRET-KEY-1...` strings
+    (a bytearray: the buffer it was decrypted into, not copied again)."""
     header, stanzas, mac, payload_at = _parse_header(data)
     file_key = _unwrap(stanzas, [identity_key(text) for text in identities])
     if not hmac.compare_digest(_header_mac(file_key, header), mac):
@@ -222,19 +223,24 @@ def _unwrap(stanzas: list[tuple[list[bytes], bytes]],
     raise NotARecipient("none of the given identities is a recipient")
 
 
-def _open(aead: ChaCha20Poly1305, sealed: memoryview) -> bytes:
+def _open(aead: ChaCha20Poly1305, sealed: memoryview) -> bytearray:
+    """The payload's plaintext, decrypted in place into one buffer: a bytes object per 64 KiB
+    chunk, joined, made the decryption 3-5x slower than the cipher (fresh pages for each)."""
     size, step = len(sealed), CHUNK + TAG
     if size < TAG:
         raise AgeError("truncated: no payload")
-    pieces, counter = [], 0
-    for start in range(0, size, step):
-        last = start + step >= size
+    chunks = -(-size // step)
+    if size - (chunks - 1) * step < TAG:  # a last piece too short to hold a tag
+        raise AgeError(f"payload damaged or truncated at chunk {chunks - 1}")
+    plaintext = bytearray(size - TAG * chunks)
+    out, at = memoryview(plaintext), 0
+    for counter, start in enumerate(range(0, size, step)):
+        last, piece = start + step >= size, sealed[start:start + step]
+        if last and len(piece) == TAG and counter:
+            raise AgeError("payload: an empty last chunk")
         try:
-            piece = aead.decrypt(_nonce(counter, last), sealed[start:start + step], None)
+            aead.decrypt_into(_nonce(counter, last), piece, None, out[at:at + len(piece) - TAG])
         except InvalidTag:
             raise AgeError(f"payload damaged or truncated at chunk {counter}") from None
-        if last and not piece and counter:
-            raise AgeError("payload: an empty last chunk")
-        pieces.append(piece)
-        counter += 1
-    return b"".join(pieces)
+        at += len(piece) - TAG
+    return plaintext

@@ -31,7 +31,7 @@ def encrypt(data: bytes, recipients: list[pyrage.x25519.Recipient]) -> bytes:
     return agefile.encrypt(data, [agefile.recipient_key(str(r)) for r in recipients])
 
 
-def decrypt(data: bytes, identities: list[pyrage.x25519.Identity]) -> bytes:
+def decrypt(data: bytes, identities: list[pyrage.x25519.Identity]) -> bytes | bytearray:
     if not identities:
         raise EncryptionError(
             "this content is encrypted and no identity was given: set the plan's identity_env "

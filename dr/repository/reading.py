@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import io
-from typing import BinaryIO
+from typing import BinaryIO, Iterator
 
 import pyrage
 
@@ -33,6 +33,11 @@ class ArtifactReader:
     def read(self, artifact: Artifact) -> bytes:
         with self.open(artifact) as stream:
             return stream.read()
+
+    def pieces(self, artifact: Artifact) -> Iterator[memoryview]:
+        """The content a chunk at a time, without copies, checked as open()'s stream is."""
+        with _ChunkStream(self, artifact) as stream:
+            yield from stream.pieces()
 
     def met(self, damage: IntegrityError) -> IntegrityError:
         """`damage`, remembered in self.damage."""
@@ -82,6 +87,16 @@ class _ChunkStream(io.RawIOBase):
         target[:n] = self._buffer[self._offset:self._offset + n]
         self._offset += n
         return n
+
+    def pieces(self) -> Iterator[memoryview]:
+        """The rest a chunk at a time, as views of the decrypted chunks (read(n) copies each
+        twice); the whole is checked before the last piece comes out, as with read()."""
+        while True:
+            self._fill()
+            if self._offset >= len(self._buffer):
+                return
+            yield self._buffer[self._offset:]
+            self._offset = len(self._buffer)
 
     def readall(self) -> bytes:
         """The rest at once, a chunk at a time (RawIOBase's would read it 8 KiB at a time)."""

@@ -87,9 +87,10 @@ def test_damage_anywhere_is_refused(keys):
                       (blob.index(b"\n--- ") + 7, "MAC|Base64")]:
         with pytest.raises(agefile.AgeError, match=match):
             agefile.decrypt(_damaged(blob, at), [str(identity)])
-    stanza_body = blob.index(b"\n", len("age-encryption.org/v1\n")) + 3
+    at = blob.index(b"\n", len("age-encryption.org/v1\n")) + 3  # inside the wrapped file key
+    other = b"A" if blob[at:at + 1] != b"A" else b"B"  # still Base64: the unwrap itself must fail
     with pytest.raises(agefile.NotARecipient):
-        agefile.decrypt(_damaged(blob, stanza_body), [str(identity)])
+        agefile.decrypt(blob[:at] + other + blob[at + 1:], [str(identity)])
 
 
 def test_truncation_and_extension_are_refused(keys):

@@ -269,11 +269,10 @@ class ClaimRestore:
                         digest.update(data)
                     yield data
                 else:
-                    with self.reader.open(artifact) as stream:
-                        while data := stream.read(8 << 20):
-                            if digest is not None:
-                                digest.update(data)
-                            yield data
+                    for data in self.reader.pieces(artifact):  # views of the chunks, not copies
+                        if digest is not None:
+                            digest.update(data)
+                        yield data
                 sent.append(bytes.fromhex(artifact.digest) if artifact.digest else digest.digest())
                 yield line({"ok": True, "sha256": sent[-1].hex()})
 
