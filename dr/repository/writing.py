@@ -17,7 +17,7 @@ import socket
 import tempfile
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import BinaryIO, Callable, Iterable, Union
 
 from dr.model import clock
@@ -35,6 +35,13 @@ CHUNK_SIZE = 8 << 20  # bounded memory per in-flight upload; large enough for fe
 # ext4 (most of a small file's backup). Larger ones are put at once, so that a backup retried
 # after a crash finds them stored and does not upload them again.
 BATCHED_UNDER = 4 << 20
+# A piece at least this large is encrypted, hashed and handed to the upload pool on a thread of
+# its own while the next piece is read (hashlib and OpenSSL's cipher let go of the GIL): a 1 GiB
+# volume's backup spent its one thread reading the mover's stream, encrypting and hashing in
+# turn. Smaller pieces (most artifacts: one small piece) are done inline, a thread hop costing
+# more than the work.
+PIPELINED_FROM = 1 << 20
+PIPELINE_DEPTH = 2  # pieces being sealed at once, per writer: ~2 x 2 x chunk_size more memory
 Content = Union[bytes, Callable[[], BinaryIO]]
 
 
@@ -59,6 +66,8 @@ class SnapshotWriter:
         self.chunk_size = chunk_size
         self.on_progress = on_progress or (lambda n: None)
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="upload")
+        self._sealers = ThreadPoolExecutor(max_workers=PIPELINE_DEPTH, thread_name_prefix="seal")
+        self._sealing = threading.BoundedSemaphore(PIPELINE_DEPTH)
         # At most `workers` chunks in memory at once: peak memory ~ workers x chunk_size.
         self._in_flight = threading.BoundedSemaphore(workers)
         self._lock = threading.Lock()
@@ -138,25 +147,45 @@ class SnapshotWriter:
         """Chunk and upload content; return (chunk digests, plaintext digest or '', size)."""
         secret = sensitivity == Sensitivity.SECRET
         whole = None if secret else hashlib.sha256()  # a secret's plaintext digest is never recorded
-        chunks: list[str] = []
+        chunks: list[str | Future] = []
         size = 0
         stream = io.BytesIO(content) if isinstance(content, bytes) else content()
-        with stream:
-            while True:
-                piece = _read_full(stream, self.chunk_size)
-                if not piece and chunks:
-                    break
-                size += len(piece)
-                if whole is not None:
-                    whole.update(piece)
-                self.on_progress(len(piece))
-                stored = encryption.encrypt(piece, self.recipients) if secret else piece
-                chunks.append(self._upload(stored, futures))
-                if len(piece) < self.chunk_size:
-                    break
+        try:
+            with stream:
+                while True:
+                    piece = _read_full(stream, self.chunk_size)
+                    if not piece and chunks:
+                        break
+                    size += len(piece)
+                    if whole is not None:
+                        whole.update(piece)
+                    self.on_progress(len(piece))
+                    chunks.append(self._store_piece(piece, secret, futures))
+                    if len(piece) < self.chunk_size:
+                        break
+        except BaseException:  # the pieces being sealed end first; the reading's error is the one raised
+            wait([c for c in chunks if isinstance(c, Future)])
+            raise
+        digests = [c.result() if isinstance(c, Future) else c for c in chunks]
         with self._lock:
             self.stats["bytes_read"] += size
-        return chunks, ("" if whole is None else whole.hexdigest()), size
+        return digests, ("" if whole is None else whole.hexdigest()), size
+
+    def _store_piece(self, piece: bytes, secret: bool, futures: list[Future]) -> str | Future:
+        """The piece's chunk digest, or, for a large piece, a future of it (PIPELINED_FROM)."""
+        def store() -> str:
+            return self._upload(encryption.encrypt(piece, self.recipients) if secret else piece, futures)
+
+        if len(piece) < PIPELINED_FROM:
+            return store()
+        self._sealing.acquire()
+        try:
+            future = self._sealers.submit(store)
+        except BaseException:
+            self._sealing.release()
+            raise
+        future.add_done_callback(lambda _: self._sealing.release())
+        return future
 
     def source(self, name: str, exporter: str, parent: Iterable[Artifact] = ()) -> "SourceSink":
         return SourceSink(self, name, exporter, parent)
@@ -195,6 +224,7 @@ class SnapshotWriter:
         _wait_all([self._pool.submit(call) for call in calls])
 
     def close(self) -> None:
+        self._sealers.shutdown(wait=True, cancel_futures=True)
         self._pool.shutdown(wait=True, cancel_futures=True)
         # what is still staged no snapshot names (a failed or interrupted run's, or a failed
         # source's upload that ended after the catalog): dropped, not left for prune
