@@ -19,6 +19,7 @@ import functools
 import hashlib
 import hmac
 import os
+from typing import Iterator
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
@@ -32,6 +33,7 @@ CHUNK = 64 * 1024  # the STREAM's plaintext chunk, fixed by the format
 TAG = 16
 COLUMNS = 64  # a stanza body's line width
 MAX_STANZAS = 1024  # a hostile header costs bounded work
+IN_PLACE = hasattr(ChaCha20Poly1305, "decrypt_into")  # not in every cryptography pyproject allows
 
 
 class AgeError(Exception):
@@ -232,6 +234,8 @@ def _open(aead: ChaCha20Poly1305, sealed: memoryview) -> bytearray:
     chunks = -(-size // step)
     if size - (chunks - 1) * step < TAG:  # a last piece too short to hold a tag
         raise AgeError(f"payload damaged or truncated at chunk {chunks - 1}")
+    if not IN_PLACE:
+        return bytearray(b"".join(_open_each(aead, sealed, step)))
     plaintext = bytearray(size - TAG * chunks)
     out, at = memoryview(plaintext), 0
     for counter, start in enumerate(range(0, size, step)):
@@ -244,3 +248,16 @@ def _open(aead: ChaCha20Poly1305, sealed: memoryview) -> bytearray:
             raise AgeError(f"payload damaged or truncated at chunk {counter}") from None
         at += len(piece) - TAG
     return plaintext
+
+
+def _open_each(aead: ChaCha20Poly1305, sealed: memoryview, step: int) -> Iterator[bytes]:
+    """The chunks decrypted one by one: for a `cryptography` too old to have decrypt_into."""
+    size = len(sealed)
+    for counter, start in enumerate(range(0, size, step)):
+        last, piece = start + step >= size, sealed[start:start + step]
+        if last and len(piece) == TAG and counter:
+            raise AgeError("payload: an empty last chunk")
+        try:
+            yield aead.decrypt(_nonce(counter, last), piece, None)
+        except InvalidTag:
+            raise AgeError(f"payload damaged or truncated at chunk {counter}") from None

@@ -127,3 +127,17 @@ def test_a_non_canonical_base64_share_is_refused(keys):
     assert base64.b64decode(non_canonical + b"=") == base64.b64decode(share + b"=")
     with pytest.raises(agefile.AgeError, match="non-canonical"):
         agefile.decrypt(blob[:start] + non_canonical + blob[end:], [str(identity)])
+
+
+@pytest.mark.parametrize("size", [0, CHUNK, 3 * CHUNK + 17])
+def test_without_decrypt_into_the_same_files_are_read_and_refused(keys, monkeypatch, size):
+    # an older cryptography (pyproject allows some) has no decrypt_into: the chunks are joined
+    monkeypatch.setattr(agefile, "IN_PLACE", False)
+    identity, recipient = keys
+    data = os.urandom(size)
+    blob = _encrypt(data, recipient)
+    assert agefile.decrypt(blob, [str(identity)]) == data
+    assert agefile.decrypt(pyrage.encrypt(data, [recipient]), [str(identity)]) == data
+    for damaged in (blob[:-1], blob + b"\0", _damaged(blob, len(blob) - 1)):
+        with pytest.raises(agefile.AgeError):
+            agefile.decrypt(damaged, [str(identity)])
