@@ -48,6 +48,8 @@ def expected_errors() -> list[tuple[tuple[type[BaseException], ...], Exit, str]]
     ]
 
 
+# commands that stream chunks: they keep freed buffers' memory (dr/kits/buffers.py)
+MOVES_DATA = frozenset({"backup", "restore", "verify", "drill", "status"})
 # dr's global options that take a value (`--kubeconfig FILE`): the word after one is not the command.
 VALUED = ("--kubeconfig", "--context")
 
@@ -212,6 +214,10 @@ def main(argv: list[str] | None = None) -> int:
     args.extra = extra
     from_environment(args, parser)
     out = Output(as_json=args.json, quiet=args.quiet)
+    if getattr(args, "command", None) in MOVES_DATA:
+        from dr.kits.buffers import keep_freed_buffers
+
+        keep_freed_buffers()
     if args.debug:  # the library reads it too: a failed source's traceback (dr.model.failure_reports)
         os.environ[DEBUG_ENV] = "1"
     try:

@@ -144,4 +144,4 @@ def test_the_volume_mover_starts_on_the_standard_library_alone():
                                        check=True).stdout.replace("'", '"'))
     assert loaded == ["dr", "dr.exporters", "dr.exporters.volumes", "dr.exporters.volumes.mover",
                       "dr.exporters.volumes.movertree", "dr.exporters.volumes.staging",
-                      "dr.exporters.volumes.wire", "dr.kits", "dr.kits.syncing"]
+                      "dr.exporters.volumes.wire", "dr.kits", "dr.kits.buffers", "dr.kits.syncing"]

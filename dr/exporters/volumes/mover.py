@@ -32,6 +32,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from dr.exporters.volumes.movertree import OpenFolders, send_file, walk
 from dr.exporters.volumes.staging import Staging, file_digest
 from dr.exporters.volumes.wire import ANSWER_HEADER, TOKEN_ENV, TOKEN_HEADER, WireError, line, read_line
+from dr.kits.buffers import keep_freed_buffers
 
 
 class Mover(ThreadingHTTPServer):
@@ -239,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     if not os.path.isdir(args.root):
         sys.stderr.write(f"mover: {args.root} is not a directory (is the volume mounted?)\n")
         return 2
+    keep_freed_buffers()  # every frame's buffers are freed and allocated again (dr/kits/buffers.py)
     server = Mover(args.port, args.root, token, args.write, args.idle_seconds)
     threading.Thread(target=_watch_idle, args=(server,), daemon=True).start()
     sys.stderr.write(f"mover: serving {args.root} on port {args.port}{' (write)' if args.write else ''}\n")
